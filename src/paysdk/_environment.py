@@ -1,0 +1,87 @@
+"""Where the API lives: the four addresses of the spec, and whether idempotency keys are honoured."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["Environment"]
+
+_ENV_VARS = {
+    "base_url": "PAYSDK_BASE_URL",
+    "webview_url": "PAYSDK_WEBVIEW_URL",
+    "wallet_base_url": "PAYSDK_WALLET_BASE_URL",
+    "cms_base_url": "PAYSDK_CMS_BASE_URL",
+}
+
+#: Path prefixes the reference server (``paysdk serve``) uses for the three non-base addresses.
+CHECKOUT_PREFIX = "/checkout"
+WALLET_PREFIX = "/rest"
+CMS_PREFIX = "/cms/rest"
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    """The four addresses of one deployment of the API.
+
+    The real sandbox and production addresses are not published in the spec, so they are given by you
+    (arguments, or the ``PAYSDK_*`` environment variables through :meth:`from_env`). For the local
+    reference server, :meth:`local` derives all four from one address.
+
+    ``honours_idempotency_keys`` says whether the deployment is known to honour an ``Idempotency-Key``
+    header on POST. Only then does the SDK retry a POST whose bytes may have reached the server; the
+    spec shows no such support for the real API, so it is ``False`` unless you say otherwise.
+    """
+
+    base_url: str
+    webview_url: str
+    wallet_base_url: str
+    cms_base_url: str
+    name: str = "custom"
+    honours_idempotency_keys: bool = False
+
+    def __post_init__(self) -> None:
+        for field in ("base_url", "webview_url", "wallet_base_url", "cms_base_url"):
+            value = getattr(self, field)
+            if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+                raise ValueError(f"Environment.{field} must be an http(s) URL, got {value!r}")
+            object.__setattr__(self, field, value.rstrip("/"))
+
+    @classmethod
+    def local(cls, url: str = "http://127.0.0.1:8000", *, name: str = "local") -> Environment:
+        """The addresses of a reference server (``paysdk serve``) listening at ``url``.
+
+        The reference server honours idempotency keys, so POSTs are retried safely against it.
+        """
+        root = url.rstrip("/")
+        return cls(
+            base_url=root,
+            webview_url=root + CHECKOUT_PREFIX,
+            wallet_base_url=root + WALLET_PREFIX,
+            cms_base_url=root + CMS_PREFIX,
+            name=name,
+            honours_idempotency_keys=True,
+        )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Environment:
+        """Build an environment from ``PAYSDK_BASE_URL`` and friends.
+
+        With only ``PAYSDK_BASE_URL`` set, the other three are derived as for :meth:`local`.
+        ``PAYSDK_IDEMPOTENCY=1`` declares idempotency-key support.
+        """
+        env = os.environ if environ is None else environ
+        base = env.get(_ENV_VARS["base_url"])
+        if not base:
+            raise ValueError(
+                "no API address: pass environment=Environment(...) or set PAYSDK_BASE_URL"
+            )
+        derived = cls.local(base)
+        values = {
+            field: env.get(var) or getattr(derived, field) for field, var in _ENV_VARS.items()
+        }
+        explicit = all(env.get(var) for var in _ENV_VARS.values())
+        flag = env.get("PAYSDK_IDEMPOTENCY")
+        honours = flag in {"1", "true", "yes"} if flag is not None else not explicit
+        return cls(**values, name=env.get("PAYSDK_ENVIRONMENT", "custom"), honours_idempotency_keys=honours)

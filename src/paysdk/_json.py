@@ -1,0 +1,128 @@
+"""Exact JSON for money: numbers become :class:`decimal.Decimal`, never ``float``.
+
+Python's :mod:`json` parses ``10.0001`` as a float and accepts ``NaN``, ``Infinity`` and ``1e400``.
+Every JSON body paysdk reads (SDK responses, server requests, callback payloads) goes through
+:func:`loads`, which parses non-integers as ``Decimal`` and refuses non-finite numbers; every body it
+writes goes through :func:`dumps`, which writes a ``Decimal`` as a plain JSON number with the exact
+digits it holds (``Decimal("10.50")`` is written ``10.50``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from enum import Enum
+from typing import Any
+
+__all__ = ["JSONDecodeError", "dumps", "loads"]
+
+#: The largest integer digit count accepted: a 1e400-style number is refused rather than kept.
+_MAX_NUMBER_CHARS = 64
+
+
+class JSONDecodeError(ValueError):
+    """The bytes are not a JSON document paysdk accepts (malformed, non-UTF-8 or non-finite numbers)."""
+
+
+def _parse_float(text: str) -> Decimal:
+    if len(text) > _MAX_NUMBER_CHARS:
+        raise JSONDecodeError(f"number too long: {text[:20]}...")
+    try:
+        value = Decimal(text)
+    except InvalidOperation as exc:  # pragma: no cover - json only hands valid number text
+        raise JSONDecodeError(f"invalid number {text!r}") from exc
+    if not value.is_finite() or abs(value.adjusted()) > 30:
+        raise JSONDecodeError(f"number out of range: {text}")
+    return value
+
+
+def _parse_int(text: str) -> int:
+    if len(text) > _MAX_NUMBER_CHARS:
+        raise JSONDecodeError(f"number too long: {text[:20]}...")
+    return int(text)
+
+
+def _parse_constant(name: str) -> Any:
+    raise JSONDecodeError(f"{name} is not valid JSON")
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse a JSON document; non-integer numbers become ``Decimal``.
+
+    Raises :class:`JSONDecodeError` for malformed JSON, invalid UTF-8, ``NaN``/``Infinity`` and
+    numbers whose magnitude no amount could have.
+    """
+    if isinstance(data, bytes | bytearray | memoryview):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JSONDecodeError(f"body is not UTF-8 (byte {exc.start})") from exc
+    else:
+        text = data
+    try:
+        return json.loads(
+            text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant
+        )
+    except JSONDecodeError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise JSONDecodeError(f"malformed JSON: {exc}") from None
+
+
+def _decimal_text(value: Decimal) -> str:
+    if not value.is_finite():
+        raise ValueError("non-finite Decimal cannot be written as JSON")
+    return format(value, "f")
+
+
+def _encode(obj: Any, out: list[str]) -> None:
+    if obj is None:
+        out.append("null")
+    elif obj is True:
+        out.append("true")
+    elif obj is False:
+        out.append("false")
+    elif isinstance(obj, Enum):
+        _encode(obj.value, out)
+    elif isinstance(obj, str):
+        out.append(json.dumps(obj, ensure_ascii=False))
+    elif isinstance(obj, int):
+        out.append(str(int(obj)))
+    elif isinstance(obj, Decimal):
+        out.append(_decimal_text(obj))
+    elif isinstance(obj, float):
+        if not math.isfinite(obj):
+            raise ValueError("non-finite float cannot be written as JSON")
+        out.append(repr(obj))
+    elif isinstance(obj, datetime | date):
+        out.append(json.dumps(obj.isoformat()))
+    elif isinstance(obj, Mapping):
+        out.append("{")
+        first = True
+        for key, value in obj.items():
+            if not first:
+                out.append(",")
+            first = False
+            out.append(json.dumps(str(key), ensure_ascii=False))
+            out.append(":")
+            _encode(value, out)
+        out.append("}")
+    elif isinstance(obj, Sequence) and not isinstance(obj, bytes | bytearray):
+        out.append("[")
+        for index, value in enumerate(obj):
+            if index:
+                out.append(",")
+            _encode(value, out)
+        out.append("]")
+    else:
+        raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def dumps(obj: Any) -> bytes:
+    """Serialize ``obj`` to compact UTF-8 JSON, writing ``Decimal`` as an exact JSON number."""
+    out: list[str] = []
+    _encode(obj, out)
+    return "".join(out).encode("utf-8")

@@ -1,0 +1,164 @@
+"""Types shared by every API family: currencies, channels, money, the error body, own codes."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from enum import IntEnum, StrEnum
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "CHANNEL_DISPLAY_NAMES",
+    "Channel",
+    "Currency",
+    "ErrorBody",
+    "ErrorDetail",
+    "Money",
+    "OwnCode",
+    "WireModel",
+    "parse_money",
+]
+
+
+class WireModel(BaseModel):
+    """Base of every contract model: camelCase on the wire, snake_case in Python, extra keys kept."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        frozen=True,
+        ser_json_timedelta="float",
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-ready dict (camelCase keys, ``Decimal`` kept exact, unset optionals left out)."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="python")
+
+
+class Channel(StrEnum):
+    """Where the payment link is sent (spec 2.1)."""
+
+    WA = "wa"
+    SMS = "sms"
+    EMAIL = "email"
+    WEB = "web"
+    APP = "app"
+
+
+#: The channel's display name, as the merchant callback reports it (spec 2.4; decision D7).
+CHANNEL_DISPLAY_NAMES: dict[str, str] = {
+    "wa": "WhatsApp",
+    "sms": "SMS",
+    "email": "Email",
+    "web": "Web",
+    "app": "App",
+}
+
+
+class Currency(StrEnum):
+    """Currencies of spec 2.1. All have two minor units (ISO 4217)."""
+
+    GTQ = "GTQ"
+    USD = "USD"
+    MXN = "MXN"
+    CRC = "CRC"
+    HNL = "HNL"
+    DOP = "DOP"
+    COP = "COP"
+    SVC = "SVC"
+
+
+class OwnCode(IntEnum):
+    """The API's own error codes (spec 7)."""
+
+    WRONG_ENVIRONMENT = 2007
+    AMOUNT_OUT_OF_RANGE = 2003
+    INVALID_FIELD = 5000
+    UNKNOWN_CLIENT = 5004
+    INSUFFICIENT_FUNDS = 7303
+    INVALID_SIGNATURE = 7604
+    KEYS_EXPIRED = 7616
+
+
+def parse_money(value: object, *, places: int = 2, field: str = "amount") -> Decimal:
+    """Turn ``value`` into an exact, finite, positive ``Decimal`` with at most ``places`` decimals.
+
+    Accepts ``Decimal``, ``int`` and decimal strings. Refuses ``float`` (it cannot hold money exactly),
+    ``bool``, NaN, infinities, zero, negatives and more decimals than ``places``.
+    """
+    if isinstance(value, bool) or isinstance(value, float):
+        raise ValueError(f"{field} must be a Decimal, int or decimal string, not {type(value).__name__}")
+    if isinstance(value, int):
+        result = Decimal(value)
+    elif isinstance(value, Decimal):
+        result = value
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            result = Decimal(text)
+        except ArithmeticError:
+            raise ValueError(f"{field} is not a decimal number: {value!r}") from None
+    else:
+        raise ValueError(f"{field} must be a number, not {type(value).__name__}")
+    if not result.is_finite():
+        raise ValueError(f"{field} must be finite")
+    if result <= 0:
+        raise ValueError(f"{field} must be greater than zero")
+    exponent = result.as_tuple().exponent
+    assert isinstance(exponent, int)
+    if exponent < -places and result != result.quantize(Decimal(1).scaleb(-places)):
+        raise ValueError(f"{field} has more than {places} decimal places")
+    if result.adjusted() >= 15:
+        raise ValueError(f"{field} is too large")
+    return result
+
+
+def _wire_amount(value: object) -> object:
+    # Runs before pydantic's own Decimal handling so floats, bools and strings never slip in.
+    # Positivity is not checked here: an amount outside the client's range is ownCode 2003, decided
+    # by the server against the client's configuration, not a contract (5000) error.
+    if isinstance(value, bool) or not isinstance(value, int | Decimal):
+        raise ValueError("must be a JSON number")
+    result = Decimal(value)
+    if not result.is_finite():
+        raise ValueError("must be finite")
+    exponent = result.as_tuple().exponent
+    assert isinstance(exponent, int)
+    if exponent < -2 and result != result.quantize(Decimal("0.01")):
+        raise ValueError("has more than 2 decimal places")
+    if result.adjusted() >= 15:
+        raise ValueError("is too large")
+    return result
+
+
+#: A transaction amount on the wire: a JSON number, exact, finite, at most 2 decimal places.
+#: (The SDK validates what callers pass with :func:`parse_money`, which also refuses zero and negatives.)
+Money = Annotated[Decimal, BeforeValidator(_wire_amount)]
+
+
+class ErrorDetail(WireModel):
+    """One problem with the request: the field (dotted path, or a header/query name) and what is wrong."""
+
+    field: str
+    message: str
+
+
+class ErrorBody(WireModel):
+    """The error body every endpoint answers with (decision D1).
+
+    ``ownCode`` is top level and always present (``null`` where the spec gives no code).
+    """
+
+    own_code: int | None = Field(default=None)
+    message: str
+    details: list[ErrorDetail] = Field(default_factory=list)
+
+
+def _strip(value: str) -> str:
+    return value.strip()
+
+
+NonEmptyStr = Annotated[str, AfterValidator(_strip), Field(min_length=1, max_length=255)]

@@ -1,0 +1,180 @@
+"""The reference server's control plane under ``/_sandbox/`` (not part of the public API).
+
+camelCase JSON like the public API. Shared by the server (``paysdk.server``), the SDK's
+``client.sandbox`` resource and the CLI's ``paysdk sandbox`` commands.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic import Field
+
+from paysdk.contracts.common import Channel, Currency, WireModel
+
+__all__ = [
+    "CallbackAttempt",
+    "ClockAdvance",
+    "ClockState",
+    "Fault",
+    "FaultCreate",
+    "FaultKind",
+    "Health",
+    "PayRequest",
+    "PayResult",
+    "RequestLogEntry",
+    "SandboxClient",
+    "SandboxClientCreate",
+    "SimulateRequest",
+    "TestCard",
+]
+
+
+class SandboxClientCreate(WireModel):
+    """Body of ``POST /_sandbox/clients``. Every field is optional; defaults are in the server guide."""
+
+    slug: str | None = Field(default=None, min_length=1, max_length=64)
+    amount_min: Decimal | None = None
+    amount_max: Decimal | None = None
+    channels: list[Channel] | None = None
+    currencies: list[Currency] | None = None
+    payment_methods: list[str] | None = None
+    country: str | None = Field(default=None, min_length=2, max_length=2)
+    timezone: str | None = None
+    callback_url: str | None = None
+    callback_header_name: str | None = Field(default=None, min_length=1, max_length=100)
+    callback_header_value: str | None = Field(default=None, min_length=1, max_length=500)
+    three_ds: bool | None = Field(default=None, alias="threeDS")
+
+
+class SandboxClient(WireModel):
+    """A merchant client as the control plane answers it, with its secrets (sandbox only)."""
+
+    slug: str
+    amount_min: Decimal
+    amount_max: Decimal
+    channels: list[str]
+    currencies: list[str]
+    payment_methods: list[str]
+    country: str
+    timezone: str
+    callback_url: str | None = None
+    callback_header_name: str
+    callback_header_value: str
+    three_ds: bool = Field(alias="threeDS")
+    sandbox_token: str
+    production_token: str
+    hook_private_key: str
+    hook_public_key: str
+
+    def __repr__(self) -> str:  # the tokens and keys never show
+        return f"SandboxClient(slug={self.slug!r}, channels={self.channels!r}, currencies={self.currencies!r})"
+
+    __str__ = __repr__
+
+
+class Health(WireModel):
+    """``GET /_sandbox/health``."""
+
+    status: Literal["ok"]
+    environment: Literal["sandbox", "production"]
+    database: str
+    now: datetime
+
+
+class ClockState(WireModel):
+    """``GET /_sandbox/clock``: the virtual time and how far it is ahead of the wall clock."""
+
+    now: datetime
+    offset_seconds: Decimal
+
+
+class ClockAdvance(WireModel):
+    """Body of ``POST /_sandbox/clock/advance``."""
+
+    seconds: Decimal = Field(gt=0, le=Decimal(10 * 365 * 86400))
+
+
+class PayRequest(WireModel):
+    """Body of ``POST /_sandbox/transactions/{uid}/pay``: the checkout completed headlessly."""
+
+    card_number: str = Field(min_length=12, max_length=23)
+    three_ds_result: Literal["approve", "fail"] | None = Field(default=None, alias="threeDSResult")
+
+
+class PayResult(WireModel):
+    """The outcome of a payment: the transaction's new status and why."""
+
+    uid: str
+    status: str
+    outcome: str
+    message: str
+
+
+class SimulateRequest(WireModel):
+    """Body of ``POST /_sandbox/transactions/{uid}/simulate`` for rail payments."""
+
+    outcome: Literal["paid", "expired"]
+
+
+class CallbackAttempt(WireModel):
+    """One delivery attempt of a merchant callback (``GET /_sandbox/callbacks``)."""
+
+    event_id: str
+    uid: str
+    attempt: int
+    url: str
+    status_code: int | None = None
+    error: str | None = None
+    at: datetime
+    next_attempt_at: datetime | None = None
+    final: bool = False
+
+
+class RequestLogEntry(WireModel):
+    """One public request (``GET /_sandbox/requests``); secrets masked."""
+
+    method: str
+    path: str
+    status_code: int
+    at: datetime
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+FaultKind = Literal["latency", "error", "rate_limit", "drop", "duplicate_callback"]
+
+
+class FaultCreate(WireModel):
+    """Body of ``POST /_sandbox/faults``: inject a fault on requests matching ``route``.
+
+    ``route`` is ``"METHOD /path"`` or ``"/path"``; a path may end with ``*`` to match a prefix.
+    ``count`` is how many matching requests (or callback events) the fault applies to.
+    """
+
+    kind: FaultKind
+    route: str = Field(default="*", min_length=1)
+    count: int = Field(default=1, ge=1, le=10000)
+    status: int | None = Field(default=None, ge=500, le=599)
+    latency_ms: int | None = Field(default=None, ge=0, le=60000)
+    retry_after: int | None = Field(default=None, ge=0, le=3600)
+
+
+class Fault(FaultCreate):
+    """A fault as stored, with how many uses remain."""
+
+    id: str
+    remaining: int
+
+
+class TestCard(WireModel):
+    """A test card number and the outcome it drives (``GET /_sandbox/test-cards``)."""
+
+    __test__ = False  # not a pytest test class
+
+    number: str
+    brand: str
+    outcome: str
+    description: str
+    extra: dict[str, Any] = Field(default_factory=dict)
