@@ -27,6 +27,7 @@ __all__ = [
     "RequestLogEntry",
     "SandboxClient",
     "SandboxClientCreate",
+    "SandboxTransaction",
     "SimulateRequest",
     "TestCard",
 ]
@@ -117,6 +118,25 @@ class SimulateRequest(WireModel):
     """Body of ``POST /_sandbox/transactions/{uid}/simulate`` for rail payments."""
 
     outcome: Literal["paid", "expired"]
+
+
+class SandboxTransaction(WireModel):
+    """``GET /_sandbox/transactions/{uid}``: a transaction as the server holds it."""
+
+    uid: str
+    reference: str
+    kind: Literal["payment_link", "alternative_payment"]
+    client: str
+    status: str
+    amount: Decimal
+    currency: str
+    channel: str
+    user_id: str
+    external_id: str | None = None
+    processor: str | None = None
+    created_at: datetime
+    expire_at: datetime
+    updated_at: datetime
 
 
 class CallbackAttempt(WireModel):
