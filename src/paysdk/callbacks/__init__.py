@@ -1,0 +1,103 @@
+"""Receiving the merchant callback: verify, parse, deduplicate (spec 2.4, 5.4, 6).
+
+The service POSTs a JSON body to your callback URL when a payment-link transaction reaches a terminal
+status. The request carries the static header you registered (default name ``X-Callback-Token``,
+decision D15); there is no signature. Delivery is at-least-once and retried for 7 days until you
+answer ``2xx`` (``410`` stops it), so the same ``eventId`` can arrive several times.
+
+Quick start (any framework; give it the raw body bytes and the request headers)::
+
+    from paysdk.callbacks import CallbackReceiver, SQLiteDedupStore
+
+    receiver = CallbackReceiver(
+        "X-Callback-Token",
+        [os.environ["CALLBACK_TOKEN"]],  # during a rotation list the new and the old value
+        store=SQLiteDedupStore("/var/lib/myapp/callbacks.sqlite3"),
+    )
+
+    def on_payment(payload: CallbackPayload) -> None:
+        # payload.amount is a Decimal; payload.status e.g. "approved"
+        mark_order_paid(payload.reference, payload.amount)
+
+    result = receiver.handle(request.headers, raw_body, on_payment)
+    return Response(status_code=result.status_code)
+
+What ``handle`` guarantees:
+
+* bad or missing header: the handler is not run, ``status_code`` 401 (``result.error`` says why
+  without showing any header value); invalid body: 400.
+* first delivery of an ``eventId``: the handler runs once; 200. If it raises, the claim is released
+  and the exception propagates: answer 5xx and the service's retry is processed.
+* later deliveries: 200 with ``result.duplicate`` set, the handler is not run. While the first
+  delivery is still running, a duplicate gets 409 so the service retries later.
+
+For asyncio frameworks use ``await receiver.ahandle(headers, body, handler)``: ``handler`` may be
+``async def``; ``AsyncRedisDedupStore`` is awaited and sync stores run in a worker thread.
+
+Stores (pick one shared by every process that receives callbacks):
+
+* :class:`MemoryDedupStore`: one process only (tests, single-worker apps).
+* :class:`SQLiteDedupStore`: one host, any number of threads and worker processes.
+* :class:`RedisDedupStore` / :class:`AsyncRedisDedupStore`: several hosts (``pip install
+  paysdk[redis]``), keyed ``<prefix><eventId>`` with ``SET NX``.
+
+Processed ids are kept for :data:`DEFAULT_RETENTION` (10 days; less than 7 is refused). A claim is a
+:data:`DEFAULT_LEASE` (5 minutes) lease: if the process dies mid-handler the event is processed again
+after the lease ends, so handlers must tolerate a rare second run after a crash (at-least-once). For
+strict exactly-once side effects, also record ``payload.event_id`` under a unique constraint in the
+same database transaction as the side effect.
+
+Lower-level pieces: :func:`verify_header`, :func:`parse_payload` and the :class:`DedupStore`
+protocol (``claim``, ``complete``, ``release``, ``state``) for your own store.
+"""
+
+from __future__ import annotations
+
+from paysdk.callbacks._dedup import (
+    DEFAULT_LEASE,
+    DEFAULT_RETENTION,
+    MIN_RETENTION,
+    AsyncDedupStore,
+    DedupStore,
+    DedupTiming,
+    EventState,
+    MemoryDedupStore,
+    SQLiteDedupStore,
+)
+from paysdk.callbacks._headers import DEFAULT_HEADER_NAME, AcceptedValues, verify_header
+from paysdk.callbacks._payload import MAX_BODY_BYTES, parse_payload
+from paysdk.callbacks._receiver import (
+    AsyncHandler,
+    CallbackOutcome,
+    CallbackReceiver,
+    CallbackResult,
+    Handler,
+)
+from paysdk.callbacks._redis import DEFAULT_REDIS_PREFIX, AsyncRedisDedupStore, RedisDedupStore
+from paysdk.contracts.callbacks import CallbackPayload
+
+__all__ = [
+    "DEFAULT_HEADER_NAME",
+    "DEFAULT_LEASE",
+    "DEFAULT_REDIS_PREFIX",
+    "DEFAULT_RETENTION",
+    "MAX_BODY_BYTES",
+    "MIN_RETENTION",
+    "AcceptedValues",
+    "AsyncDedupStore",
+    "AsyncHandler",
+    "AsyncRedisDedupStore",
+    "CallbackOutcome",
+    "CallbackPayload",
+    "CallbackReceiver",
+    "CallbackResult",
+    "DedupStore",
+    "DedupTiming",
+    "EventState",
+    "Handler",
+    "MemoryDedupStore",
+    "RedisDedupStore",
+    "SQLiteDedupStore",
+    "parse_payload",
+    "verify_header",
+]

@@ -1,0 +1,261 @@
+"""The receiver: verify, parse, deduplicate, run the merchant's handler once."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeAlias, cast
+from zoneinfo import ZoneInfo
+
+from paysdk._errors import CallbackAuthenticationError, CallbackError, CallbackPayloadError
+from paysdk._secret import Secret
+from paysdk.callbacks._dedup import AsyncDedupStore, DedupStore, EventState, MemoryDedupStore
+from paysdk.callbacks._headers import AcceptedValues, normalize_accepted_values, verify_header
+from paysdk.callbacks._payload import parse_payload
+from paysdk.contracts.callbacks import DEFAULT_TIMEZONE, CallbackPayload
+
+__all__ = ["AsyncHandler", "CallbackOutcome", "CallbackReceiver", "CallbackResult", "Handler"]
+
+logger = logging.getLogger("paysdk.callbacks")
+
+Handler: TypeAlias = Callable[[CallbackPayload], None]
+AsyncHandler: TypeAlias = Callable[[CallbackPayload], Awaitable[None] | None]
+
+#: A failed claim is re-checked this often when the other claim vanishes in between (released/expired).
+_CLAIM_ATTEMPTS = 3
+
+
+class CallbackOutcome(enum.Enum):
+    """What the receiver did with one delivery, and the HTTP status to answer with."""
+
+    PROCESSED = "processed"
+    """The handler ran and succeeded: 200."""
+    DUPLICATE = "duplicate"
+    """Already processed: acknowledged with 200, handler not run."""
+    IN_PROGRESS = "in_progress"
+    """Another delivery of the same event is still being processed: 409, so the sender retries later
+    (acknowledging now would lose the event if that processing then fails)."""
+    UNAUTHORIZED = "unauthorized"
+    """The callback header is missing or wrong: 401."""
+    INVALID = "invalid"
+    """The body is not a valid callback payload: 400."""
+
+    @property
+    def status_code(self) -> int:
+        """The HTTP status the web framework should answer with."""
+        return _STATUS_CODES[self]
+
+
+_STATUS_CODES = {
+    CallbackOutcome.PROCESSED: 200,
+    CallbackOutcome.DUPLICATE: 200,
+    CallbackOutcome.IN_PROGRESS: 409,
+    CallbackOutcome.UNAUTHORIZED: 401,
+    CallbackOutcome.INVALID: 400,
+}
+
+
+@dataclass(frozen=True)
+class CallbackResult:
+    """The outcome of :meth:`CallbackReceiver.handle`.
+
+    ``payload`` is ``None`` when the header or body was refused; ``error`` then holds the
+    :class:`~paysdk.CallbackError` (its message is safe to log and to return: it never holds a
+    header value). ``created_at`` is ``payload.createdAt`` as an aware datetime in the receiver's
+    timezone.
+    """
+
+    outcome: CallbackOutcome
+    payload: CallbackPayload | None = None
+    error: CallbackError | None = None
+    created_at: datetime | None = None
+
+    @property
+    def status_code(self) -> int:
+        """HTTP status to answer: 200 processed or duplicate, 409 in progress, 401, 400."""
+        return self.outcome.status_code
+
+    @property
+    def duplicate(self) -> bool:
+        """``True`` when the event had already been claimed (done or still in progress)."""
+        return self.outcome in (CallbackOutcome.DUPLICATE, CallbackOutcome.IN_PROGRESS)
+
+    @property
+    def processed(self) -> bool:
+        """``True`` when this delivery ran the handler successfully."""
+        return self.outcome is CallbackOutcome.PROCESSED
+
+    def response_body(self) -> dict[str, Any]:
+        """A small JSON-ready body to answer with (``{"outcome": ..., "message"?: ...}``)."""
+        body: dict[str, Any] = {"outcome": self.outcome.value}
+        if self.payload is not None:
+            body["eventId"] = self.payload.event_id
+        if self.error is not None:
+            body["message"] = str(self.error)
+        return body
+
+
+class CallbackReceiver:
+    """Receives merchant callbacks: one object per callback URL, shared by all requests.
+
+    :meth:`handle` (sync) or :meth:`ahandle` (asyncio) verifies the static header, parses the body,
+    claims the ``eventId`` in ``store`` and runs the handler only for the first delivery. If the
+    handler raises, the claim is released and the exception propagates (answer 5xx: the service
+    retries, and the redelivery is processed). Bad header and bad body are returned as results
+    (401/400), not raised.
+
+    ``store`` defaults to a fresh :class:`~paysdk.callbacks.MemoryDedupStore`, which only
+    deduplicates within one process; production receivers pass a shared store. ``timezone`` is the
+    client's timezone, used for :attr:`CallbackResult.created_at` (decision D6).
+    """
+
+    def __init__(
+        self,
+        header_name: str,
+        accepted_values: AcceptedValues,
+        store: DedupStore | AsyncDedupStore | None = None,
+        timezone: str = DEFAULT_TIMEZONE,
+    ) -> None:
+        if not isinstance(header_name, str) or not header_name.strip():
+            raise ValueError("header_name: must be a non-empty header name")
+        self.header_name = header_name.strip()
+        self._accepted: tuple[Secret, ...] = normalize_accepted_values(accepted_values)
+        self.store: DedupStore | AsyncDedupStore = MemoryDedupStore() if store is None else store
+        self.timezone = timezone
+        self._zone = ZoneInfo(timezone)
+
+    def __repr__(self) -> str:
+        return (
+            f"CallbackReceiver(header_name={self.header_name!r}, accepted_values=<{len(self._accepted)}"
+            f" secret(s)>, store={self.store!r}, timezone={self.timezone!r})"
+        )
+
+    def _check(self, headers: Mapping[str, str], body: bytes) -> CallbackResult | CallbackPayload:
+        try:
+            verify_header(headers, header_name=self.header_name, accepted_values=self._accepted)
+        except CallbackAuthenticationError as exc:
+            logger.warning("callback refused: %s", exc)
+            return CallbackResult(CallbackOutcome.UNAUTHORIZED, error=exc)
+        try:
+            return parse_payload(body)
+        except CallbackPayloadError as exc:
+            logger.warning("callback refused: %s", exc)
+            return CallbackResult(CallbackOutcome.INVALID, error=exc)
+
+    def _result(self, outcome: CallbackOutcome, payload: CallbackPayload) -> CallbackResult:
+        if outcome is not CallbackOutcome.PROCESSED:
+            logger.info("callback %s: event %s", outcome.value, payload.event_id)
+        return CallbackResult(outcome, payload, created_at=payload.created_at_datetime(self.timezone))
+
+    @staticmethod
+    def _not_claimed(state: EventState) -> CallbackOutcome | None:
+        if state is EventState.DONE:
+            return CallbackOutcome.DUPLICATE
+        if state is EventState.PROCESSING:
+            return CallbackOutcome.IN_PROGRESS
+        return None  # vanished in between: try to claim again
+
+    def handle(self, headers: Mapping[str, str], body: bytes, handler: Handler) -> CallbackResult:
+        """Process one delivery with a synchronous store and handler; see the class docstring."""
+        if _is_async(self.store):
+            raise TypeError("this receiver has an asyncio store: use 'await receiver.ahandle(...)'")
+        store = cast(DedupStore, self.store)
+        checked = self._check(headers, body)
+        if isinstance(checked, CallbackResult):
+            return checked
+        payload, event_id = checked, checked.event_id
+        for _ in range(_CLAIM_ATTEMPTS):
+            if store.claim(event_id):
+                break
+            outcome = self._not_claimed(store.state(event_id))
+            if outcome is not None:
+                return self._result(outcome, payload)
+        else:
+            return self._result(CallbackOutcome.IN_PROGRESS, payload)
+        try:
+            # Typed as returning None, but an ``async def`` passed by mistake returns a coroutine.
+            returned = cast(Callable[[CallbackPayload], object], handler)(payload)
+            if inspect.isawaitable(returned):
+                if inspect.iscoroutine(returned):
+                    returned.close()
+                raise TypeError("the handler is async: use 'await receiver.ahandle(...)'")
+        except BaseException:
+            _release_quietly(store.release, event_id)
+            raise
+        store.complete(event_id)
+        return self._result(CallbackOutcome.PROCESSED, payload)
+
+    async def ahandle(self, headers: Mapping[str, str], body: bytes, handler: AsyncHandler) -> CallbackResult:
+        """:meth:`handle` for asyncio: ``handler`` may be ``async def``; an async store is awaited,
+        a sync store (SQLite, memory) runs in a worker thread so the event loop is not blocked."""
+        checked = self._check(headers, body)
+        if isinstance(checked, CallbackResult):
+            return checked
+        payload, event_id = checked, checked.event_id
+        claim, state, complete, release = _async_ops(self.store)
+        for _ in range(_CLAIM_ATTEMPTS):
+            if await claim(event_id):
+                break
+            outcome = self._not_claimed(await state(event_id))
+            if outcome is not None:
+                return self._result(outcome, payload)
+        else:
+            return self._result(CallbackOutcome.IN_PROGRESS, payload)
+        try:
+            returned = handler(payload)
+            if inspect.isawaitable(returned):
+                await returned
+        except BaseException:
+            try:
+                await release(event_id)
+            except Exception:
+                logger.exception("could not release the claim on event %s", event_id)
+            raise
+        await complete(event_id)
+        return self._result(CallbackOutcome.PROCESSED, payload)
+
+
+def _release_quietly(release: Callable[[str], None], event_id: str) -> None:
+    # The handler's exception matters more; an unreleased claim still expires with its lease.
+    try:
+        release(event_id)
+    except Exception:
+        logger.exception("could not release the claim on event %s", event_id)
+
+
+_AsyncOps = tuple[
+    Callable[[str], Awaitable[bool]],
+    Callable[[str], Awaitable[EventState]],
+    Callable[[str], Awaitable[None]],
+    Callable[[str], Awaitable[None]],
+]
+
+
+def _is_async(store: DedupStore | AsyncDedupStore) -> bool:
+    # Both protocols have the same method names, so isinstance() cannot tell them apart.
+    return inspect.iscoroutinefunction(store.claim)
+
+
+def _async_ops(store: DedupStore | AsyncDedupStore) -> _AsyncOps:
+    if _is_async(store):
+        async_store = cast(AsyncDedupStore, store)
+        return async_store.claim, async_store.state, async_store.complete, async_store.release
+    sync_store = cast(DedupStore, store)
+
+    def threaded(method: Callable[[str], Any]) -> Callable[[str], Awaitable[Any]]:
+        async def call(event_id: str) -> Any:
+            return await asyncio.to_thread(method, event_id)
+
+        return call
+
+    return (
+        threaded(sync_store.claim),
+        threaded(sync_store.state),
+        threaded(sync_store.complete),
+        threaded(sync_store.release),
+    )

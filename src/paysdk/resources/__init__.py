@@ -1,0 +1,1 @@
+"""One module per API family: pure operation builders, an ``Async<Family>`` class and its generated twin."""

@@ -1,0 +1,403 @@
+"""The reference server's control plane, ``/_sandbox/*`` (``client.sandbox``).
+
+Only the local reference server (``paysdk serve``) has these routes; they need no credentials and are
+not part of the public API. Answers are the bare models of :mod:`paysdk.contracts.sandbox`. Their
+POSTs never use idempotency keys, so they are retried only when nothing was sent (connect errors):
+advancing the clock twice by accident would be a bug in a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Literal
+
+import pydantic
+
+from paysdk._errors import ValidationError
+from paysdk._pipeline import Operation, list_of, no_result
+from paysdk.contracts.common import Channel, Currency
+from paysdk.contracts.sandbox import (
+    CallbackAttempt,
+    ClockAdvance,
+    ClockState,
+    Fault,
+    FaultCreate,
+    FaultKind,
+    Health,
+    PayRequest,
+    PayResult,
+    RequestLogEntry,
+    SandboxClient,
+    SandboxClientCreate,
+    SandboxTransaction,
+    SimulateRequest,
+    TestCard,
+)
+from paysdk.resources._validation import check_amount, check_str, path_segment, validation_error_from
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from paysdk._client import AsyncClient, Client
+
+__all__ = ["AsyncSandbox", "Sandbox"]
+
+_ROOT = "/_sandbox"
+
+
+def _op(method: str, path: str, parse: Callable[[Any], Any], **kwargs: Any) -> Operation[Any]:
+    return Operation(
+        method=method, path=_ROOT + path, parse=parse, auth="none", uses_idempotency_keys=False, **kwargs
+    )
+
+
+def _wire(model: type[pydantic.BaseModel], **fields: Any) -> dict[str, Any]:
+    try:
+        instance = model.model_validate(fields)
+    except pydantic.ValidationError as exc:
+        raise validation_error_from(exc) from None
+    return instance.model_dump(by_alias=True, exclude_none=True, mode="python")
+
+
+def health_operation() -> Operation[Health]:
+    """``GET /_sandbox/health``."""
+    return _op("GET", "/health", Health.model_validate)
+
+
+def reset_operation() -> Operation[None]:
+    """``POST /_sandbox/reset``: forget every client, transaction, callback and fault."""
+    return _op("POST", "/reset", no_result)
+
+
+def create_client_operation(**fields: Any) -> Operation[SandboxClient]:
+    """``POST /_sandbox/clients`` with the snake_case fields of ``SandboxClientCreate``."""
+    for name in ("amount_min", "amount_max"):
+        if fields.get(name) is not None:
+            fields[name] = check_amount(fields[name], name)
+    return _op("POST", "/clients", SandboxClient.model_validate, json=_wire(SandboxClientCreate, **fields))
+
+
+def get_client_operation(slug: str) -> Operation[SandboxClient]:
+    """``GET /_sandbox/clients/{slug}``."""
+    return _op("GET", f"/clients/{path_segment(slug, 'slug')}", SandboxClient.model_validate)
+
+
+def clock_operation() -> Operation[ClockState]:
+    """``GET /_sandbox/clock``."""
+    return _op("GET", "/clock", ClockState.model_validate)
+
+
+def advance_clock_operation(seconds: int | Decimal) -> Operation[ClockState]:
+    """``POST /_sandbox/clock/advance``; ``seconds`` is an ``int`` or ``Decimal`` > 0 (never ``float``)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | Decimal):
+        raise ValidationError("seconds", "must be an int or Decimal")
+    return _op("POST", "/clock/advance", ClockState.model_validate, json=_wire(ClockAdvance, seconds=seconds))
+
+
+def pay_operation(uid: str, card_number: str, three_ds_result: str | None = None) -> Operation[PayResult]:
+    """``POST /_sandbox/transactions/{uid}/pay``: complete the hosted checkout with a test card."""
+    body = _wire(PayRequest, card_number=card_number, three_ds_result=three_ds_result)
+    return _op("POST", f"/transactions/{path_segment(uid, 'uid')}/pay", PayResult.model_validate, json=body)
+
+
+def simulate_operation(uid: str, outcome: str) -> Operation[SandboxTransaction]:
+    """``POST /_sandbox/transactions/{uid}/simulate``: a rail reports ``paid`` or the payment ``expired``."""
+    body = _wire(SimulateRequest, outcome=outcome)
+    path = f"/transactions/{path_segment(uid, 'uid')}/simulate"
+    return _op("POST", path, SandboxTransaction.model_validate, json=body)
+
+
+def transaction_operation(uid: str) -> Operation[SandboxTransaction]:
+    """``GET /_sandbox/transactions/{uid}``."""
+    return _op("GET", f"/transactions/{path_segment(uid, 'uid')}", SandboxTransaction.model_validate)
+
+
+def callbacks_operation(uid: str | None = None) -> Operation[list[CallbackAttempt]]:
+    """``GET /_sandbox/callbacks[?uid=]``."""
+    params = None if uid is None else {"uid": check_str(uid, "uid")}
+    return _op("GET", "/callbacks", list_of(CallbackAttempt.model_validate), params=params)
+
+
+def requests_operation() -> Operation[list[RequestLogEntry]]:
+    """``GET /_sandbox/requests``."""
+    return _op("GET", "/requests", list_of(RequestLogEntry.model_validate))
+
+
+def add_fault_operation(
+    kind: FaultKind,
+    route: str = "*",
+    count: int = 1,
+    status: int | None = None,
+    latency_ms: int | None = None,
+    retry_after: int | None = None,
+) -> Operation[Fault]:
+    """``POST /_sandbox/faults``."""
+    body = _wire(
+        FaultCreate,
+        kind=kind,
+        route=route,
+        count=count,
+        status=status,
+        latency_ms=latency_ms,
+        retry_after=retry_after,
+    )
+    return _op("POST", "/faults", Fault.model_validate, json=body)
+
+
+def faults_operation() -> Operation[list[Fault]]:
+    """``GET /_sandbox/faults``."""
+    return _op("GET", "/faults", list_of(Fault.model_validate))
+
+
+def clear_faults_operation() -> Operation[None]:
+    """``DELETE /_sandbox/faults``."""
+    return _op("DELETE", "/faults", no_result)
+
+
+def test_cards_operation() -> Operation[list[TestCard]]:
+    """``GET /_sandbox/test-cards``."""
+    return _op("GET", "/test-cards", list_of(TestCard.model_validate))
+
+
+# unasync: begin
+class AsyncSandbox:
+    """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults.
+
+    Works only against ``paysdk serve`` (the local reference server); needs no merchant token.
+    """
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def health(self) -> Health:
+        """Server status, environment, database and virtual time (``GET /_sandbox/health``)."""
+        return await self._client._request(health_operation())
+
+    async def reset(self) -> None:
+        """Erase all state: clients, transactions, callbacks, faults, clock offset."""
+        await self._client._request(reset_operation())
+
+    async def create_client(
+        self,
+        *,
+        slug: str | None = None,
+        amount_min: Decimal | int | str | None = None,
+        amount_max: Decimal | int | str | None = None,
+        channels: Sequence[str | Channel] | None = None,
+        currencies: Sequence[str | Currency] | None = None,
+        payment_methods: Sequence[str] | None = None,
+        country: str | None = None,
+        timezone: str | None = None,
+        callback_url: str | None = None,
+        callback_header_name: str | None = None,
+        callback_header_value: str | None = None,
+        three_ds: bool | None = None,
+    ) -> SandboxClient:
+        """Onboard a merchant client; every field is optional (the server picks defaults).
+
+        The answer holds the client's sandbox and production tokens and hook keys (its repr hides them).
+        """
+        op = create_client_operation(
+            slug=slug,
+            amount_min=amount_min,
+            amount_max=amount_max,
+            channels=None if channels is None else list(channels),
+            currencies=None if currencies is None else list(currencies),
+            payment_methods=None if payment_methods is None else list(payment_methods),
+            country=country,
+            timezone=timezone,
+            callback_url=callback_url,
+            callback_header_name=callback_header_name,
+            callback_header_value=callback_header_value,
+            three_ds=three_ds,
+        )
+        return await self._client._request(op)
+
+    async def get_client(self, slug: str) -> SandboxClient:
+        """The client ``slug``, with its credentials."""
+        return await self._client._request(get_client_operation(slug))
+
+    async def clock(self) -> ClockState:
+        """The virtual time and its offset from the wall clock."""
+        return await self._client._request(clock_operation())
+
+    async def advance_clock(self, seconds: int | Decimal) -> ClockState:
+        """Move the virtual clock forward by ``seconds``; due timed jobs (expiry, callback retries) run."""
+        return await self._client._request(advance_clock_operation(seconds))
+
+    async def pay(self, uid: str, card_number: str, three_ds_result: str | None = None) -> PayResult:
+        """Pay transaction ``uid`` with a test card, as the hosted checkout would.
+
+        ``three_ds_result`` (``"approve"`` or ``"fail"``) answers a 3-D Secure challenge.
+        """
+        return await self._client._request(pay_operation(uid, card_number, three_ds_result))
+
+    async def simulate(self, uid: str, outcome: Literal["paid", "expired"]) -> SandboxTransaction:
+        """Make the rail of alternative payment ``uid`` report ``paid``, or let it expire."""
+        return await self._client._request(simulate_operation(uid, outcome))
+
+    async def transaction(self, uid: str) -> SandboxTransaction:
+        """Transaction ``uid`` as the server holds it (status, amount, timestamps)."""
+        return await self._client._request(transaction_operation(uid))
+
+    async def callbacks(self, uid: str | None = None) -> list[CallbackAttempt]:
+        """Merchant callback delivery attempts, all or those of transaction ``uid``."""
+        return await self._client._request(callbacks_operation(uid))
+
+    async def requests(self) -> list[RequestLogEntry]:
+        """The public requests the server received (secrets masked)."""
+        return await self._client._request(requests_operation())
+
+    async def add_fault(
+        self,
+        kind: FaultKind,
+        route: str = "*",
+        count: int = 1,
+        status: int | None = None,
+        latency_ms: int | None = None,
+        retry_after: int | None = None,
+    ) -> Fault:
+        """Inject a fault (``latency``, ``error``, ``rate_limit``, ``drop``, ``duplicate_callback``).
+
+        ``route`` is ``"METHOD /path"`` or ``"/path"`` (a trailing ``*`` matches a prefix); ``count`` how
+        many matching requests it applies to.
+        """
+        op = add_fault_operation(kind, route, count, status, latency_ms, retry_after)
+        return await self._client._request(op)
+
+    async def faults(self) -> list[Fault]:
+        """The active faults."""
+        return await self._client._request(faults_operation())
+
+    async def clear_faults(self) -> None:
+        """Remove every fault."""
+        await self._client._request(clear_faults_operation())
+
+    async def test_cards(self) -> list[TestCard]:
+        """The test card numbers and the outcome each drives."""
+        return await self._client._request(test_cards_operation())
+
+
+# unasync: end
+
+
+# unasync: generated begin
+# Generated by scripts/unasync.py from the async code above. Do not edit by hand.
+class Sandbox:
+    """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults.
+
+    Works only against ``paysdk serve`` (the local reference server); needs no merchant token.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def health(self) -> Health:
+        """Server status, environment, database and virtual time (``GET /_sandbox/health``)."""
+        return self._client._request(health_operation())
+
+    def reset(self) -> None:
+        """Erase all state: clients, transactions, callbacks, faults, clock offset."""
+        self._client._request(reset_operation())
+
+    def create_client(
+        self,
+        *,
+        slug: str | None = None,
+        amount_min: Decimal | int | str | None = None,
+        amount_max: Decimal | int | str | None = None,
+        channels: Sequence[str | Channel] | None = None,
+        currencies: Sequence[str | Currency] | None = None,
+        payment_methods: Sequence[str] | None = None,
+        country: str | None = None,
+        timezone: str | None = None,
+        callback_url: str | None = None,
+        callback_header_name: str | None = None,
+        callback_header_value: str | None = None,
+        three_ds: bool | None = None,
+    ) -> SandboxClient:
+        """Onboard a merchant client; every field is optional (the server picks defaults).
+
+        The answer holds the client's sandbox and production tokens and hook keys (its repr hides them).
+        """
+        op = create_client_operation(
+            slug=slug,
+            amount_min=amount_min,
+            amount_max=amount_max,
+            channels=None if channels is None else list(channels),
+            currencies=None if currencies is None else list(currencies),
+            payment_methods=None if payment_methods is None else list(payment_methods),
+            country=country,
+            timezone=timezone,
+            callback_url=callback_url,
+            callback_header_name=callback_header_name,
+            callback_header_value=callback_header_value,
+            three_ds=three_ds,
+        )
+        return self._client._request(op)
+
+    def get_client(self, slug: str) -> SandboxClient:
+        """The client ``slug``, with its credentials."""
+        return self._client._request(get_client_operation(slug))
+
+    def clock(self) -> ClockState:
+        """The virtual time and its offset from the wall clock."""
+        return self._client._request(clock_operation())
+
+    def advance_clock(self, seconds: int | Decimal) -> ClockState:
+        """Move the virtual clock forward by ``seconds``; due timed jobs (expiry, callback retries) run."""
+        return self._client._request(advance_clock_operation(seconds))
+
+    def pay(self, uid: str, card_number: str, three_ds_result: str | None = None) -> PayResult:
+        """Pay transaction ``uid`` with a test card, as the hosted checkout would.
+
+        ``three_ds_result`` (``"approve"`` or ``"fail"``) answers a 3-D Secure challenge.
+        """
+        return self._client._request(pay_operation(uid, card_number, three_ds_result))
+
+    def simulate(self, uid: str, outcome: Literal["paid", "expired"]) -> SandboxTransaction:
+        """Make the rail of alternative payment ``uid`` report ``paid``, or let it expire."""
+        return self._client._request(simulate_operation(uid, outcome))
+
+    def transaction(self, uid: str) -> SandboxTransaction:
+        """Transaction ``uid`` as the server holds it (status, amount, timestamps)."""
+        return self._client._request(transaction_operation(uid))
+
+    def callbacks(self, uid: str | None = None) -> list[CallbackAttempt]:
+        """Merchant callback delivery attempts, all or those of transaction ``uid``."""
+        return self._client._request(callbacks_operation(uid))
+
+    def requests(self) -> list[RequestLogEntry]:
+        """The public requests the server received (secrets masked)."""
+        return self._client._request(requests_operation())
+
+    def add_fault(
+        self,
+        kind: FaultKind,
+        route: str = "*",
+        count: int = 1,
+        status: int | None = None,
+        latency_ms: int | None = None,
+        retry_after: int | None = None,
+    ) -> Fault:
+        """Inject a fault (``latency``, ``error``, ``rate_limit``, ``drop``, ``duplicate_callback``).
+
+        ``route`` is ``"METHOD /path"`` or ``"/path"`` (a trailing ``*`` matches a prefix); ``count`` how
+        many matching requests it applies to.
+        """
+        op = add_fault_operation(kind, route, count, status, latency_ms, retry_after)
+        return self._client._request(op)
+
+    def faults(self) -> list[Fault]:
+        """The active faults."""
+        return self._client._request(faults_operation())
+
+    def clear_faults(self) -> None:
+        """Remove every fault."""
+        self._client._request(clear_faults_operation())
+
+    def test_cards(self) -> list[TestCard]:
+        """The test card numbers and the outcome each drives."""
+        return self._client._request(test_cards_operation())
+# unasync: generated end

@@ -1,0 +1,1 @@
+"""Tests of paysdk.callbacks (the merchant-side callback receiver)."""
