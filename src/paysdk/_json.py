@@ -121,8 +121,48 @@ def _encode(obj: Any, out: list[str]) -> None:
         raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
-def dumps(obj: Any) -> bytes:
-    """Serialize ``obj`` to compact UTF-8 JSON, writing ``Decimal`` as an exact JSON number."""
+def _slow_dumps(obj: Any) -> bytes:
     out: list[str] = []
     _encode(obj, out)
+    return "".join(out).encode("utf-8")
+
+
+_MARK = "\x00paysdk-decimal\x00"
+_MARK_JSON = '"\\u0000paysdk-decimal\\u0000"'
+
+
+def dumps(obj: Any) -> bytes:
+    """Serialize ``obj`` to compact UTF-8 JSON, writing ``Decimal`` as an exact JSON number.
+
+    Fast path: the C encoder walks the structure and calls back only for values it does not know
+    (``Decimal``, dates), which are written as a marker string and then replaced by their exact text.
+    A document whose own strings contain a NUL character takes the pure-Python encoder instead.
+    """
+    numbers: list[str] = []
+
+    def default(value: Any) -> Any:
+        if isinstance(value, Decimal):
+            numbers.append(_decimal_text(value))
+            return _MARK
+        if isinstance(value, datetime | date):
+            return value.isoformat()
+        if isinstance(value, Mapping):
+            return dict(value)
+        if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+            return list(value)
+        raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+    try:
+        text = json.dumps(obj, default=default, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:
+        raise ValueError(f"cannot write JSON: {exc}") from None
+    if not numbers:
+        return text.encode("utf-8")
+    parts = text.split(_MARK_JSON)
+    if len(parts) != len(numbers) + 1 or "\\u0000" in text.replace(_MARK_JSON, ""):
+        return _slow_dumps(obj)
+    out = [parts[0]]
+    for number, part in zip(numbers, parts[1:], strict=True):
+        out.append(number)
+        out.append(part)
     return "".join(out).encode("utf-8")

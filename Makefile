@@ -1,0 +1,40 @@
+# paysdk: `make demo` and `make test` do all set-up from a bare machine (Python, make and apt).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint bench services unasync clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+services:
+	@bash scripts/ensure-services.sh
+
+## Run the reference server and walk a merchant's path with the CLI.
+demo: $(STAMP)
+	@bash scripts/demo.sh
+
+## Every test, none skipped, against real PostgreSQL, Redis and Chromium.
+test: $(STAMP) services
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+## ruff, mypy --strict, and the generated sync code is up to date.
+lint: $(STAMP)
+	$(BIN)/ruff check src tests examples benchmarks scripts
+	$(BIN)/mypy
+	$(BIN)/python scripts/unasync.py --check
+
+## Regenerate the sync code from the async source of truth.
+unasync: $(STAMP)
+	$(BIN)/python scripts/unasync.py
+
+bench: $(STAMP) services
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

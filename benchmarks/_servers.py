@@ -1,0 +1,127 @@
+"""Servers the benchmarks measure against, each run by uvicorn in its own process.
+
+- ``stub``: a bare ASGI app that answers ``POST /transactions`` with a fixed payment link, so the
+  client-side cost (SDK vs raw httpx) dominates.
+- ``starlette``: a bare Starlette endpoint that parses the JSON body and answers, the baseline for the
+  reference server's throughput.
+- ``reference``: the paysdk reference server on a fresh SQLite file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+STUB_BODY = json.dumps(
+    {"uid": "0f9e7a52c1d34b4d", "reference": "PL-ABCDEFGHIJ", "URL": "http://x/checkout/?orderId=0f9e"}
+).encode()
+
+
+async def stub_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer every request with the fixed payment-link body (drains the request body first)."""
+    if scope["type"] != "http":
+        return
+    more = True
+    while more:
+        message = await receive()
+        more = message.get("more_body", False)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(STUB_BODY)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": STUB_BODY})
+
+
+def starlette_app() -> Any:
+    """A bare Starlette endpoint doing what a minimal POST /transactions handler must: parse, answer."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def create(request: Request) -> JSONResponse:
+        body = await request.json()
+        return JSONResponse(
+            {"uid": "0f9e7a52c1d34b4d", "reference": "PL-ABCDEFGHIJ", "URL": str(body["amount"])}
+        )
+
+    return Starlette(routes=[Route("/transactions", create, methods=["POST"])])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serve(kind: str, *, workers_env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run the named server with uvicorn in a subprocess; yield its base URL."""
+    port = free_port()
+    tmp = tempfile.mkdtemp(prefix="paysdk-bench-")
+    env = dict(os.environ, **(workers_env or {}))
+    if kind == "stub":
+        target = ["benchmarks._servers:stub_app"]
+    elif kind == "starlette":
+        target = ["benchmarks._servers:starlette_app", "--factory"]
+    elif kind == "reference":
+        env["PAYSDK_BENCH_DB"] = f"sqlite:///{tmp}/bench.db"
+        target = ["benchmarks._servers:reference_app", "--factory"]
+    else:
+        raise ValueError(kind)
+    cmd = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        *target,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]
+    proc = subprocess.Popen(cmd, env=env, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(url + "/", timeout=1)
+                break
+            except httpx.TransportError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{kind} server did not start") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def reference_app() -> Any:
+    """The reference server on the benchmark's SQLite file (uvicorn factory)."""
+    from paysdk.server import create_app
+
+    return create_app(os.environ["PAYSDK_BENCH_DB"])

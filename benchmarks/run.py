@@ -1,0 +1,229 @@
+"""``make bench``: the performance targets of the project, measured, with the goal beside each figure.
+
+1. SDK overhead vs raw httpx against a stub server: sequential (sync) and 100 concurrent (async).
+   Both sides send the same body and parse the answer; the SDK also validates its arguments, builds the
+   request through the pipeline, parses money exactly and returns a typed model. Goal <= 1.10x.
+2. Reference server ``POST /transactions`` throughput vs a bare Starlette endpoint, same uvicorn
+   settings, same load generator. Goal >= 0.5x.
+3. ``paysdk --help`` wall time vs ``python -c "import typer"``. Goal <= 1.3x.
+
+Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
+a shared machine hits both sides alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import paysdk
+from benchmarks._servers import serve
+
+TOKEN = "a" * 64
+BODY = {"amount": 10.5, "userId": "+50255555555", "channel": "wa", "client": "bench-store", "ads": []}
+ROUNDS = int(os.environ.get("PAYSDK_BENCH_ROUNDS", "7"))
+PER_ROUND = int(os.environ.get("PAYSDK_BENCH_REQUESTS", "400"))
+
+
+def median_ratio(raw: Callable[[], float], sdk: Callable[[], float]) -> tuple[float, float, float]:
+    """Run interleaved rounds; return (median raw seconds, median sdk seconds, ratio)."""
+    raw(), sdk()  # warm-up: connections, imports, caches
+    raw_times: list[float] = []
+    sdk_times: list[float] = []
+    for _ in range(ROUNDS):
+        raw_times.append(raw())
+        sdk_times.append(sdk())
+    r, s = statistics.median(raw_times), statistics.median(sdk_times)
+    return r, s, s / r
+
+
+def bench_sync(url: str) -> tuple[float, float, float]:
+    raw_client = httpx.Client(base_url=url, timeout=30)
+    sdk_client = paysdk.Client(TOKEN, paysdk.Environment.local(url), max_retries=0)
+
+    def raw() -> float:
+        start = time.perf_counter()
+        for _ in range(PER_ROUND):
+            response = raw_client.post(
+                "/transactions",
+                content=json.dumps(BODY),
+                headers={"Authorization": TOKEN, "Content-Type": "application/json"},
+            )
+            response.raise_for_status()
+            response.json()
+        return time.perf_counter() - start
+
+    def sdk() -> float:
+        start = time.perf_counter()
+        for _ in range(PER_ROUND):
+            sdk_client.payment_links.create(
+                amount=Decimal("10.50"), user_id="+50255555555", channel="wa", client="bench-store"
+            )
+        return time.perf_counter() - start
+
+    try:
+        return median_ratio(raw, sdk)
+    finally:
+        raw_client.close()
+        sdk_client.close()
+
+
+def bench_async(url: str, concurrency: int = 100) -> tuple[float, float, float]:
+    async def main() -> tuple[float, float, float]:
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        raw_client = httpx.AsyncClient(base_url=url, timeout=30, limits=limits)
+        sdk_client = paysdk.AsyncClient(
+            TOKEN,
+            paysdk.Environment.local(url),
+            max_retries=0,
+            http_client=httpx.AsyncClient(timeout=30, limits=limits),
+        )
+
+        async def raw_one() -> None:
+            response = await raw_client.post(
+                "/transactions",
+                content=json.dumps(BODY),
+                headers={"Authorization": TOKEN, "Content-Type": "application/json"},
+            )
+            response.raise_for_status()
+            response.json()
+
+        async def sdk_one() -> None:
+            await sdk_client.payment_links.create(
+                amount=Decimal("10.50"), user_id="+50255555555", channel="wa", client="bench-store"
+            )
+
+        async def timed(one: Callable[[], Coroutine[Any, Any, None]]) -> float:
+            start = time.perf_counter()
+            for _ in range(PER_ROUND // concurrency or 1):
+                await asyncio.gather(*(one() for _ in range(concurrency)))
+            return time.perf_counter() - start
+
+        await timed(raw_one)
+        await timed(sdk_one)
+        raw_times, sdk_times = [], []
+        for _ in range(ROUNDS):
+            raw_times.append(await timed(raw_one))
+            sdk_times.append(await timed(sdk_one))
+        await raw_client.aclose()
+        await sdk_client.aclose()
+        r, s = statistics.median(raw_times), statistics.median(sdk_times)
+        return r, s, s / r
+
+    return asyncio.run(main())
+
+
+def throughput(url: str, token: str, client_slug: str, total: int = 1500, concurrency: int = 32) -> float:
+    body = json.dumps({**BODY, "client": client_slug})
+
+    async def main() -> float:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            sem = asyncio.Semaphore(concurrency)
+
+            async def one() -> None:
+                async with sem:
+                    response = await http.post(
+                        "/transactions",
+                        content=body,
+                        headers={"Authorization": token, "Content-Type": "application/json"},
+                    )
+                    if response.status_code >= 300:
+                        raise RuntimeError(f"unexpected {response.status_code}: {response.text[:200]}")
+
+            await asyncio.gather(*(one() for _ in range(min(100, total))))  # warm-up
+            start = time.perf_counter()
+            await asyncio.gather(*(one() for _ in range(total)))
+            return total / (time.perf_counter() - start)
+
+    return asyncio.run(main())
+
+
+def bench_server() -> tuple[float, float, float]:
+    with serve("starlette") as url:
+        bare = throughput(url, TOKEN, "bench-store")
+    with serve("reference") as url:
+        merchant = httpx.post(url + "/_sandbox/clients", json={"slug": "bench-store"}, timeout=30).json()
+        ours = throughput(url, merchant["sandboxToken"], "bench-store")
+    return bare, ours, ours / bare
+
+
+def bench_cli(runs: int = 9) -> tuple[float, float, float]:
+    venv_bin = Path(sys.executable).parent
+    paysdk_cmd = [str(venv_bin / "paysdk"), "--help"]
+    typer_cmd = [sys.executable, "-c", "import typer"]
+
+    def timed(cmd: list[str]) -> float:
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return time.perf_counter() - start
+
+    timed(paysdk_cmd), timed(typer_cmd)
+    ours, base = [], []
+    for _ in range(runs):
+        base.append(timed(typer_cmd))
+        ours.append(timed(paysdk_cmd))
+    b, o = statistics.median(base), statistics.median(ours)
+    return b, o, o / b
+
+
+def main() -> None:
+    rows: list[tuple[str, str, str, str]] = []
+    with serve("stub") as url:
+        raw, sdk, ratio = bench_sync(url)
+        rows.append(
+            (
+                "SDK sync overhead vs raw httpx",
+                f"{raw * 1e6 / PER_ROUND:.0f} us vs {sdk * 1e6 / PER_ROUND:.0f} us/req",
+                f"{ratio:.3f}x",
+                "<= 1.10x",
+            )
+        )
+        raw, sdk, ratio = bench_async(url)
+        rows.append(
+            (
+                "SDK async (100 concurrent) vs raw httpx",
+                f"{raw * 1e6 / PER_ROUND:.0f} us vs {sdk * 1e6 / PER_ROUND:.0f} us/req",
+                f"{ratio:.3f}x",
+                "<= 1.10x",
+            )
+        )
+    bare, ours, ratio = bench_server()
+    rows.append(
+        (
+            "Server POST /transactions vs bare Starlette",
+            f"{ours:.0f} vs {bare:.0f} req/s",
+            f"{ratio:.3f}x",
+            ">= 0.5x",
+        )
+    )
+    base, ours_cli, ratio = bench_cli()
+    rows.append(
+        (
+            "paysdk --help vs import typer",
+            f"{ours_cli * 1000:.0f} ms vs {base * 1000:.0f} ms",
+            f"{ratio:.3f}x",
+            "<= 1.3x",
+        )
+    )
+
+    width = max(len(r[0]) for r in rows)
+    print(f"{'benchmark':<{width}}  {'figures':<30}  {'ratio':>8}  goal")
+    for name, figures, ratio_text, goal in rows:
+        print(f"{name:<{width}}  {figures:<30}  {ratio_text:>8}  {goal}")
+
+
+if __name__ == "__main__":
+    main()
