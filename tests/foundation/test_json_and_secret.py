@@ -93,7 +93,7 @@ def test_parse_money_accepts_exact_forms() -> None:
 def test_secret_never_shows_itself() -> None:
     token = "f" * 64
     secret = Secret(token)
-    for shown in (repr(secret), str(secret), f"{secret}", f"{secret!r}", "%s" % secret):
+    for shown in (repr(secret), str(secret), f"{secret}", f"{secret!r}", "{}".format(secret)):  # noqa: UP032
         assert token not in shown
     assert secret.reveal() == token
     assert secret == token

@@ -89,7 +89,7 @@ def parse_money(value: object, *, places: int = 2, field: str = "amount") -> Dec
     Accepts ``Decimal``, ``int`` and decimal strings. Refuses ``float`` (it cannot hold money exactly),
     ``bool``, NaN, infinities, zero, negatives and more decimals than ``places``.
     """
-    if isinstance(value, bool) or isinstance(value, float):
+    if isinstance(value, bool | float):
         raise ValueError(f"{field} must be a Decimal, int or decimal string, not {type(value).__name__}")
     if isinstance(value, int):
         result = Decimal(value)

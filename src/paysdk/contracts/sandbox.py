@@ -71,7 +71,10 @@ class SandboxClient(WireModel):
     hook_public_key: str
 
     def __repr__(self) -> str:  # the tokens and keys never show
-        return f"SandboxClient(slug={self.slug!r}, channels={self.channels!r}, currencies={self.currencies!r})"
+        return (
+            f"SandboxClient(slug={self.slug!r}, channels={self.channels!r}, "
+            f"currencies={self.currencies!r})"
+        )
 
     __str__ = __repr__
 
