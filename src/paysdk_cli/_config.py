@@ -1,0 +1,117 @@
+"""The configuration directory and the (non-secret) profiles file.
+
+``$PAYSDK_CONFIG_DIR`` wins; otherwise ``platformdirs.user_config_dir("paysdk")``. The profiles file is
+``profiles.json``::
+
+    {"profiles": {"default": {"base_url": "http://127.0.0.1:8000", "client": "acme"}}}
+
+It never holds a token: tokens live in the OS keyring (or the 0600 fallback file, see ``_secrets``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from paysdk_cli._state import DEFAULT_BASE_URL, DEFAULT_PROFILE
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_PROFILE",
+    "PROFILE_KEYS",
+    "config_dir",
+    "ensure_config_dir",
+    "load_profile",
+    "load_profiles",
+    "update_profile",
+    "write_private_file",
+]
+
+PROFILE_FILE = "profiles.json"
+#: The keys a profile may hold. None of them is a secret.
+PROFILE_KEYS = ("base_url", "client")
+
+
+def config_dir() -> Path:
+    """The directory holding ``profiles.json`` (and, without a keyring, ``credentials.json``)."""
+    override = os.environ.get("PAYSDK_CONFIG_DIR")
+    if override:
+        return Path(override).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("paysdk"))
+
+
+def ensure_config_dir() -> Path:
+    """Create the configuration directory (mode 0700) if needed and return it."""
+    directory = config_dir()
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return directory
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} must hold a JSON object")
+    return data
+
+
+def write_private_file(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as JSON to ``path`` atomically, readable by the owner only (0600)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mkstemp creates it 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+        os.chmod(temp, 0o600)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def load_profiles() -> dict[str, dict[str, str]]:
+    """Every profile, by name."""
+    data = _read_json(config_dir() / PROFILE_FILE)
+    profiles = data.get("profiles", {})
+    if not isinstance(profiles, dict):
+        raise ValueError(f"{config_dir() / PROFILE_FILE}: 'profiles' must be an object")
+    return {
+        str(name): {str(k): str(v) for k, v in values.items() if k in PROFILE_KEYS}
+        for name, values in profiles.items()
+        if isinstance(values, dict)
+    }
+
+
+def load_profile(name: str) -> dict[str, str]:
+    """One profile's settings (empty when the profile is not in the file)."""
+    return load_profiles().get(name, {})
+
+
+def update_profile(name: str, **values: str | None) -> dict[str, str]:
+    """Set (or, with ``None``, remove) keys of one profile and save the file. Returns the profile."""
+    unknown = set(values) - set(PROFILE_KEYS)
+    if unknown:
+        raise ValueError(f"unknown profile keys: {sorted(unknown)}")
+    path = ensure_config_dir() / PROFILE_FILE
+    data = _read_json(path)
+    profiles = data.setdefault("profiles", {})
+    profile = profiles.setdefault(name, {})
+    for key, value in values.items():
+        if value is None:
+            profile.pop(key, None)
+        else:
+            profile[key] = value
+    write_private_file(path, data)
+    return {str(k): str(v) for k, v in profile.items()}

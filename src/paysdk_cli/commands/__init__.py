@@ -1,0 +1,1 @@
+"""One module per command family; each exposes a typer app that ``paysdk_cli.main`` loads lazily."""

@@ -1,0 +1,352 @@
+"""``paysdk sandbox``: the reference server's control plane (``/_sandbox/``), for tests and demos."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from paysdk_cli import _config
+from paysdk_cli._app import new_app
+from paysdk_cli._context import State, open_client, state
+from paysdk_cli._output import OutputFormat, emit, info, mask, warn
+from paysdk_cli._params import parse_amount
+
+__all__ = ["CLIENT_SECRETS", "app"]
+
+app = new_app(
+    "Control plane of the local reference server.\n\n"
+    "Clients, clock, test payments, callbacks, requests and faults (under /_sandbox/)."
+)
+clients_app = new_app("Merchant clients (slug, range, rails, callback, tokens).")
+clock_app = new_app("The virtual clock that drives expiry and callback retries.")
+transactions_app = new_app("Transactions as the server holds them.")
+faults_app = new_app("Fault injection: latency, errors, rate limits, drops, duplicates.")
+app.add_typer(clients_app, name="clients")
+app.add_typer(clock_app, name="clock")
+app.add_typer(transactions_app, name="transactions")
+app.add_typer(faults_app, name="faults")
+
+#: Wire names of a sandbox client's secrets: never in a table, masked in JSON unless --show-secrets.
+CLIENT_SECRETS = ("sandboxToken", "productionToken", "hookPrivateKey", "callbackHeaderValue")
+_CLIENT_COLUMNS = [
+    "slug",
+    "amountMin",
+    "amountMax",
+    "channels",
+    "currencies",
+    "paymentMethods",
+    "country",
+    "timezone",
+    "callbackUrl",
+    "callbackHeaderName",
+    "callbackHeaderValue",
+    "threeDS",
+    "sandboxToken",
+    "productionToken",
+    "hookPublicKey",
+    "hookPrivateKey",
+]
+
+
+class ThreeDS(StrEnum):
+    """How the 3-D Secure challenge of a 3DS test card is answered."""
+
+    approve = "approve"
+    fail = "fail"
+
+
+class Outcome(StrEnum):
+    """Outcome of a rail payment simulated by the server."""
+
+    paid = "paid"
+    expired = "expired"
+
+
+class FaultKind(StrEnum):
+    """Kinds of fault the reference server can inject."""
+
+    latency = "latency"
+    error = "error"
+    rate_limit = "rate_limit"
+    drop = "drop"
+    duplicate_callback = "duplicate_callback"
+
+
+def _wire(model: Any) -> dict[str, Any]:
+    data: dict[str, Any] = model.to_wire()
+    return data
+
+
+def _wire_list(models: Any) -> list[dict[str, Any]]:
+    return [_wire(model) for model in models]
+
+
+def _show_client(st: State, client: Any, show_secrets: bool) -> None:
+    if show_secrets and st.output is OutputFormat.table:
+        warn("--show-secrets only applies to -o json; tables never show secrets")
+    data = mask(_wire(client), CLIENT_SECRETS, show=show_secrets and st.output is OutputFormat.json)
+    emit(st.output, data, columns=_CLIENT_COLUMNS, title=f"Client {client.slug}")
+
+
+_SHOW_SECRETS = typer.Option(
+    "--show-secrets", help="With -o json, print the tokens, hook private key and callback header value."
+)
+
+
+@app.command("health")
+def health(ctx: typer.Context) -> None:
+    """Check that the reference server is up (status, environment, database, virtual now)."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.health()
+    emit(st.output, _wire(result), title="Health")
+
+
+@app.command("reset")
+def reset(ctx: typer.Context) -> None:
+    """Delete every client, transaction, callback, fault and the clock offset."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        sdk.sandbox.reset()
+    info(f"Reset the reference server at {st.base_url}.")
+
+
+@clients_app.command("create")
+def clients_create(
+    ctx: typer.Context,
+    slug: Annotated[str | None, typer.Option("--slug", help="Client slug (default: generated).")] = None,
+    amount_min: Annotated[
+        str | None, typer.Option("--amount-min", help="Smallest amount, e.g. 1.00.")
+    ] = None,
+    amount_max: Annotated[str | None, typer.Option("--amount-max", help="Largest amount.")] = None,
+    channel: Annotated[
+        list[str] | None, typer.Option("--channel", help="Enabled channel, repeatable.")
+    ] = None,
+    currency: Annotated[
+        list[str] | None, typer.Option("--currency", help="Currency, repeatable; the first is the default.")
+    ] = None,
+    payment_method: Annotated[
+        list[str] | None, typer.Option("--payment-method", help="Enabled rail, repeatable (e.g. akisiQR).")
+    ] = None,
+    country: Annotated[str | None, typer.Option("--country", help="Two-letter country code.")] = None,
+    timezone: Annotated[str | None, typer.Option("--timezone", help="e.g. America/Guatemala.")] = None,
+    callback_url: Annotated[
+        str | None, typer.Option("--callback-url", help="Where the server POSTs callbacks.")
+    ] = None,
+    callback_header_name: Annotated[
+        str | None, typer.Option("--callback-header-name", help="Callback header name (X-Callback-Token).")
+    ] = None,
+    three_ds: Annotated[
+        bool | None,
+        typer.Option(
+            "--three-ds/--no-three-ds", help="Enable 3-D Secure for card payments.", show_default=False
+        ),
+    ] = None,
+    save_profile: Annotated[
+        bool,
+        typer.Option(
+            "--save-profile",
+            help="Store the sandbox token (as `paysdk login` does), the slug "
+            "and the base URL in the current profile.",
+        ),
+    ] = False,
+    show_secrets: Annotated[bool, _SHOW_SECRETS] = False,
+) -> None:
+    """Create a merchant client. The callback header value is generated by the server.
+
+    Secrets (tokens, hook private key, callback header value) are never shown in a table and are
+    masked in JSON unless --show-secrets; --save-profile keeps the token without printing it.
+    """
+    st = state(ctx)
+    fields: dict[str, Any] = {
+        "slug": slug,
+        "amount_min": parse_amount(amount_min, "--amount-min") if amount_min is not None else None,
+        "amount_max": parse_amount(amount_max, "--amount-max") if amount_max is not None else None,
+        "channels": channel or None,
+        "currencies": currency or None,
+        "payment_methods": payment_method or None,
+        "country": country,
+        "timezone": timezone,
+        "callback_url": callback_url,
+        "callback_header_name": callback_header_name,
+        "three_ds": three_ds,
+    }
+    with open_client(st, token_required=False) as sdk:
+        client = sdk.sandbox.create_client(**{k: v for k, v in fields.items() if v is not None})
+    if save_profile:
+        from paysdk_cli.commands.auth import save_token
+
+        where = save_token(st.profile, client.sandbox_token)
+        _config.update_profile(st.profile, base_url=st.base_url, client=client.slug)
+        info(f"Saved client {client.slug!r} and its sandbox token ({where}) in profile {st.profile!r}.")
+    _show_client(st, client, show_secrets)
+
+
+@clients_app.command("show")
+def clients_show(
+    ctx: typer.Context,
+    slug: Annotated[str, typer.Argument(help="Client slug.")],
+    show_secrets: Annotated[bool, _SHOW_SECRETS] = False,
+) -> None:
+    """Show a client's configuration."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        client = sdk.sandbox.get_client(slug)
+    _show_client(st, client, show_secrets)
+
+
+@clock_app.command("show")
+def clock_show(ctx: typer.Context) -> None:
+    """Show the virtual time and its offset from the wall clock."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.clock()
+    emit(st.output, _wire(result), title="Clock")
+
+
+@clock_app.command("advance")
+def clock_advance(
+    ctx: typer.Context,
+    seconds: Annotated[str, typer.Argument(help="Seconds to move the clock forward (e.g. 86400).")],
+) -> None:
+    """Move the virtual clock forward and run every job that falls due (expiry, callback retries)."""
+    st = state(ctx)
+    value: Decimal = parse_amount(seconds, "SECONDS")
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.advance_clock(value)
+    emit(st.output, _wire(result), title="Clock")
+
+
+@app.command("pay")
+def pay(
+    ctx: typer.Context,
+    uid: Annotated[str, typer.Argument(help="Payment-link transaction uid.")],
+    card: Annotated[str, typer.Option("--card", help="Test card number (see `paysdk sandbox test-cards`).")],
+    three_ds: Annotated[
+        ThreeDS | None, typer.Option("--3ds", help="Answer to a 3-D Secure challenge: approve or fail.")
+    ] = None,
+) -> None:
+    """Pay a payment link with a test card, as the hosted checkout would."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.pay(uid, card.replace(" ", ""), three_ds.value if three_ds else None)
+    emit(st.output, _wire(result), title="Payment")
+
+
+@app.command("simulate")
+def simulate(
+    ctx: typer.Context,
+    uid: Annotated[str, typer.Argument(help="Alternative-payment transaction uid.")],
+    outcome: Annotated[Outcome, typer.Option("--outcome", help="paid or expired.")],
+) -> None:
+    """Simulate the rail's outcome for an alternative payment."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.simulate(uid, outcome.value)
+    emit(st.output, _wire(result), title="Simulated")
+
+
+@transactions_app.command("show")
+def transactions_show(
+    ctx: typer.Context,
+    uid: Annotated[str, typer.Argument(help="Transaction uid.")],
+) -> None:
+    """Show a transaction: status, amount, client, timestamps."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.transaction(uid)
+    emit(st.output, _wire(result), title=f"Transaction {uid}")
+
+
+@app.command("callbacks")
+def callbacks(
+    ctx: typer.Context,
+    uid: Annotated[str | None, typer.Option("--uid", help="Only this transaction's deliveries.")] = None,
+) -> None:
+    """List callback delivery attempts (status code or error, next retry)."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.callbacks(uid)
+    emit(
+        st.output,
+        _wire_list(result),
+        columns=["eventId", "uid", "attempt", "statusCode", "error", "at", "nextAttemptAt", "final"],
+        title="Callback attempts",
+    )
+
+
+@app.command("requests")
+def requests(ctx: typer.Context) -> None:
+    """List the public API requests the server received (credentials masked)."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.requests()
+    emit(st.output, _wire_list(result), columns=["at", "method", "path", "statusCode"], title="Requests")
+
+
+@faults_app.command("add")
+def faults_add(
+    ctx: typer.Context,
+    kind: Annotated[FaultKind, typer.Option("--kind", help="What to inject.")],
+    route: Annotated[
+        str, typer.Option("--route", help='"METHOD /path", "/path" or a prefix ending in *.')
+    ] = "*",
+    count: Annotated[int, typer.Option("--count", min=1, help="How many matching requests or events.")] = 1,
+    status: Annotated[int | None, typer.Option("--status", help="HTTP status for kind error (5xx).")] = None,
+    latency_ms: Annotated[int | None, typer.Option("--latency-ms", help="Delay for kind latency.")] = None,
+    retry_after: Annotated[
+        int | None, typer.Option("--retry-after", help="Retry-After seconds for kind rate_limit.")
+    ] = None,
+) -> None:
+    """Inject a fault on matching requests (duplicate_callback applies to callback deliveries)."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        fault = sdk.sandbox.add_fault(
+            kind.value,
+            route=route,
+            count=count,
+            status=status,
+            latency_ms=latency_ms,
+            retry_after=retry_after,
+        )
+    emit(st.output, _wire(fault), title="Fault")
+
+
+@faults_app.command("list")
+def faults_list(ctx: typer.Context) -> None:
+    """List the active faults and how many uses remain."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.faults()
+    emit(
+        st.output,
+        _wire_list(result),
+        columns=["id", "kind", "route", "count", "remaining", "status", "latencyMs", "retryAfter"],
+        title="Faults",
+    )
+
+
+@faults_app.command("clear")
+def faults_clear(ctx: typer.Context) -> None:
+    """Remove every fault."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        sdk.sandbox.clear_faults()
+    info("Cleared every fault.")
+
+
+@app.command("test-cards")
+def test_cards(ctx: typer.Context) -> None:
+    """List the test card numbers and the outcome each drives."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.test_cards()
+    emit(
+        st.output,
+        _wire_list(result),
+        columns=["number", "brand", "outcome", "description"],
+        title="Test cards",
+    )

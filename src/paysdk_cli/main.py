@@ -1,0 +1,140 @@
+"""The ``paysdk`` typer app: global options, the command families (loaded lazily), exit codes.
+
+``paysdk --help`` must cost little more than ``import typer``. So this module imports only typer and
+``_state``; each family's module (``commands/<family>.py``) is imported when that family is invoked,
+and every heavy import (httpx, pydantic, rich, keyring, platformdirs, ``paysdk``) happens inside the
+command that needs it. Typer's rich help formatting is off (it imports rich on every ``--help``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from paysdk_cli._app import CONTEXT_SETTINGS
+from paysdk_cli._state import DEFAULT_BASE_URL, DEFAULT_PROFILE, OutputFormat, State
+
+__all__ = ["FAMILIES", "app", "run"]
+
+#: name -> (module, typer app attribute, short help shown by ``paysdk --help``). A test checks that the
+#: short help matches the command's own help, so the two cannot drift apart.
+FAMILIES: dict[str, tuple[str, str, str]] = {
+    "login": ("paysdk_cli.commands.auth", "login_app", "Store a profile's merchant token in the OS keyring."),
+    "logout": ("paysdk_cli.commands.auth", "logout_app", "Remove a profile's stored merchant token."),
+    "links": ("paysdk_cli.commands.payment_links", "app", "Payment links: hosted checkout pages."),
+    "alt": ("paysdk_cli.commands.alternative_payments", "app", "Alternative payments on direct rails."),
+    "callbacks": ("paysdk_cli.commands.callbacks", "app", "Merchant callbacks: run a local receiver."),
+    "sandbox": ("paysdk_cli.commands.sandbox", "app", "Control plane of the local reference server."),
+    "serve": ("paysdk_cli.commands.serve", "app", "Run the local reference server."),
+}
+
+EPILOG = """\b
+Exit codes:
+  0  success
+  1  error
+  2  usage (bad option or argument, or input refused before sending)
+  4  authentication (HTTP 401/403, or no merchant token)
+  6  the API refused the request (other HTTP 4xx)
+  7  the API failed (HTTP 5xx) or could not be reached
+\b
+Environment: PAYSDK_PROFILE, PAYSDK_BASE_URL, PAYSDK_MERCHANT_TOKEN (overrides the
+stored token), PAYSDK_CONFIG_DIR, PAYSDK_CALLBACK_HEADER_VALUE. See docs/cli.md.
+"""
+
+
+def load_family(name: str) -> Any:
+    """Import a family's module and build its click command (a group, or one command)."""
+    module_name, attribute, _ = FAMILIES[name]
+    sub_app = getattr(importlib.import_module(module_name), attribute)
+    command = typer.main.get_command(sub_app)
+    command.name = name
+    return command
+
+
+class _PaysdkGroup(TyperGroup):
+    """The root group: lazy families, and the one place where exceptions become exit codes."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*super().list_commands(ctx), *(name for name in FAMILIES if name not in self.commands)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in FAMILIES:
+            command = load_family(cmd_name)
+            self.commands[cmd_name] = command
+        return command
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        # The short help comes from FAMILIES, so `paysdk --help` imports no command module.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, short) for name, (_, _, short) in FAMILIES.items()])
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            from paysdk_cli._errors import report
+
+            verbose = isinstance(ctx.obj, State) and ctx.obj.verbose
+            raise typer.Exit(report(exc, verbose=verbose)) from None
+
+
+app = typer.Typer(
+    name="paysdk",
+    cls=_PaysdkGroup,
+    help="Payment links, alternative payments, callbacks and the local reference server.",
+    epilog=EPILOG,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    context_settings=CONTEXT_SETTINGS,
+)
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    profile: Annotated[
+        str, typer.Option("--profile", envvar="PAYSDK_PROFILE", help="Profile: stored token and settings.")
+    ] = DEFAULT_PROFILE,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            envvar="PAYSDK_BASE_URL",
+            help=f"API address. Default: the profile's, else the local reference server {DEFAULT_BASE_URL}.",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        OutputFormat | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="table or json. Default: table on a terminal, json otherwise.",
+            show_default=False,
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Debug lines (request metadata) and tracebacks on stderr.")
+    ] = False,
+) -> None:
+    """Payment links, alternative payments, callbacks and the local reference server."""
+    if output is None:
+        output = OutputFormat.table if sys.stdout.isatty() else OutputFormat.json
+    ctx.obj = State(profile=profile, base_url_option=base_url or None, output=output, verbose=verbose)
+    if verbose or "paysdk_cli._context" in sys.modules:
+        from paysdk_cli._context import configure_logging
+
+        configure_logging(verbose)
+
+
+def run() -> None:
+    """Console-script entry point (``paysdk``)."""
+    app(prog_name="paysdk")

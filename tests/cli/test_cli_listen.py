@@ -1,0 +1,293 @@
+"""``paysdk callbacks listen`` as a real process: verify, deduplicate, print once, forward, stop cleanly."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import httpx
+import pytest
+
+from paysdk._json import dumps
+
+from .conftest import run_cli, subprocess_env
+
+HEADER_VALUE = "cb-3f1c9a7be2d84c06a5b1e9f0c2d7a4b8"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def callback_body(**overrides: Any) -> bytes:
+    body: dict[str, Any] = {
+        "eventId": f"evt_{uuid.uuid4().hex}",
+        "reference": "PL-ABCDEFGHJK",
+        "uid": "b4a2c7d0-1111-4222-8333-944455556666",
+        "country": "GT",
+        "currency": "GTQ",
+        "channel": "WhatsApp",
+        "status": "approved",
+        "amount": Decimal("10.50"),
+        "externalId": "order-42",
+        "createdAt": "31/01/2025 23:59:58",
+        "transactionId": "txn_0123456789abcdef01234567",
+        "paymentMethodType": "visa",
+    }
+    body.update(overrides)
+    return dumps(body)
+
+
+class Listener:
+    """A running ``paysdk callbacks listen`` subprocess."""
+
+    def __init__(self, proc: subprocess.Popen[str], url: str) -> None:
+        self.proc = proc
+        self.url = url
+
+    def post(
+        self, body: bytes, value: str | None = HEADER_VALUE, name: str = "X-Callback-Token"
+    ) -> httpx.Response:
+        headers = {"Content-Type": "application/json"}
+        if value is not None:
+            headers[name] = value
+        return httpx.post(self.url, content=body, headers=headers, timeout=10)
+
+    def stop(self, sig: int = signal.SIGINT) -> tuple[int, str, str]:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        out, err = self.proc.communicate(timeout=20)
+        return self.proc.returncode, out, err
+
+
+def _wait_until_listening(proc: subprocess.Popen[str], url: str) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            _, err = proc.communicate()
+            raise AssertionError(f"listener exited {proc.returncode}: {err}")
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise AssertionError("listener did not start")
+
+
+@contextmanager
+def start_listener(
+    config_dir: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+    base_url: str | None = None,
+    global_args: tuple[str, ...] = (),
+) -> Iterator[Listener]:
+    port = port or free_port()
+    extra = {"PAYSDK_CALLBACK_HEADER_VALUE": HEADER_VALUE} if env is None else env
+    if base_url is not None:
+        extra["PAYSDK_BASE_URL"] = base_url
+    cmd = [
+        sys.executable,
+        "-m",
+        "paysdk_cli",
+        *global_args,
+        "callbacks",
+        "listen",
+        "--port",
+        str(port),
+        *args,
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(config_dir, **extra),
+    )
+    url = f"http://127.0.0.1:{port}/callbacks"
+    try:
+        _wait_until_listening(proc, url)
+        yield Listener(proc, url)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_verifies_deduplicates_and_prints_each_event_once(config_dir: Path) -> None:
+    body = callback_body()
+    other = callback_body(status="declined")
+    with start_listener(config_dir, global_args=("-o", "json")) as listener:
+        assert listener.post(body, value=None).status_code == 401
+        assert listener.post(body, value="wrong").status_code == 401
+        assert listener.post(b"not json").status_code == 400
+        assert listener.post(callback_body(amount="10.50")).status_code == 400
+        first = listener.post(body)
+        duplicate = listener.post(body)
+        assert listener.post(other).status_code == 200
+        code, out, err = listener.stop()
+
+    assert (first.status_code, first.json()["outcome"]) == (200, "processed")
+    assert (duplicate.status_code, duplicate.json()["outcome"]) == (200, "duplicate")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 2
+    event = json.loads(lines[0])
+    assert event["eventId"] == json.loads(body)["eventId"]
+    assert '"amount":10.50' in lines[0]  # exact
+    assert json.loads(lines[1])["status"] == "declined"
+    assert "duplicate delivery" in err
+    assert "refused a callback with HTTP 401" in err
+    assert HEADER_VALUE not in out + err
+    assert "Traceback" not in err
+
+
+def test_table_output_is_one_human_line_per_event_and_get_is_405(config_dir: Path) -> None:
+    with start_listener(config_dir, global_args=("-o", "table")) as listener:
+        assert httpx.get(listener.url).status_code == 405
+        assert listener.post(callback_body()).status_code == 200
+        code, out, _ = listener.stop(signal.SIGTERM)
+    assert code == 0
+    (line,) = out.splitlines()
+    assert "approved" in line
+    assert "10.50 GTQ" in line
+    assert "ref=PL-ABCDEFGHJK" in line
+
+
+def test_max_events_exits_0_and_timeout_without_enough_events_exits_1(config_dir: Path) -> None:
+    with start_listener(config_dir, "--max-events", "1") as listener:
+        assert listener.post(callback_body()).status_code == 200
+        assert listener.proc.wait(timeout=20) == 0
+        out = listener.proc.communicate()[0]
+    assert len(out.splitlines()) == 1
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "paysdk_cli",
+            "callbacks",
+            "listen",
+            "--port",
+            str(free_port()),
+            "--max-events",
+            "1",
+            "--timeout",
+            "0.5",
+        ],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(config_dir, PAYSDK_CALLBACK_HEADER_VALUE=HEADER_VALUE),
+        timeout=30,
+    )
+    assert proc.returncode == 1
+    assert "timed out after 0.5 s with 0 of 1 events" in proc.stderr
+
+
+def test_header_value_file_accepts_several_values_and_env_var_option(
+    config_dir: Path, tmp_path: Path
+) -> None:
+    values = tmp_path / "values.txt"
+    values.write_text("old-value\nnew-value\n")
+    with start_listener(
+        config_dir, "--header-value-file", str(values), "--header-name", "X-Hook", env={}
+    ) as lst:
+        assert lst.post(callback_body(), value="old-value", name="X-Hook").status_code == 200
+        assert lst.post(callback_body(), value="new-value", name="x-hook").status_code == 200
+        assert lst.post(callback_body(), value=HEADER_VALUE, name="X-Hook").status_code == 401
+        code, out, _ = lst.stop()
+    assert code == 0
+    assert len(out.splitlines()) == 2
+
+    with start_listener(config_dir, "--header-value-env", "MY_VALUE", env={"MY_VALUE": "mine"}) as lst:
+        assert lst.post(callback_body(), value="mine").status_code == 200
+        assert lst.stop()[0] == 0
+
+
+def test_no_header_value_is_a_usage_error_and_there_is_no_bare_value_option() -> None:
+    result = run_cli("callbacks", "listen", "--port", "0", "--timeout", "0")
+    assert result.exit_code == 2
+    assert "PAYSDK_CALLBACK_HEADER_VALUE" in result.stderr
+    assert run_cli("callbacks", "listen", "--header-value", "x").exit_code == 2
+    unset = run_cli("callbacks", "listen", "--header-value-env", "NOPE_NOT_SET")
+    assert unset.exit_code == 2
+
+
+def test_dedup_db_survives_a_restart(config_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "dedup.sqlite"
+    body = callback_body()
+    with start_listener(config_dir, "--dedup-db", str(db)) as listener:
+        assert listener.post(body).json()["outcome"] == "processed"
+        listener.stop()
+    with start_listener(config_dir, "--dedup-db", str(db)) as listener:
+        assert listener.post(body).json()["outcome"] == "duplicate"
+        code, out, _ = listener.stop()
+    assert code == 0
+    assert out == ""
+
+
+class _Sink(BaseHTTPRequestHandler):
+    received: ClassVar[list[tuple[dict[str, str], bytes]]] = []
+    status = 200
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+        self.send_response(type(self).status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def sink() -> Iterator[tuple[str, type[_Sink]]]:
+    handler = type("Sink", (_Sink,), {"received": [], "status": 200})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook", handler
+    server.shutdown()
+    server.server_close()
+
+
+def test_forward_to_sends_verified_new_events_with_same_headers(
+    config_dir: Path, sink: tuple[str, type[_Sink]]
+) -> None:
+    url, handler = sink
+    body = callback_body()
+    with start_listener(config_dir, "--forward-to", url) as listener:
+        assert listener.post(body).status_code == 200
+        assert listener.post(body).status_code == 200  # duplicate: not forwarded
+        assert listener.post(callback_body(), value="wrong").status_code == 401  # not forwarded
+        handler.status = 500
+        failing = callback_body()
+        assert listener.post(failing).status_code == 502  # the sender will retry ...
+        handler.status = 200
+        assert listener.post(failing).json()["outcome"] == "processed"  # ... and the retry goes through
+        code, out, err = listener.stop()
+
+    assert code == 0
+    assert [b for _, b in handler.received] == [body, failing, failing]
+    headers = handler.received[0][0]
+    assert headers["x-callback-token"] == HEADER_VALUE
+    assert headers["content-type"] == "application/json"
+    assert len(out.splitlines()) == 2
+    assert "answered 502" in err

@@ -1,0 +1,100 @@
+"""Every script under examples/ runs against the reference server, as CI runs them."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+import paysdk
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
+
+def _run(script: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / script), *args],
+        env={**os.environ, **env}, capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def _merchant_env(live_server: str, **fields: object) -> tuple[dict[str, str], paysdk.Client]:
+    sandbox = paysdk.Client(environment=paysdk.Environment.local(live_server))
+    merchant = sandbox.sandbox.create_client(**fields)  # type: ignore[arg-type]
+    env = {"PAYSDK_BASE_URL": live_server, "PAYSDK_MERCHANT_TOKEN": merchant.sandbox_token, "PAYSDK_CLIENT": merchant.slug}
+    return env, sandbox
+
+
+def test_quickstart(live_server: str) -> None:
+    env, sandbox = _merchant_env(live_server)
+    out = _run("quickstart.py", env).stdout
+    uid = out.split("uid=")[1].split()[0]
+    assert f"checkout={live_server}/checkout/?orderId={uid}" in out
+    assert sandbox.sandbox.transaction(uid).amount == paysdk._json.loads(b"125.50")
+    assert env["PAYSDK_MERCHANT_TOKEN"] not in out
+
+
+def test_async_qr_payment(live_server: str, tmp_path: Path) -> None:
+    env, _ = _merchant_env(live_server)
+    target = tmp_path / "qr.png"
+    out = _run("async_qr_payment.py", env, str(target)).stdout
+    assert "akisiQR" in out
+    assert target.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_sandbox_in_your_tests(live_server: str) -> None:
+    out = _run("sandbox_in_your_tests.py", {"PAYSDK_BASE_URL": live_server}).stdout
+    assert ": approved" in out
+
+
+def test_fastapi_receiver_processes_each_event_once(live_server: str, tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    header_value = "receiver-secret-" + os.urandom(8).hex()
+    receiver = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "callback_receiver_fastapi.py")],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={
+            **os.environ,
+            "PORT": str(port),
+            "PAYSDK_CALLBACK_HEADER_VALUE": header_value,
+            "PAYSDK_CALLBACK_DB": str(tmp_path / "cb.db"),
+        },
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+                break
+            except httpx.TransportError:
+                assert receiver.poll() is None and time.monotonic() < deadline, "receiver did not start"
+                time.sleep(0.1)
+        env, sandbox = _merchant_env(
+            live_server, callback_url=f"http://127.0.0.1:{port}/callbacks/paysdk", callback_header_value=header_value
+        )
+        sandbox.sandbox.add_fault("duplicate_callback", count=1)
+        with paysdk.Client(env["PAYSDK_MERCHANT_TOKEN"], paysdk.Environment.local(live_server)) as client:
+            link = client.payment_links.create(amount=10, user_id="+50255550123", channel="wa", client=env["PAYSDK_CLIENT"])
+        sandbox.sandbox.pay(link.uid, "4242424242424242")
+        deadline = time.monotonic() + 15
+        while len(attempts := sandbox.sandbox.callbacks(link.uid)) < 2:
+            assert time.monotonic() < deadline, attempts
+            time.sleep(0.1)
+        assert {a.status_code for a in attempts} == {200}
+        assert len({a.event_id for a in attempts}) == 1
+    finally:
+        receiver.terminate()
+        output, _ = receiver.communicate(timeout=10)
+    assert output.count(link.reference) == 1, output  # logged once: the duplicate was not processed
+    assert header_value not in output
