@@ -23,12 +23,13 @@ async def main(out: Path) -> int:
             user_id="+50255550123",
             custom_keys={"order": "A-9"},
         )
-        print(f"uid={payment.uid} rails={','.join(payment.payment_methods)} expires={payment.expires.isoformat()}")
+        rails = ",".join(payment.payment_methods)
+        print(f"uid={payment.uid} rails={rails} expires={payment.expires.isoformat()}")
         if "akisiQR" not in payment.payment_methods:
             print("this client has no akisiQR rail", file=sys.stderr)
             return 1
         result = await client.alternative_payments.process(payment.uid, processor="akisiQR")
-        out.write_bytes(result.png_bytes())
+        await asyncio.to_thread(out.write_bytes, result.png_bytes())
         print(f"qr={out}")
     return 0
 

@@ -19,7 +19,9 @@ with paysdk.Client(environment=environment) as sandbox:
     merchant = sandbox.sandbox.create_client(callback_url="http://127.0.0.1:9/unreachable")
 
     with paysdk.Client(merchant.sandbox_token, environment) as client:
-        link = client.payment_links.create(amount=Decimal("42.00"), user_id="+50255550123", channel="web", client=merchant.slug)
+        link = client.payment_links.create(
+            amount=Decimal("42.00"), user_id="+50255550123", channel="web", client=merchant.slug
+        )
 
     paid = sandbox.sandbox.pay(link.uid, "4242424242424242")  # the Stripe-style approving test card
     print(f"{link.reference}: {paid.status}")
@@ -27,4 +29,5 @@ with paysdk.Client(environment=environment) as sandbox:
     sandbox.sandbox.advance_clock(3600)  # an hour of virtual time: every retry that fell due has run
     attempts = sandbox.sandbox.callbacks(link.uid)
     print(f"callback attempts after an hour: {len(attempts)} (receiver down, retried with backoff)")
-    assert paid.status == "approved" and len(attempts) > 1
+    assert paid.status == "approved"
+    assert len(attempts) > 1

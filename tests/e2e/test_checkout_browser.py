@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 import paysdk
+
 from .conftest import CHROMIUM, CHROMIUM_ARGS, MerchantReceiver
 
 pytestmark = [pytest.mark.browser, pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)]
@@ -43,7 +44,11 @@ def _link_for(live_server: str, receiver: MerchantReceiver, amount: str) -> tupl
     )
     client = paysdk.Client(merchant.sandbox_token, paysdk.Environment.local(live_server))
     link = client.payment_links.create(
-        amount=Decimal(amount), user_id="+50255550123", channel="web", client=merchant.slug, external_id="order-7"
+        amount=Decimal(amount),
+        user_id="+50255550123",
+        channel="web",
+        client=merchant.slug,
+        external_id="order-7",
     )
     sandbox.close()
     return client, link.uid, link.url
@@ -82,7 +87,9 @@ def test_checkout_outcome_reaches_the_merchant(
         page.get_by_test_id(challenge).click()
     expect(page.get_by_test_id("status")).to_contain_text(status)
     if os.environ.get("PAYSDK_SCREENSHOTS"):
-        page.screenshot(path=str(Path(os.environ["PAYSDK_SCREENSHOTS"]) / f"checkout-{status}-{card[-4:]}.png"))
+        page.screenshot(
+            path=str(Path(os.environ["PAYSDK_SCREENSHOTS"]) / f"checkout-{status}-{card[-4:]}.png")
+        )
 
     # The final state is shown again on reload, with no card form.
     page.reload()
@@ -104,7 +111,9 @@ def test_checkout_without_3ds_approves_the_challenge_card(
 ) -> None:
     sandbox = paysdk.Client(environment=paysdk.Environment.local(live_server))
     merchant = sandbox.sandbox.create_client(
-        callback_url=merchant_receiver.url, callback_header_value=merchant_receiver.header_value, three_ds=False
+        callback_url=merchant_receiver.url,
+        callback_header_value=merchant_receiver.header_value,
+        three_ds=False,
     )
     client = paysdk.Client(merchant.sandbox_token, paysdk.Environment.local(live_server))
     link = client.payment_links.create(amount=10, user_id="+50255550123", channel="wa", client=merchant.slug)
@@ -140,5 +149,6 @@ def test_invalid_card_number_shows_a_form_error_and_keeps_the_link_payable(
 
 def test_unknown_order_is_a_not_found_page(live_server: str, page: Page) -> None:
     response = page.goto(f"{live_server}/checkout/?orderId=does-not-exist")
-    assert response is not None and response.status == 404
+    assert response is not None
+    assert response.status == 404
     expect(page.get_by_test_id("status")).to_be_visible()

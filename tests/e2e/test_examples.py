@@ -21,7 +21,12 @@ pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def _run(script: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / script), *args],
-        env={**os.environ, **env}, capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     return result
@@ -30,7 +35,11 @@ def _run(script: str, env: dict[str, str], *args: str) -> subprocess.CompletedPr
 def _merchant_env(live_server: str, **fields: object) -> tuple[dict[str, str], paysdk.Client]:
     sandbox = paysdk.Client(environment=paysdk.Environment.local(live_server))
     merchant = sandbox.sandbox.create_client(**fields)  # type: ignore[arg-type]
-    env = {"PAYSDK_BASE_URL": live_server, "PAYSDK_MERCHANT_TOKEN": merchant.sandbox_token, "PAYSDK_CLIENT": merchant.slug}
+    env = {
+        "PAYSDK_BASE_URL": live_server,
+        "PAYSDK_MERCHANT_TOKEN": merchant.sandbox_token,
+        "PAYSDK_CLIENT": merchant.slug,
+    }
     return env, sandbox
 
 
@@ -63,7 +72,10 @@ def test_fastapi_receiver_processes_each_event_once(live_server: str, tmp_path: 
     header_value = "receiver-secret-" + os.urandom(8).hex()
     receiver = subprocess.Popen(
         [sys.executable, str(ROOT / "examples" / "callback_receiver_fastapi.py")],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={
             **os.environ,
             "PORT": str(port),
@@ -78,14 +90,19 @@ def test_fastapi_receiver_processes_each_event_once(live_server: str, tmp_path: 
                 httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
                 break
             except httpx.TransportError:
-                assert receiver.poll() is None and time.monotonic() < deadline, "receiver did not start"
+                assert receiver.poll() is None, "receiver exited"
+                assert time.monotonic() < deadline, "receiver did not start"
                 time.sleep(0.1)
         env, sandbox = _merchant_env(
-            live_server, callback_url=f"http://127.0.0.1:{port}/callbacks/paysdk", callback_header_value=header_value
+            live_server,
+            callback_url=f"http://127.0.0.1:{port}/callbacks/paysdk",
+            callback_header_value=header_value,
         )
         sandbox.sandbox.add_fault("duplicate_callback", count=1)
         with paysdk.Client(env["PAYSDK_MERCHANT_TOKEN"], paysdk.Environment.local(live_server)) as client:
-            link = client.payment_links.create(amount=10, user_id="+50255550123", channel="wa", client=env["PAYSDK_CLIENT"])
+            link = client.payment_links.create(
+                amount=10, user_id="+50255550123", channel="wa", client=env["PAYSDK_CLIENT"]
+            )
         sandbox.sandbox.pay(link.uid, "4242424242424242")
         deadline = time.monotonic() + 15
         while len(attempts := sandbox.sandbox.callbacks(link.uid)) < 2:

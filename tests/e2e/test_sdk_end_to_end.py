@@ -53,20 +53,29 @@ def _make(kind: str, request: pytest.FixtureRequest, environment: paysdk.Environ
 
 
 @pytest.fixture
-async def sandbox(kind: str, request: pytest.FixtureRequest, environment: paysdk.Environment) -> AsyncIterator[Any]:
+async def sandbox(
+    kind: str, request: pytest.FixtureRequest, environment: paysdk.Environment
+) -> AsyncIterator[Any]:
     client = _make(kind, request, environment)
     yield client
-    await call(client.aclose() if isinstance(client, paysdk.AsyncClient) else client.close())
+    if isinstance(client, paysdk.AsyncClient):
+        await client.aclose()
+    else:
+        client.close()
 
 
 @pytest.fixture
 async def shop(sandbox: AnyClient) -> SandboxClient:
-    merchant: SandboxClient = await call(sandbox.sandbox.create_client(amount_min=Decimal("1.00"), amount_max=Decimal("5000")))
+    merchant: SandboxClient = await call(
+        sandbox.sandbox.create_client(amount_min=Decimal("1.00"), amount_max=Decimal("5000"))
+    )
     return merchant
 
 
 @pytest.fixture
-def client_for(kind: str, request: pytest.FixtureRequest, environment: paysdk.Environment) -> Any:
+async def client_for(
+    kind: str, request: pytest.FixtureRequest, environment: paysdk.Environment
+) -> AsyncIterator[Any]:
     made: list[AnyClient] = []
 
     def make(token: str, env: paysdk.Environment | None = None, **kw: Any) -> AnyClient:
@@ -76,7 +85,9 @@ def client_for(kind: str, request: pytest.FixtureRequest, environment: paysdk.En
 
     yield make
     for client in made:
-        if isinstance(client, paysdk.Client):
+        if isinstance(client, paysdk.AsyncClient):
+            await client.aclose()
+        else:
             client.close()
 
 
@@ -86,7 +97,11 @@ async def test_payment_link_paid_by_test_card_sends_the_callback(
     client = client_for(shop.sandbox_token)
     link = await call(
         client.payment_links.create(
-            amount=Decimal("125.50"), user_id="+502 5555 0123", channel="wa", client=shop.slug, external_id="o-1"
+            amount=Decimal("125.50"),
+            user_id="+502 5555 0123",
+            channel="wa",
+            client=shop.slug,
+            external_id="o-1",
         )
     )
     assert link.url == f"{environment.webview_url}/?orderId={link.uid}"
@@ -94,7 +109,12 @@ async def test_payment_link_paid_by_test_card_sends_the_callback(
     assert client.last_response.status_code == 200
 
     view = await call(sandbox.sandbox.transaction(link.uid))
-    assert (view.status, view.amount, view.currency, view.user_id) == ("pending", Decimal("125.50"), "GTQ", "+50255550123")
+    assert (view.status, view.amount, view.currency, view.user_id) == (
+        "pending",
+        Decimal("125.50"),
+        "GTQ",
+        "+50255550123",
+    )
 
     result = await call(sandbox.sandbox.pay(link.uid, "4242424242424242"))
     assert result.status == "approved"
@@ -104,7 +124,12 @@ async def test_payment_link_paid_by_test_card_sends_the_callback(
 async def test_error_contract_maps_to_typed_errors(
     sandbox: AnyClient, shop: SandboxClient, client_for: Any
 ) -> None:
-    args: dict[str, Any] = {"amount": Decimal("10"), "user_id": "+50255550123", "channel": "wa", "client": shop.slug}
+    args: dict[str, Any] = {
+        "amount": Decimal("10"),
+        "user_id": "+50255550123",
+        "channel": "wa",
+        "client": shop.slug,
+    }
     wrong_env = client_for(shop.production_token)
     with pytest.raises(paysdk.WrongEnvironmentError) as info:
         await call(wrong_env.payment_links.create(**args))
@@ -122,7 +147,8 @@ async def test_error_contract_maps_to_typed_errors(
 
     with pytest.raises(paysdk.AuthenticationError) as unauthenticated:
         await call(client_for("0" * 64).payment_links.create(**args))
-    assert unauthenticated.value.status_code == 401 and unauthenticated.value.own_code is None
+    assert unauthenticated.value.status_code == 401
+    assert unauthenticated.value.own_code is None
 
     before = len(await call(sandbox.sandbox.requests()))
     with pytest.raises(paysdk.ValidationError) as invalid:
@@ -136,15 +162,23 @@ async def test_alternative_payment_qr_intent_and_dismiss(
 ) -> None:
     client = client_for(shop.sandbox_token)
     payment = await call(
-        client.alternative_payments.create(amount=Decimal("80.25"), channel="app", client=shop.slug, user_id="+50255550123", custom_keys={"order": "A-9"})
+        client.alternative_payments.create(
+            amount=Decimal("80.25"),
+            channel="app",
+            client=shop.slug,
+            user_id="+50255550123",
+            custom_keys={"order": "A-9"},
+        )
     )
     assert "akisiQR" in payment.payment_methods
     assert payment.expire_at > int(time.time() * 1000)
 
     qr = await call(client.alternative_payments.process(payment.uid, processor="akisiQR"))
-    assert qr.type == "base64" and qr.data.startswith("data:image/png;base64,")
+    assert qr.type == "base64"
+    assert qr.data.startswith("data:image/png;base64,")
     decoded = zxingcpp.read_barcodes(Image.open(io.BytesIO(qr.png_bytes())))
-    assert len(decoded) == 1 and payment.uid in decoded[0].text
+    assert len(decoded) == 1
+    assert payment.uid in decoded[0].text
 
     intent = await call(client.alternative_payments.create_payment_intent(payment.uid, processor="pronet"))
     assert (intent.uid, intent.processor, intent.status) == (payment.uid, "pronet", "requires_action")
@@ -160,7 +194,9 @@ async def test_alternative_payment_qr_intent_and_dismiss(
 async def test_rail_the_client_lacks_is_an_invalid_field(sandbox: AnyClient, client_for: Any) -> None:
     shop: SandboxClient = await call(sandbox.sandbox.create_client(payment_methods=["akisiQR"]))
     client = client_for(shop.sandbox_token)
-    payment = await call(client.alternative_payments.create(amount=5, channel="web", client=shop.slug, user_id="+50255550123"))
+    payment = await call(
+        client.alternative_payments.create(amount=5, channel="web", client=shop.slug, user_id="+50255550123")
+    )
     assert payment.payment_methods == ["akisiQR"]
     with pytest.raises(paysdk.InvalidFieldError) as info:
         await call(client.alternative_payments.process(payment.uid, processor="zigi"))
@@ -218,15 +254,21 @@ async def test_hook_keys_create_a_link_without_a_merchant_token(
     anonymous = client_for("")  # no merchant token at all: the body keys authenticate
     link = await call(
         anonymous.payment_links.create_with_hook_keys(
-            private_key=shop.hook_private_key, public_key=shop.hook_public_key,
-            amount=Decimal("12.00"), user_id="+50255550123", channel="web",
+            private_key=shop.hook_private_key,
+            public_key=shop.hook_public_key,
+            amount=Decimal("12.00"),
+            user_id="+50255550123",
+            channel="web",
         )
     )
     assert (await call(sandbox.sandbox.transaction(link.uid))).client == shop.slug
     with pytest.raises(paysdk.AuthenticationError):
         await call(
             anonymous.payment_links.create_with_hook_keys(
-                private_key=shop.hook_public_key, public_key=shop.hook_private_key,
-                amount=Decimal("12.00"), user_id="+50255550123", channel="web",
+                private_key=shop.hook_public_key,
+                public_key=shop.hook_private_key,
+                amount=Decimal("12.00"),
+                user_id="+50255550123",
+                channel="web",
             )
         )

@@ -1,0 +1,463 @@
+"""The clients: :class:`AsyncClient` (hand-written) and :class:`Client` (generated from it).
+
+The async class between ``# unasync: begin`` and ``# unasync: end`` is the source of truth;
+``scripts/unasync.py`` writes the sync twin into the ``# unasync: generated`` block below it. Edit the
+async code, then run ``python scripts/unasync.py``. Everything that is logic lives in
+:mod:`paysdk._pipeline` (pure); the classes here only loop: build, send, decide, sleep, log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import os
+import random
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar
+
+import httpx
+
+from paysdk._environment import Environment
+from paysdk._errors import ValidationError
+from paysdk._pipeline import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    ClientConfig,
+    Operation,
+    Outcome,
+    ResponseInfo,
+    RetryDecision,
+    build_request,
+    describe_outcome,
+    idempotency_key_for,
+    response_info,
+    result_from_outcome,
+    retry_decision,
+    validate_headers,
+    validate_max_retries,
+    validate_timeout,
+    validate_token,
+)
+from paysdk._secret import Secret
+from paysdk._types import NOT_GIVEN, NotGiven
+from paysdk.resources.alternative_payments import AlternativePayments, AsyncAlternativePayments
+from paysdk.resources.payment_links import AsyncPaymentLinks, PaymentLinks
+from paysdk.resources.sandbox import AsyncSandbox, Sandbox
+
+__all__ = ["AsyncClient", "Client"]
+
+T = TypeVar("T")
+
+#: Environment variable read when ``merchant_token`` is not passed.
+TOKEN_ENV_VAR = "PAYSDK_MERCHANT_TOKEN"
+LOGGER_NAME = "paysdk"
+
+
+def new_idempotency_key() -> str:
+    """A fresh idempotency key (UUID4), minted once per logical call."""
+    return str(uuid.uuid4())
+
+
+def make_config(
+    merchant_token: str | Secret | None,
+    environment: Environment | None,
+    timeout: object,
+    max_retries: object,
+    default_headers: Mapping[str, str] | None,
+) -> ClientConfig:
+    """Validate the client arguments (reading ``PAYSDK_*`` defaults) into a :class:`ClientConfig`."""
+    if merchant_token is None:
+        merchant_token = os.environ.get(TOKEN_ENV_VAR) or None
+    if environment is None:
+        try:
+            environment = Environment.from_env()
+        except ValueError as exc:
+            raise ValidationError("environment", str(exc)) from None
+    elif not isinstance(environment, Environment):
+        raise ValidationError("environment", "must be a paysdk.Environment")
+    return ClientConfig(
+        environment=environment,
+        merchant_token=validate_token(merchant_token),
+        timeout=validate_timeout(timeout),
+        max_retries=validate_max_retries(max_retries),
+        default_headers=validate_headers(default_headers),
+    )
+
+
+def replace_config(
+    config: ClientConfig,
+    *,
+    merchant_token: str | Secret | NotGiven | None,
+    environment: Environment | NotGiven,
+    timeout: float | httpx.Timeout | NotGiven,
+    max_retries: int | NotGiven,
+    default_headers: Mapping[str, str] | NotGiven,
+) -> ClientConfig:
+    """``config`` with the given options replaced (``NOT_GIVEN`` keeps the current value)."""
+    return ClientConfig(
+        environment=config.environment if isinstance(environment, NotGiven) else environment,
+        merchant_token=(
+            config.merchant_token if isinstance(merchant_token, NotGiven) else validate_token(merchant_token)
+        ),
+        timeout=config.timeout if isinstance(timeout, NotGiven) else validate_timeout(timeout),
+        max_retries=(
+            config.max_retries if isinstance(max_retries, NotGiven) else validate_max_retries(max_retries)
+        ),
+        default_headers=(
+            config.default_headers
+            if isinstance(default_headers, NotGiven)
+            else validate_headers(default_headers)
+        ),
+        user_agent=config.user_agent,
+    )
+
+
+def client_repr(name: str, config: ClientConfig) -> str:
+    """``Client(environment='local', base_url='...', merchant_token=Secret('****'), max_retries=2)``."""
+    token = repr(config.merchant_token) if config.merchant_token is not None else "None"
+    env = config.environment
+    return (
+        f"{name}(environment={env.name!r}, base_url={env.base_url!r}, merchant_token={token}, "
+        f"max_retries={config.max_retries})"
+    )
+
+
+def log_attempt(
+    logger: logging.Logger, op: Operation[Any], attempt: int, outcome: Outcome, seconds: float
+) -> None:
+    """One metadata line per attempt (never headers or bodies)."""
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "%s %s attempt=%d %s elapsed_ms=%d",
+            op.method.upper(),
+            op.path,
+            attempt,
+            describe_outcome(outcome),
+            round(seconds * 1000),
+        )
+
+
+def log_retry(logger: logging.Logger, op: Operation[Any], attempt: int, decision: RetryDecision) -> None:
+    """One line per retry, at INFO."""
+    logger.info(
+        "retrying %s %s after attempt %d (%s) in %.2fs",
+        op.method.upper(),
+        op.path,
+        attempt,
+        decision.reason,
+        decision.delay,
+    )
+
+
+# unasync: begin
+class AsyncClient:
+    """The API client, for ``asyncio`` code::
+
+        async with paysdk.AsyncClient(merchant_token, paysdk.Environment.local()) as client:
+            link = await client.payment_links.create(
+                amount=Decimal("10.50"), user_id="+50212345678", channel="wa", client="my-shop"
+            )
+
+    ``merchant_token`` defaults to ``$PAYSDK_MERCHANT_TOKEN``; it is needed only by calls that send it
+    (:class:`~paysdk.ValidationError` ``merchant_token`` otherwise) and is kept as a
+    :class:`~paysdk.Secret`: no repr, error or log line shows it. ``environment`` defaults to
+    :meth:`Environment.from_env() <paysdk.Environment.from_env>`.
+
+    ``timeout`` is seconds or an :class:`httpx.Timeout` (default 30 s, 5 s to connect); ``None`` is
+    refused rather than silently disabling timeouts. ``max_retries`` (default 2) bounds retries of
+    connect errors, timeouts, 408/429/5xx answers; a POST is retried after its bytes may have been
+    sent only when the environment honours idempotency keys (one key per call, reused on each attempt).
+
+    Pass ``http_client`` to share your own pool (it is then yours to close) or ``transport`` for tests
+    (e.g. :class:`httpx.MockTransport`). ``default_headers`` are added to every request. Log lines go
+    to ``logger`` (default ``logging.getLogger("paysdk")``): metadata only, DEBUG per attempt, INFO per retry.
+
+    Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`sandbox`.
+    :attr:`last_response` holds the metadata of the last answer (:class:`~paysdk.ResponseInfo`).
+    """
+
+    payment_links: AsyncPaymentLinks
+    alternative_payments: AsyncAlternativePayments
+    sandbox: AsyncSandbox
+
+    def __init__(
+        self,
+        merchant_token: str | Secret | None = None,
+        environment: Environment | None = None,
+        *,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http_client: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self._config = make_config(merchant_token, environment, timeout, max_retries, default_headers)
+        if http_client is not None and transport is not None:
+            raise ValidationError("transport", "pass either http_client or transport, not both")
+        self._owns_http = http_client is None
+        self._http = (
+            http_client
+            if http_client is not None
+            else httpx.AsyncClient(transport=transport, timeout=self._config.timeout)
+        )
+        self._logger = logger or logging.getLogger(LOGGER_NAME)
+        self._sleep = asyncio.sleep
+        self._random = random.random
+        self._now = time.time
+        self._monotonic = time.monotonic
+        self._mint_key = new_idempotency_key
+        #: Metadata of the last answer this client received (``None`` before any, or after a
+        #: connection error). In concurrent code, prefer the attributes of the result or error.
+        self.last_response: ResponseInfo | None = None
+        self._bind_resources()
+
+    def _bind_resources(self) -> None:
+        self.payment_links = AsyncPaymentLinks(self)
+        self.alternative_payments = AsyncAlternativePayments(self)
+        self.sandbox = AsyncSandbox(self)
+
+    @property
+    def environment(self) -> Environment:
+        """The environment this client talks to."""
+        return self._config.environment
+
+    @property
+    def timeout(self) -> httpx.Timeout:
+        """The default timeout of every call."""
+        return self._config.timeout
+
+    @property
+    def max_retries(self) -> int:
+        """How many times a failed call may be retried."""
+        return self._config.max_retries
+
+    def with_options(
+        self,
+        *,
+        merchant_token: str | Secret | NotGiven | None = NOT_GIVEN,
+        environment: Environment | NotGiven = NOT_GIVEN,
+        timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,
+        max_retries: int | NotGiven = NOT_GIVEN,
+        default_headers: Mapping[str, str] | NotGiven = NOT_GIVEN,
+    ) -> Self:
+        """A copy of this client with some options changed, sharing its connection pool.
+
+        Closing the copy does not close the pool; close the original client.
+        """
+        clone = copy.copy(self)
+        clone._config = replace_config(
+            self._config,
+            merchant_token=merchant_token,
+            environment=environment,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=default_headers,
+        )
+        clone._owns_http = False
+        clone.last_response = None
+        clone._bind_resources()
+        return clone
+
+    async def aclose(self) -> None:
+        """Close the connection pool, unless it was passed in as ``http_client``."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return client_repr(type(self).__name__, self._config)
+
+    async def _request(self, op: Operation[T]) -> T:
+        """Run one logical call: attempts, retries and the final result or error."""
+        config = self._config
+        key = idempotency_key_for(op, config, mint=self._mint_key)
+        started = self._monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            request = build_request(op, config, key, attempt=attempt)
+            sent = self._monotonic()
+            outcome: Outcome
+            try:
+                outcome = await self._http.send(request)
+            except httpx.RequestError as exc:
+                outcome = exc
+            log_attempt(self._logger, op, attempt, outcome, self._monotonic() - sent)
+            decision = retry_decision(op, attempt, outcome, config, key, rng=self._random, now=self._now)
+            if not decision.retry:
+                break
+            log_retry(self._logger, op, attempt, decision)
+            await self._sleep(decision.delay)
+        elapsed = self._monotonic() - started
+        if isinstance(outcome, httpx.Response):
+            self.last_response = response_info(op, outcome, attempts=attempt, elapsed=elapsed)
+        else:
+            self.last_response = None
+        return result_from_outcome(op, outcome, attempts=attempt, secrets=config.secrets())
+
+
+# unasync: end
+
+
+# unasync: generated begin
+# Generated by scripts/unasync.py from the async code above. Do not edit by hand.
+class Client:
+    """The API client, for blocking code::
+
+        with paysdk.Client(merchant_token, paysdk.Environment.local()) as client:
+            link = client.payment_links.create(
+                amount=Decimal("10.50"), user_id="+50212345678", channel="wa", client="my-shop"
+            )
+
+    ``merchant_token`` defaults to ``$PAYSDK_MERCHANT_TOKEN``; it is needed only by calls that send it
+    (:class:`~paysdk.ValidationError` ``merchant_token`` otherwise) and is kept as a
+    :class:`~paysdk.Secret`: no repr, error or log line shows it. ``environment`` defaults to
+    :meth:`Environment.from_env() <paysdk.Environment.from_env>`.
+
+    ``timeout`` is seconds or an :class:`httpx.Timeout` (default 30 s, 5 s to connect); ``None`` is
+    refused rather than silently disabling timeouts. ``max_retries`` (default 2) bounds retries of
+    connect errors, timeouts, 408/429/5xx answers; a POST is retried after its bytes may have been
+    sent only when the environment honours idempotency keys (one key per call, reused on each attempt).
+
+    Pass ``http_client`` to share your own pool (it is then yours to close) or ``transport`` for tests
+    (e.g. :class:`httpx.MockTransport`). ``default_headers`` are added to every request. Log lines go
+    to ``logger`` (default ``logging.getLogger("paysdk")``): metadata only, DEBUG per attempt, INFO per retry.
+
+    Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`sandbox`.
+    :attr:`last_response` holds the metadata of the last answer (:class:`~paysdk.ResponseInfo`).
+    """
+
+    payment_links: PaymentLinks
+    alternative_payments: AlternativePayments
+    sandbox: Sandbox
+
+    def __init__(
+        self,
+        merchant_token: str | Secret | None = None,
+        environment: Environment | None = None,
+        *,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http_client: httpx.Client | None = None,
+        transport: httpx.BaseTransport | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self._config = make_config(merchant_token, environment, timeout, max_retries, default_headers)
+        if http_client is not None and transport is not None:
+            raise ValidationError("transport", "pass either http_client or transport, not both")
+        self._owns_http = http_client is None
+        self._http = (
+            http_client
+            if http_client is not None
+            else httpx.Client(transport=transport, timeout=self._config.timeout)
+        )
+        self._logger = logger or logging.getLogger(LOGGER_NAME)
+        self._sleep = time.sleep
+        self._random = random.random
+        self._now = time.time
+        self._monotonic = time.monotonic
+        self._mint_key = new_idempotency_key
+        #: Metadata of the last answer this client received (``None`` before any, or after a
+        #: connection error). In concurrent code, prefer the attributes of the result or error.
+        self.last_response: ResponseInfo | None = None
+        self._bind_resources()
+
+    def _bind_resources(self) -> None:
+        self.payment_links = PaymentLinks(self)
+        self.alternative_payments = AlternativePayments(self)
+        self.sandbox = Sandbox(self)
+
+    @property
+    def environment(self) -> Environment:
+        """The environment this client talks to."""
+        return self._config.environment
+
+    @property
+    def timeout(self) -> httpx.Timeout:
+        """The default timeout of every call."""
+        return self._config.timeout
+
+    @property
+    def max_retries(self) -> int:
+        """How many times a failed call may be retried."""
+        return self._config.max_retries
+
+    def with_options(
+        self,
+        *,
+        merchant_token: str | Secret | NotGiven | None = NOT_GIVEN,
+        environment: Environment | NotGiven = NOT_GIVEN,
+        timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,
+        max_retries: int | NotGiven = NOT_GIVEN,
+        default_headers: Mapping[str, str] | NotGiven = NOT_GIVEN,
+    ) -> Self:
+        """A copy of this client with some options changed, sharing its connection pool.
+
+        Closing the copy does not close the pool; close the original client.
+        """
+        clone = copy.copy(self)
+        clone._config = replace_config(
+            self._config,
+            merchant_token=merchant_token,
+            environment=environment,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=default_headers,
+        )
+        clone._owns_http = False
+        clone.last_response = None
+        clone._bind_resources()
+        return clone
+
+    def close(self) -> None:
+        """Close the connection pool, unless it was passed in as ``http_client``."""
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return client_repr(type(self).__name__, self._config)
+
+    def _request(self, op: Operation[T]) -> T:
+        """Run one logical call: attempts, retries and the final result or error."""
+        config = self._config
+        key = idempotency_key_for(op, config, mint=self._mint_key)
+        started = self._monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            request = build_request(op, config, key, attempt=attempt)
+            sent = self._monotonic()
+            outcome: Outcome
+            try:
+                outcome = self._http.send(request)
+            except httpx.RequestError as exc:
+                outcome = exc
+            log_attempt(self._logger, op, attempt, outcome, self._monotonic() - sent)
+            decision = retry_decision(op, attempt, outcome, config, key, rng=self._random, now=self._now)
+            if not decision.retry:
+                break
+            log_retry(self._logger, op, attempt, decision)
+            self._sleep(decision.delay)
+        elapsed = self._monotonic() - started
+        if isinstance(outcome, httpx.Response):
+            self.last_response = response_info(op, outcome, attempts=attempt, elapsed=elapsed)
+        else:
+            self.last_response = None
+        return result_from_outcome(op, outcome, attempts=attempt, secrets=config.secrets())
+# unasync: generated end

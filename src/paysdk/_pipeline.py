@@ -1,0 +1,621 @@
+"""The request pipeline, as pure functions.
+
+Nothing here does I/O, sleeps, or reads the clock or a random source: those are passed in. The client
+shells (``AsyncClient._request`` and the generated ``Client._request``) only loop over these functions::
+
+    key = idempotency_key_for(op, config, mint=uuid4-ish)       # once per logical call
+    for attempt in 1, 2, ...:
+        request = build_request(op, config, key, attempt=attempt)
+        outcome = send(request)                                # httpx.Response or httpx.RequestError
+        decision = retry_decision(op, attempt, outcome, config, key, rng=..., now=...)
+        if not decision.retry:
+            return result_from_outcome(op, outcome, ...)      # the parsed model, or raises
+        sleep(decision.delay)
+
+Retry rule (a payment SDK must never charge twice): idempotent calls (GET/PUT/DELETE) retry on
+connect errors, timeouts, 408, 429 and 500/502/503/504. A POST is retried only when nothing was sent
+(connect error, connect or pool timeout), unless the environment declares that it honours
+``Idempotency-Key`` (``Environment.honours_idempotency_keys``) and the endpoint takes part: then one
+key is minted per logical call and sent on every attempt, and the POST is retried like an idempotent
+call. A caller's own key always wins and is always sent, but it does not make retries safe on an
+environment that does not declare support.
+
+A 2xx answer whose body is not the expected JSON raises :class:`~paysdk.APIConnectionError` (the
+answer is not usable) and is never retried: the server may well have acted on the request.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import platform
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Final, Generic, Literal, TypeAlias, TypeVar
+
+import httpx
+import pydantic
+
+from paysdk import _json
+from paysdk._environment import Environment
+from paysdk._errors import APIConnectionError, APIError, APITimeoutError, ValidationError, error_class_for
+from paysdk._secret import Secret
+from paysdk._types import NOT_GIVEN, NotGiven
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "ClientConfig",
+    "Operation",
+    "Outcome",
+    "ResponseInfo",
+    "RetryDecision",
+    "build_request",
+    "error_from_exception",
+    "error_from_response",
+    "idempotency_key_for",
+    "redact_headers",
+    "result_from_outcome",
+    "retry_decision",
+]
+
+T = TypeVar("T")
+
+Base: TypeAlias = Literal["base", "wallet", "cms"]
+Auth: TypeAlias = Literal["raw", "bearer", "none"]
+#: What one attempt produced: an answer, or the httpx error raised while sending.
+Outcome: TypeAlias = httpx.Response | httpx.RequestError
+
+#: 30 s for the whole exchange, 5 s to connect.
+DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, connect=5.0)
+DEFAULT_MAX_RETRIES: Final = 2
+#: Backoff before retry ``n`` (0-based): ``min(INITIAL * 2**n, MAX)``, minus up to 25 % jitter.
+INITIAL_RETRY_DELAY: Final = 0.5
+MAX_RETRY_DELAY: Final = 8.0
+#: A server's ``Retry-After`` is honoured up to this many seconds.
+MAX_RETRY_AFTER: Final = 60.0
+#: Statuses worth retrying when a replay is safe.
+RETRYABLE_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504})
+IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+IDEMPOTENCY_HEADER: Final = "Idempotency-Key"
+RETRY_COUNT_HEADER: Final = "X-Paysdk-Retry-Count"
+REQUEST_ID_HEADER: Final = "x-request-id"
+MASK: Final = "****"
+
+#: Header names always masked in errors, logs and :class:`ResponseInfo`.
+SENSITIVE_HEADERS: Final = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "idempotency-key", "x-callback-token"}
+)
+#: Any header whose name contains one of these words is masked too (callback header names are free).
+_SENSITIVE_WORDS = re.compile(r"token|secret|key|password|signature|auth|session", re.IGNORECASE)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("paysdk")
+    except Exception:  # pragma: no cover - not installed (running from a source tree)
+        return "0.1.0"
+
+
+__version__: Final = _version()
+USER_AGENT: Final = f"paysdk/{__version__} python/{platform.python_version()}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Configuration and operations
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    """Everything a client knows that shapes a request. Built by the client from its arguments."""
+
+    environment: Environment
+    merchant_token: Secret | None = None
+    timeout: httpx.Timeout = field(default_factory=lambda: DEFAULT_TIMEOUT)
+    max_retries: int = DEFAULT_MAX_RETRIES
+    default_headers: tuple[tuple[str, str], ...] = ()
+    user_agent: str = USER_AGENT
+
+    def secrets(self) -> tuple[str, ...]:
+        """The secret strings that must never appear in a message (for :func:`scrub`)."""
+        return (self.merchant_token.reveal(),) if self.merchant_token else ()
+
+
+@dataclass(frozen=True, slots=True)
+class Operation(Generic[T]):
+    """One API call, described as data.
+
+    ``json`` is the body (``None``: no body); it may hold :class:`~paysdk.Secret` values, revealed only
+    when the request is built. ``parse`` turns the Decimal-exact JSON of a success answer into the result.
+    ``idempotent`` defaults from the method (GET/PUT/DELETE). ``uses_idempotency_keys`` is false for
+    endpoints that never honour keys (the sandbox control plane), whatever the environment says.
+    ``expected`` lists the success statuses (``None``: any 2xx, decision D2).
+    """
+
+    method: str
+    path: str
+    parse: Callable[[Any], T]
+    base: Base = "base"
+    auth: Auth = "none"
+    json: Any = field(default=None, repr=False)
+    params: Mapping[str, str] | None = None
+    idempotent: bool | None = None
+    uses_idempotency_keys: bool = True
+    idempotency_key: str | None = field(default=None, repr=False)
+    timeout: httpx.Timeout | None = None
+    expected: frozenset[int] | None = None
+
+    @property
+    def is_idempotent(self) -> bool:
+        """Whether sending this twice has the effect of sending it once."""
+        if self.idempotent is not None:
+            return self.idempotent
+        return self.method.upper() in IDEMPOTENT_METHODS
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseInfo:
+    """Metadata of the last answer: no body, credentials masked.
+
+    ``attempts`` counts every send of the logical call (``1`` when it was not retried); ``elapsed`` is
+    the seconds from the first send to the final answer, backoff included.
+    """
+
+    method: str
+    path: str
+    status_code: int
+    headers: Mapping[str, str]
+    attempts: int
+    elapsed: float
+    request_id: str | None = None
+
+    @property
+    def retries(self) -> int:
+        """How many times the call was retried (``attempts - 1``)."""
+        return max(self.attempts - 1, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryDecision:
+    """What to do after an attempt: retry after ``delay`` seconds, or stop. ``reason`` is for logs."""
+
+    retry: bool
+    delay: float = 0.0
+    reason: str = ""
+
+
+# --------------------------------------------------------------------------------------------------
+# Validation helpers shared by the clients and the resource builders
+
+
+def validate_timeout(value: object, field_name: str = "timeout") -> httpx.Timeout:
+    """A number of seconds or an :class:`httpx.Timeout`; ``None`` (no timeout at all) is refused."""
+    if value is None:
+        raise ValidationError(
+            field_name, "None would disable every timeout; pass seconds or an httpx.Timeout"
+        )
+    if isinstance(value, httpx.Timeout):
+        if value.connect is None or value.read is None:
+            raise ValidationError(field_name, "connect and read timeouts must be set")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise ValidationError(field_name, "must be a number of seconds or an httpx.Timeout")
+    seconds = float(value)
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValidationError(field_name, "must be a positive, finite number of seconds")
+    return httpx.Timeout(seconds)
+
+
+def optional_timeout(value: float | httpx.Timeout | NotGiven) -> httpx.Timeout | None:
+    """A per-call ``timeout=`` argument: ``NOT_GIVEN`` means the client's timeout."""
+    if value is NOT_GIVEN or isinstance(value, NotGiven):
+        return None
+    return validate_timeout(value)
+
+
+def validate_max_retries(value: object) -> int:
+    """A non-negative ``int``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValidationError("max_retries", "must be an int >= 0")
+    return value
+
+
+_HEADER_VALUE = re.compile(r"[\x21-\x7e]+( [\x21-\x7e]+)*")
+
+
+def validate_token(value: object) -> Secret | None:
+    """The merchant token as a :class:`Secret` (``None``/empty: not configured). Never echoes it."""
+    if value is None:
+        return None
+    if not isinstance(value, str | Secret):
+        raise ValidationError("merchant_token", "must be a str or paysdk.Secret")
+    text = value.reveal() if isinstance(value, Secret) else value
+    secret = Secret(text)
+    if not text:
+        return None
+    if not _HEADER_VALUE.fullmatch(text) or " " in text:
+        raise ValidationError("merchant_token", "must be printable ASCII without spaces")
+    return secret
+
+
+def validate_idempotency_key(value: object) -> str | None:
+    """A caller's idempotency key: 1-255 printable ASCII characters, or ``None``."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 0 < len(value) <= 255 or not _HEADER_VALUE.fullmatch(value):
+        raise ValidationError("idempotency_key", "must be 1-255 printable ASCII characters")
+    return value
+
+
+def validate_headers(value: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+    """``default_headers`` as sorted pairs of ASCII strings."""
+    if value is None:
+        return ()
+    pairs: list[tuple[str, str]] = []
+    for name, text in value.items():
+        if not isinstance(name, str) or not isinstance(text, str) or not name.isascii() or not text.isascii():
+            raise ValidationError("default_headers", "names and values must be ASCII strings")
+        if "\n" in text or "\r" in text:
+            raise ValidationError("default_headers", f"value of {name} holds a line break")
+        pairs.append((name, text))
+    return tuple(pairs)
+
+
+# --------------------------------------------------------------------------------------------------
+# Building requests
+
+
+def base_url_for(environment: Environment, base: Base) -> str:
+    """The address an operation's path is relative to."""
+    if base == "wallet":
+        return environment.wallet_base_url
+    if base == "cms":
+        return environment.cms_base_url
+    return environment.base_url
+
+
+def reveal_secrets(value: Any) -> Any:
+    """A copy of a JSON-ready structure with every :class:`Secret` replaced by its value."""
+    if isinstance(value, Secret):
+        return value.reveal()
+    if isinstance(value, Mapping):
+        return {key: reveal_secrets(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [reveal_secrets(item) for item in value]
+    return value
+
+
+def idempotency_key_for(op: Operation[Any], config: ClientConfig, *, mint: Callable[[], str]) -> str | None:
+    """The ``Idempotency-Key`` of one logical call, decided once before the retry loop.
+
+    The caller's key wins and is always sent. Otherwise a key is minted (by ``mint``) only for a
+    non-idempotent call to an endpoint that takes part, on an environment that honours keys.
+    """
+    if op.idempotency_key is not None:
+        return op.idempotency_key
+    if (
+        not op.is_idempotent
+        and op.uses_idempotency_keys
+        and config.environment.honours_idempotency_keys
+    ):
+        return mint()
+    return None
+
+
+def build_request(
+    op: Operation[Any], config: ClientConfig, idempotency_key: str | None, *, attempt: int = 1
+) -> httpx.Request:
+    """The :class:`httpx.Request` of one attempt.
+
+    Headers: ``Accept``, ``User-Agent`` (``paysdk/<version> python/<version>``), the client's
+    ``default_headers``, then ``Content-Type`` for a JSON body, ``Authorization`` (the raw merchant token
+    for ``auth="raw"``, ``Bearer <token>`` for ``auth="bearer"``, decision D9), ``Idempotency-Key``
+    when one was decided, and ``X-Paysdk-Retry-Count`` on retries. Raises
+    :class:`~paysdk.ValidationError` (``merchant_token``) when the operation needs a token and none is set.
+    """
+    headers: dict[str, str] = {"Accept": "application/json", "User-Agent": config.user_agent}
+    for name, value in config.default_headers:
+        headers[name] = value
+    content: bytes | None = None
+    if op.json is not None:
+        content = _json.dumps(reveal_secrets(op.json))
+        headers["Content-Type"] = "application/json"
+    if op.auth != "none":
+        if config.merchant_token is None:
+            raise ValidationError(
+                "merchant_token",
+                "this call needs the merchant token: pass merchant_token=... or set PAYSDK_MERCHANT_TOKEN",
+            )
+        token = config.merchant_token.reveal()
+        headers["Authorization"] = f"Bearer {token}" if op.auth == "bearer" else token
+    if idempotency_key is not None:
+        headers[IDEMPOTENCY_HEADER] = idempotency_key
+    if attempt > 1:
+        headers[RETRY_COUNT_HEADER] = str(attempt - 1)
+    timeout = op.timeout or config.timeout
+    return httpx.Request(
+        op.method.upper(),
+        base_url_for(config.environment, op.base) + op.path,
+        params=dict(op.params) if op.params else None,
+        headers=headers,
+        content=content,
+        extensions={"timeout": timeout.as_dict()},
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Retries
+
+
+def _replay_is_safe(op: Operation[Any], config: ClientConfig, idempotency_key: str | None) -> bool:
+    if op.is_idempotent:
+        return True
+    return (
+        idempotency_key is not None
+        and op.uses_idempotency_keys
+        and config.environment.honours_idempotency_keys
+    )
+
+
+def parse_retry_after(headers: httpx.Headers, *, now: float) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta seconds or HTTP date), ``None`` if absent/bad."""
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            moment = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if moment.tzinfo is None:
+            return None
+        seconds = moment.timestamp() - now
+    if seconds != seconds or seconds == float("inf"):
+        return None
+    return max(seconds, 0.0)
+
+
+def backoff_delay(retry_index: int, *, rng: Callable[[], float]) -> float:
+    """``min(0.5 * 2**retry_index, 8)`` seconds, minus up to 25 % jitter drawn from ``rng()`` in [0, 1)."""
+    base = min(INITIAL_RETRY_DELAY * 2.0**retry_index, MAX_RETRY_DELAY)
+    return base * (1.0 - 0.25 * rng())
+
+
+#: Errors raised before a single byte of the request left: always safe to retry.
+_NOTHING_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+#: Errors after which the server may or may not have received the request.
+_MAYBE_SENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+def retry_decision(
+    op: Operation[Any],
+    attempt: int,
+    outcome: Outcome,
+    config: ClientConfig,
+    idempotency_key: str | None,
+    *,
+    rng: Callable[[], float],
+    now: Callable[[], float],
+) -> RetryDecision:
+    """Whether to send attempt ``attempt + 1`` and after how long (``attempt`` is 1-based).
+
+    ``rng`` returns a float in [0, 1) (jitter); ``now`` the current Unix time (HTTP-date ``Retry-After``).
+    See the module docstring for the rule.
+    """
+    if isinstance(outcome, httpx.Response):
+        status = outcome.status_code
+        if _is_success(op, status):
+            return RetryDecision(False, reason="success")
+        if status not in RETRYABLE_STATUSES:
+            return RetryDecision(False, reason=f"status {status} is not retryable")
+        if not _replay_is_safe(op, config, idempotency_key):
+            return RetryDecision(False, reason=f"status {status}: {op.method} without an honoured key")
+        reason = f"status {status}"
+    elif isinstance(outcome, _NOTHING_SENT):
+        reason = f"{type(outcome).__name__} (nothing sent)"
+    elif isinstance(outcome, _MAYBE_SENT):
+        if not _replay_is_safe(op, config, idempotency_key):
+            return RetryDecision(
+                False, reason=f"{type(outcome).__name__}: {op.method} may have been received, not replayed"
+            )
+        reason = type(outcome).__name__
+    else:
+        return RetryDecision(False, reason=f"{type(outcome).__name__} is not retryable")
+
+    if attempt > config.max_retries:
+        return RetryDecision(False, reason=f"{reason}; max_retries={config.max_retries} reached")
+
+    delay: float | None = None
+    if isinstance(outcome, httpx.Response):
+        delay = parse_retry_after(outcome.headers, now=now())
+        if delay is not None:
+            delay = min(delay, MAX_RETRY_AFTER)
+    if delay is None:
+        delay = backoff_delay(attempt - 1, rng=rng)
+    return RetryDecision(True, delay=delay, reason=reason)
+
+
+# --------------------------------------------------------------------------------------------------
+# Results and errors
+
+
+def _is_success(op: Operation[Any], status: int) -> bool:
+    if op.expected is not None:
+        return status in op.expected
+    return 200 <= status < 300
+
+
+def redact_headers(headers: Mapping[str, str] | httpx.Headers) -> dict[str, str]:
+    """Lower-cased headers with credentials, cookies, idempotency keys and token-like values masked."""
+    items = headers.multi_items() if isinstance(headers, httpx.Headers) else list(headers.items())
+    out: dict[str, str] = {}
+    for name, value in items:
+        key = name.lower()
+        masked = key in SENSITIVE_HEADERS or bool(_SENSITIVE_WORDS.search(key))
+        text = MASK if masked else value
+        out[key] = f"{out[key]}, {text}" if key in out and not masked else text
+    return out
+
+
+def scrub(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every secret in ``secrets`` replaced by the mask."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def response_info(
+    op: Operation[Any], response: httpx.Response, *, attempts: int, elapsed: float
+) -> ResponseInfo:
+    """The :class:`ResponseInfo` of a final answer."""
+    return ResponseInfo(
+        method=op.method.upper(),
+        path=op.path,
+        status_code=response.status_code,
+        headers=redact_headers(response.headers),
+        attempts=attempts,
+        elapsed=elapsed,
+        request_id=response.headers.get(REQUEST_ID_HEADER),
+    )
+
+
+def error_from_response(
+    response: httpx.Response, *, method: str, path: str, attempts: int, secrets: tuple[str, ...] = ()
+) -> APIError:
+    """The :class:`~paysdk.APIError` subclass for an error answer (decision D1 body, mapped by
+    :func:`~paysdk._errors.error_class_for`). A body that is not JSON is kept as text.
+    """
+    status = response.status_code
+    body: Any
+    try:
+        body = _json.loads(response.content)
+    except _json.JSONDecodeError:
+        body = scrub(response.text[:2000], secrets) if response.content else None
+    own_code: int | None = None
+    message = ""
+    if isinstance(body, dict):
+        code = body.get("ownCode")
+        if isinstance(code, int) and not isinstance(code, bool):
+            own_code = code
+        text = body.get("message")
+        if isinstance(text, str):
+            message = scrub(text, secrets)
+    if not message:
+        phrase = response.reason_phrase or "error"
+        message = phrase if isinstance(body, dict | list) or body is None else f"{phrase} (non-JSON body)"
+    cls = error_class_for(status, own_code)
+    return cls(
+        message,
+        status_code=status,
+        own_code=own_code,
+        body=body,
+        headers=redact_headers(response.headers),
+        method=method.upper(),
+        path=path,
+        attempts=attempts,
+    )
+
+
+def error_from_exception(
+    exc: httpx.RequestError, *, method: str, path: str, attempts: int, secrets: tuple[str, ...] = ()
+) -> APIConnectionError:
+    """An httpx transport error as :class:`~paysdk.APITimeoutError` or :class:`~paysdk.APIConnectionError`."""
+    detail = scrub(str(exc), secrets)[:300]
+    where = f"{method.upper()} {path}"
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if isinstance(exc, httpx.TimeoutException):
+        phase = type(exc).__name__.removesuffix("Timeout").lower() or "request"
+        message = f"{phase} timeout on {where}{tries}"
+        return APITimeoutError(message, method=method.upper(), path=path, attempts=attempts)
+    message = f"connection error on {where}{tries}: {type(exc).__name__}" + (f": {detail}" if detail else "")
+    return APIConnectionError(message, method=method.upper(), path=path, attempts=attempts)
+
+
+def _describe_validation(exc: pydantic.ValidationError) -> str:
+    # Locations and error types only: input values could be secrets (sandbox client tokens).
+    parts = [".".join(str(p) for p in error["loc"]) + f" ({error['type']})" for error in exc.errors()[:5]]
+    return ", ".join(parts) or "invalid"
+
+
+def result_from_outcome(
+    op: Operation[T], outcome: Outcome, *, attempts: int, secrets: tuple[str, ...] = ()
+) -> T:
+    """The parsed result of the final outcome, or the error to raise.
+
+    A 2xx whose body is not valid JSON, or does not fit the result model, raises
+    :class:`~paysdk.APIConnectionError`: the call may have taken effect but its answer is unusable.
+    """
+    method = op.method.upper()
+    if not isinstance(outcome, httpx.Response):
+        raise error_from_exception(
+            outcome, method=method, path=op.path, attempts=attempts, secrets=secrets
+        ) from outcome
+    response = outcome
+    if not _is_success(op, response.status_code):
+        raise error_from_response(response, method=method, path=op.path, attempts=attempts, secrets=secrets)
+    try:
+        data = _json.loads(response.content) if response.content.strip() else None
+    except _json.JSONDecodeError as exc:
+        raise APIConnectionError(
+            f"HTTP {response.status_code} answer to {method} {op.path} is not valid JSON: {exc}",
+            method=method,
+            path=op.path,
+            attempts=attempts,
+        ) from None
+    try:
+        return op.parse(data)
+    except pydantic.ValidationError as exc:
+        problem = _describe_validation(exc)
+    except (KeyError, TypeError, ValueError) as exc:
+        problem = f"{type(exc).__name__}: {scrub(str(exc), secrets)[:200]}"
+    raise APIConnectionError(
+        f"HTTP {response.status_code} answer to {method} {op.path} has an unexpected shape: {problem}",
+        method=method,
+        path=op.path,
+        attempts=attempts,
+    )
+
+
+def describe_outcome(outcome: Outcome) -> str:
+    """``status=200`` or ``error=ReadTimeout``, for the one log line per attempt."""
+    if isinstance(outcome, httpx.Response):
+        return f"status={outcome.status_code}"
+    return f"error={type(outcome).__name__}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Parsers used by the resource builders
+
+
+def data_envelope(parse: Callable[[Any], T]) -> Callable[[Any], T]:
+    """Unwrap ``{"data": {...}}`` (the integrations answers) before ``parse``."""
+
+    def unwrap(body: Any) -> T:
+        if not isinstance(body, dict) or "data" not in body:
+            raise ValueError("answer has no 'data' object")
+        return parse(body["data"])
+
+    return unwrap
+
+
+def list_of(parse: Callable[[Any], T]) -> Callable[[Any], list[T]]:
+    """Parse a JSON array item by item."""
+
+    def parse_list(body: Any) -> list[T]:
+        if not isinstance(body, list):
+            raise ValueError("answer is not a JSON array")
+        return [parse(item) for item in body]
+
+    return parse_list
+
+
+def no_result(body: Any) -> None:
+    """For calls whose answer carries nothing the caller needs."""
+    return None

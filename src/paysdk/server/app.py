@@ -1,0 +1,134 @@
+"""The app factory of the reference server and :func:`serve`.
+
+One process serves the four addresses of :class:`paysdk.Environment` under path prefixes: base ``/``
+(payment links, alternative payments), webview ``/checkout`` (hosted pages), wallet ``/rest`` and
+backoffice ``/cms/rest`` (routers for those families are added to :data:`FAMILY_ROUTERS` when they land),
+plus the control plane ``/_sandbox`` (absent from ``/openapi.json``).
+
+The server runs as ``sandbox`` or ``production``: a client's sandbox token works only on a sandbox server,
+its production token only on a production server; the other is ``401 / 2007`` (D9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Literal
+
+import httpx
+from fastapi import APIRouter, FastAPI
+
+from paysdk._environment import CMS_PREFIX, WALLET_PREFIX
+from paysdk.server.clock import Clock
+from paysdk.server.context import ServerContext
+from paysdk.server.db import Database
+from paysdk.server.errors import install_error_handlers
+from paysdk.server.middleware import (
+    FaultMiddleware,
+    HookCORSMiddleware,
+    IdempotencyMiddleware,
+    RequestLogMiddleware,
+)
+from paysdk.server.routers import alternative_payments, checkout, payment_links, sandbox
+from paysdk.server.scheduler import Scheduler
+
+__all__ = ["FAMILY_ROUTERS", "create_app", "serve"]
+
+log = logging.getLogger("paysdk.server")
+
+#: Routers mounted under the base address (``/``), the wallet (``/rest``) and the backoffice (``/cms/rest``).
+#: Later API families append ``(prefix, router)`` pairs here.
+FAMILY_ROUTERS: list[tuple[str, APIRouter]] = [
+    ("", payment_links.router),
+    ("", alternative_payments.router),
+    ("", checkout.router),
+]
+#: Where the wallet and backoffice routers will be mounted.
+WALLET_MOUNT = WALLET_PREFIX
+CMS_MOUNT = CMS_PREFIX
+
+_DESCRIPTION = """Reference server (stateful emulator) of the payment-link and alternative-payment API.
+
+Errors: `{"ownCode": int|null, "message": str, "details": [{"field", "message"}]}` (spec-decisions D1).
+Every public POST honours `Idempotency-Key` (24 h, D17). Money is an exact JSON number.
+"""
+
+
+def create_app(
+    database_url: str | None = None,
+    environment: Literal["sandbox", "production"] = "sandbox",
+    *,
+    start_ticker: bool = True,
+    http_transport: httpx.AsyncBaseTransport | None = None,
+    tick_interval: float = 1.0,
+    callback_timeout: float = 10.0,
+    clock: Clock | None = None,
+) -> FastAPI:
+    """Build the reference server.
+
+    ``database_url``: ``sqlite:///path`` (default: ``sandbox.db`` in the user data directory) or
+    ``postgresql://...`` (driven by psycopg 3). ``environment``: which token of each client
+    authenticates. ``start_ticker``: run due jobs every ``tick_interval`` seconds while served with a
+    lifespan (uvicorn); in-process tests pass ``False`` and drive time with ``/_sandbox/clock/advance``.
+    ``http_transport``: the httpx transport callbacks are delivered with (tests may inject one).
+    """
+    if environment not in ("sandbox", "production"):
+        raise ValueError(f"environment must be 'sandbox' or 'production', not {environment!r}")
+    database = Database(database_url)
+    database.create_schema()
+    context = ServerContext(
+        database, environment, clock=clock, http_transport=http_transport, callback_timeout=callback_timeout
+    )
+    scheduler = Scheduler(context)
+    context.scheduler = scheduler
+    scheduler.recover()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        task: asyncio.Task[None] | None = None
+        if start_ticker:
+            task = asyncio.create_task(scheduler.ticker(tick_interval), name="paysdk-scheduler")
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            database.dispose()
+
+    app = FastAPI(
+        title="paysdk reference server",
+        version="0.1.0",
+        description=_DESCRIPTION,
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.paysdk = context
+    install_error_handlers(app)
+    for prefix, router in FAMILY_ROUTERS:
+        app.include_router(router, prefix=prefix)
+    app.include_router(sandbox.router)
+    # add_middleware: the last added is the outermost.
+    app.add_middleware(IdempotencyMiddleware, context=context)
+    app.add_middleware(FaultMiddleware, context=context)
+    app.add_middleware(RequestLogMiddleware, context=context)
+    app.add_middleware(HookCORSMiddleware)
+    return app
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    database_url: str | None = None,
+    environment: Literal["sandbox", "production"] = "sandbox",
+) -> None:
+    """Run the server with uvicorn until interrupted (``python -m paysdk.server``, ``paysdk serve``)."""
+    import uvicorn
+
+    app = create_app(database_url, environment)
+    log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
+    uvicorn.run(app, host=host, port=port, log_level="info", proxy_headers=False)

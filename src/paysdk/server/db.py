@@ -1,0 +1,373 @@
+"""Storage of the reference server: SQLAlchemy 2 typed tables, the engine and a session helper.
+
+Decisions kept here:
+
+* Money is stored as scaled integers (``amount_cents`` = amount x 100, D18); never ``REAL``/``float``.
+  :func:`to_cents` and :func:`from_cents` convert with ``Decimal`` arithmetic only.
+* Times are stored as naive UTC ``DateTime`` and come back as aware UTC datetimes (:class:`UTCDateTime`),
+  so SQLite and PostgreSQL behave the same.
+* The same schema runs on SQLite and PostgreSQL. On SQLite every transaction starts with
+  ``BEGIN IMMEDIATE`` (WAL journal, busy timeout) so concurrent writers queue instead of failing;
+  on PostgreSQL state changes are guarded by conditional ``UPDATE ... WHERE status = 'pending'``.
+* ``postgresql://`` (and ``postgres://``) URLs are rewritten to the psycopg 3 driver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    create_engine,
+    delete,
+    event,
+)
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.pool import NullPool
+from sqlalchemy.types import TypeDecorator
+
+__all__ = [
+    "Base",
+    "CallbackAttemptRow",
+    "CallbackEventRow",
+    "ClientRow",
+    "ClockRow",
+    "Database",
+    "FaultRow",
+    "IdempotencyRow",
+    "JobRow",
+    "RequestLogRow",
+    "TransactionRow",
+    "default_database_url",
+    "from_cents",
+    "normalize_database_url",
+    "to_cents",
+]
+
+_CENT = Decimal("0.01")
+
+
+def to_cents(amount: Decimal) -> int:
+    """``Decimal("10.50")`` -> ``1050``. The amount must have at most 2 decimal places (checked before)."""
+    scaled = (amount * 100).to_integral_exact()
+    if scaled != amount * 100:
+        raise ValueError("amount has more than 2 decimal places")
+    return int(scaled)
+
+
+def from_cents(cents: int) -> Decimal:
+    """``1050`` -> ``Decimal("10.50")`` (always two places)."""
+    return Decimal(cents).scaleb(-2).quantize(_CENT)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """An aware UTC datetime stored as naive UTC, identical on SQLite and PostgreSQL."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every server table."""
+
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: UTCDateTime,
+        dict[str, Any]: JSON,
+        list[Any]: JSON,
+    }
+
+
+class ClientRow(Base):
+    """A merchant client (application): its slug, limits, rails, tokens and callback registration.
+
+    The merchant tokens are kept (the control plane shows them again, sandbox only) together with their
+    SHA-256, which is what requests are looked up by. The hook key pair is kept only as
+    SHA-256 of ``privateKey + ":" + publicKey`` (D14); the public key is kept for display.
+    """
+
+    __tablename__ = "clients"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    amount_min_cents: Mapped[int] = mapped_column(BigInteger)
+    amount_max_cents: Mapped[int] = mapped_column(BigInteger)
+    channels: Mapped[list[Any]] = mapped_column(JSON)
+    currencies: Mapped[list[Any]] = mapped_column(JSON)
+    payment_methods: Mapped[list[Any]] = mapped_column(JSON)
+    country: Mapped[str] = mapped_column(String(2))
+    timezone: Mapped[str] = mapped_column(String(64))
+    callback_url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    callback_header_name: Mapped[str] = mapped_column(String(100))
+    callback_header_value: Mapped[str] = mapped_column(String(500))
+    three_ds: Mapped[bool] = mapped_column(Boolean, default=False)
+    sandbox_token: Mapped[str] = mapped_column(String(64))
+    sandbox_token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    production_token: Mapped[str] = mapped_column(String(64))
+    production_token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    hook_public_key: Mapped[str] = mapped_column(String(64))
+    hook_keys_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime]
+
+
+class TransactionRow(Base):
+    """A payment-link or alternative-payment transaction (D8 statuses)."""
+
+    __tablename__ = "transactions"
+    __table_args__ = (Index("ix_transactions_client", "client_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    uid: Mapped[str] = mapped_column(String(64), unique=True)
+    reference: Mapped[str] = mapped_column(String(32), unique=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16))
+    amount_cents: Mapped[int] = mapped_column(BigInteger)
+    currency: Mapped[str] = mapped_column(String(3))
+    channel: Mapped[str] = mapped_column(String(8))
+    user_id: Mapped[str] = mapped_column(String(255))
+    external_id: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    custom_keys_json: Mapped[str | None] = mapped_column(Text, nullable=True)  # exact JSON (Decimals kept)
+    processor: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    payment_reference: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    intent_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    challenge_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    outcome: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    outcome_message: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    transaction_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    payment_method_type: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    created_at: Mapped[datetime]
+    expire_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class CallbackEventRow(Base):
+    """One merchant-callback event (one terminal status of one transaction). ``payload`` is the exact JSON."""
+
+    __tablename__ = "callback_events"
+
+    event_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    uid: Mapped[str] = mapped_column(String(64), index=True)
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"))
+    url: Mapped[str] = mapped_column(Text)
+    header_name: Mapped[str] = mapped_column(String(100))
+    header_value: Mapped[str] = mapped_column(String(500))
+    payload: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16), default="pending")  # pending|delivered|gone|exhausted
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime]
+    first_attempt_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class CallbackAttemptRow(Base):
+    """One HTTP delivery attempt of a callback event."""
+
+    __tablename__ = "callback_attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    event_id: Mapped[str] = mapped_column(ForeignKey("callback_events.event_id", ondelete="CASCADE"))
+    uid: Mapped[str] = mapped_column(String(64), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    url: Mapped[str] = mapped_column(Text)
+    status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    at: Mapped[datetime]
+    next_attempt_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    final: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class JobRow(Base):
+    """A timed job: ``kind`` is ``callback`` (ref = event id) or ``expire`` (ref = transaction uid)."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_due", "status", "due_at", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    ref: Mapped[str] = mapped_column(String(64))
+    due_at: Mapped[datetime]
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|running|done
+    created_at: Mapped[datetime]
+
+
+class RequestLogRow(Base):
+    """One public request, metadata only (no bodies), credentials masked before storage."""
+
+    __tablename__ = "request_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    method: Mapped[str] = mapped_column(String(16))
+    path: Mapped[str] = mapped_column(Text)
+    status_code: Mapped[int] = mapped_column(Integer)
+    at: Mapped[datetime]
+    headers: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class FaultRow(Base):
+    """An injected fault and how many uses remain."""
+
+    __tablename__ = "faults"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(32))
+    route: Mapped[str] = mapped_column(String(300))
+    count: Mapped[int] = mapped_column(Integer)
+    remaining: Mapped[int] = mapped_column(Integer)
+    status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    latency_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    retry_after: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime]
+
+
+class IdempotencyRow(Base):
+    """A stored answer for an ``Idempotency-Key`` (D17).
+
+    ``scope`` hashes the key, method, path and credentials.
+    """
+
+    __tablename__ = "idempotency"
+
+    scope: Mapped[str] = mapped_column(String(64), primary_key=True)
+    body_sha256: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(16))  # in_progress|done
+    status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    content_type: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    response_body: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+
+
+class ClockRow(Base):
+    """The virtual clock: microseconds ahead of the wall clock (single row, id 1)."""
+
+    __tablename__ = "clock"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    offset_us: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+#: Deletion order for a reset (children first).
+_RESET_ORDER: tuple[type[Base], ...] = (
+    CallbackAttemptRow,
+    CallbackEventRow,
+    JobRow,
+    TransactionRow,
+    ClientRow,
+    RequestLogRow,
+    FaultRow,
+    IdempotencyRow,
+    ClockRow,
+)
+
+
+def default_database_url() -> str:
+    """``sqlite:///<user data dir>/sandbox.db`` (the directory is created)."""
+    import platformdirs
+
+    directory = Path(platformdirs.user_data_dir("paysdk"))
+    directory.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{directory / 'sandbox.db'}"
+
+
+def normalize_database_url(url: str | None) -> str:
+    """Default to the per-user SQLite file; send plain PostgreSQL URLs to the psycopg 3 driver."""
+    if url is None or not url.strip():
+        return default_database_url()
+    url = url.strip()
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///") :]
+        if path and path != ":memory:":
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    return url
+
+
+class Database:
+    """The engine and session factory of one server instance."""
+
+    def __init__(self, url: str | None) -> None:
+        self.url = normalize_database_url(url)
+        parsed = make_url(self.url)
+        self.dialect = parsed.get_backend_name()
+        if self.dialect == "sqlite":
+            memory = parsed.database in (None, "", ":memory:")
+            self.engine: Engine = create_engine(
+                self.url,
+                connect_args={"check_same_thread": False, "timeout": 30},
+                **({} if not memory else {"poolclass": NullPool}),
+            )
+            _configure_sqlite(self.engine)
+        elif self.dialect == "postgresql":
+            self.engine = create_engine(self.url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        else:
+            raise ValueError(f"unsupported database {self.dialect!r}: use sqlite:/// or postgresql://")
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def create_schema(self) -> None:
+        """Create the tables that do not exist yet (idempotent)."""
+        Base.metadata.create_all(self.engine)
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session inside one transaction: committed on success, rolled back on error."""
+        with self._sessions() as session, session.begin():
+            yield session
+
+    def reset(self) -> None:
+        """Delete every row of every server table (the control plane's ``/_sandbox/reset``)."""
+        with self.session() as session:
+            for table in _RESET_ORDER:
+                session.execute(delete(table))
+
+    def describe(self) -> str:
+        """The backend name (``sqlite`` or ``postgresql``), never the URL (it may hold a password)."""
+        return self.dialect
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN IMMEDIATE instead of pysqlite's deferred BEGIN.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -1,0 +1,449 @@
+"""ASGI middleware of the reference server: request log, fault injection, idempotency keys, hook CORS.
+
+Order, outermost first: hook CORS -> request log -> faults -> idempotency -> (FastAPI routing). The
+control plane (``/_sandbox``) and the API documentation are never logged, faulted or idempotent.
+
+* Request log: method, path (+ query), status and headers of every public request, stored after the
+  answer. Bodies are never stored, so body credentials (``privateKey``/``publicKey``) never appear;
+  ``Authorization``, cookies, idempotency keys, every header whose name suggests a credential and every
+  client's registered callback header are masked as ``****``. A dropped connection is logged with
+  status ``0``.
+* Faults (see :mod:`paysdk.server.services.faults`): ``latency`` sleeps then answers normally,
+  ``error`` answers the given 5xx, ``rate_limit`` answers ``429`` with ``Retry-After``, ``drop`` closes the
+  connection without an answer. Under uvicorn the connection's transport is aborted (the client sees the
+  socket close: ``httpx.RemoteProtocolError``/``ReadError``); in process, with ``httpx.ASGITransport``,
+  there is no socket, so :class:`paysdk.server.errors.ConnectionDropped` is raised and reaches the
+  caller of httpx.
+* Idempotency (D17): a public ``POST`` with ``Idempotency-Key`` is remembered for 24 h (virtual clock),
+  scoped by key, method, path and the ``Authorization`` header. The same key and body replays the stored
+  answer (header ``Idempotent-Replayed: true``); another body is ``409``, ``ownCode: null``; a request
+  still running with that key is ``409`` too. 5xx answers are not stored, so a retry runs again.
+* Hook CORS (D14): ``/transactions-hook`` answers preflight ``OPTIONS`` itself and adds
+  ``Access-Control-Allow-Origin: *`` to every answer, errors included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+from types import FrameType
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from paysdk.server.context import ServerContext
+from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
+from paysdk.server.errors import APIProblem, ConnectionDropped
+from paysdk.server.services import faults
+
+__all__ = [
+    "FaultMiddleware",
+    "HookCORSMiddleware",
+    "IdempotencyMiddleware",
+    "RequestLogMiddleware",
+    "is_control_path",
+    "mask_headers",
+]
+
+log = logging.getLogger("paysdk.server")
+
+MASK = "****"
+IDEMPOTENCY_TTL = timedelta(hours=24)
+_DOC_PATHS = ("/openapi.json", "/docs", "/redoc", "/favicon.ico")
+_SENSITIVE_NAMES = {"authorization", "proxy-authorization", "cookie", "set-cookie", "idempotency-key"}
+_SENSITIVE_PARTS = ("token", "secret", "key", "signature", "password", "auth", "session", "callback")
+HOOK_PATH = "/transactions-hook"
+_API_PREFIXES = ("/transactions", "/api/")
+
+
+def is_control_path(path: str) -> bool:
+    """The control plane and the API docs: never logged, faulted or idempotent."""
+    return (
+        path == "/_sandbox"
+        or path.startswith("/_sandbox/")
+        or path in _DOC_PATHS
+        or path.startswith("/docs/")
+    )
+
+
+def _is_api_path(path: str) -> bool:
+    return path.startswith(_API_PREFIXES)
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value)
+    return None
+
+
+def mask_headers(raw: list[tuple[bytes, bytes]], extra_sensitive: set[str]) -> dict[str, str]:
+    """Headers as text (latin-1, truncated to 200 characters) with credentials masked."""
+    result: dict[str, str] = {}
+    for key_bytes, value_bytes in raw:
+        name = key_bytes.decode("latin-1").lower().replace("\x00", "")
+        sensitive = (
+            name in _SENSITIVE_NAMES
+            or name in extra_sensitive
+            or any(part in name for part in _SENSITIVE_PARTS)
+        )
+        value = MASK if sensitive else value_bytes.decode("latin-1")[:200].replace("\x00", "")
+        result[name] = value if name not in result else f"{result[name]}, {value}"
+    return result
+
+
+async def _send_problem(problem: APIProblem, scope: Scope, receive: Receive, send: Send) -> None:
+    await problem.response()(scope, receive, send)
+
+
+# ---------------------------------------------------------------------------------------------- log
+
+
+def _log_request(session: Session, context: ServerContext, entry: _Entry) -> None:
+    names = {str(name).lower() for name in session.scalars(select(ClientRow.callback_header_name).distinct())}
+    session.add(
+        RequestLogRow(
+            method=entry.method,
+            path=entry.path,
+            status_code=entry.status,
+            at=context.clock.now(session),
+            headers=mask_headers(entry.headers, names),
+        )
+    )
+
+
+@dataclass(slots=True)
+class _Entry:
+    method: str
+    path: str
+    status: int
+    headers: list[tuple[bytes, bytes]]
+
+
+def _path_with_query(scope: Scope) -> str:
+    raw = scope.get("raw_path")
+    path = raw.decode("latin-1") if isinstance(raw, bytes | bytearray) else str(scope.get("path", ""))
+    query = scope.get("query_string", b"")
+    if query:
+        path = f"{path}?{bytes(query).decode('latin-1')}"
+    return path.replace("\x00", "%00")[:2000]
+
+
+class RequestLogMiddleware:
+    """Records every public request (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, context: ServerContext) -> None:
+        self.app = app
+        self.context = context
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or is_control_path(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        status = 500
+        logged = False
+
+        async def record() -> None:
+            nonlocal logged
+            if logged:
+                return
+            logged = True
+            entry = _Entry(
+                str(scope["method"]), _path_with_query(scope), status, list(scope.get("headers", []))
+            )
+            try:
+                await self.context.run(_log_request, self.context, entry)
+            except Exception:  # the log must never break an answer
+                log.exception("could not record request %s %s", entry.method, scope["path"])
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                # Written before the last byte leaves, so a client that got the answer finds it logged.
+                await record()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        except ConnectionDropped:
+            status = 0
+            raise
+        finally:
+            await record()
+
+
+# ------------------------------------------------------------------------------------------- faults
+
+
+def _abort_uvicorn_connection() -> bool:
+    """Abort the socket of the uvicorn connection serving this request; ``False`` when not under uvicorn.
+
+    uvicorn does not expose its transport to the app, so the protocol cycle is found on the call stack
+    (``RequestResponseCycle.run_asgi`` awaits the app directly).
+    """
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        candidate = frame.f_locals.get("self")
+        if candidate is not None and type(candidate).__module__.startswith("uvicorn.protocols.http"):
+            transport = getattr(candidate, "transport", None)
+            if transport is not None and hasattr(transport, "abort"):
+                transport.abort()
+                return True
+        frame = frame.f_back
+    return False
+
+
+class FaultMiddleware:
+    """Applies injected faults to public requests (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, context: ServerContext) -> None:
+        self.app = app
+        self.context = context
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or is_control_path(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        # Looked up in the database on every request (no in-memory cache): several server instances
+        # may share one database, and a fault created through any of them applies to all.
+        fault = await self.context.run(faults.take_request_fault, str(scope["method"]), str(scope["path"]))
+        if fault is None:
+            await self.app(scope, receive, send)
+            return
+        if fault.kind == "latency":
+            await asyncio.sleep((fault.latency_ms or 0) / 1000)
+            await self.app(scope, receive, send)
+        elif fault.kind == "error":
+            status = fault.status or 500
+            await _send_problem(APIProblem(status, None, "Injected server error."), scope, receive, send)
+        elif fault.kind == "rate_limit":
+            retry_after = str(fault.retry_after if fault.retry_after is not None else 1)
+            problem = APIProblem(
+                429, None, "Too many requests (injected).", headers={"Retry-After": retry_after}
+            )
+            await _send_problem(problem, scope, receive, send)
+        elif fault.kind == "drop":
+            if _abort_uvicorn_connection():
+                # Let uvicorn see the connection lost, then return: it sends nothing more.
+                for _ in range(3):
+                    await asyncio.sleep(0)
+                raise ConnectionDropped(f"connection dropped by an injected fault ({scope['path']})")
+            raise ConnectionDropped(f"connection dropped by an injected fault ({scope['path']})")
+        else:  # pragma: no cover - duplicate_callback faults are never taken here
+            await self.app(scope, receive, send)
+
+
+# -------------------------------------------------------------------------------------- idempotency
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    verdict: str  # proceed | replay | mismatch | in_progress
+    status: int = 0
+    content_type: str | None = None
+    body: bytes = b""
+
+
+def _begin(session: Session, context: ServerContext, scope_hash: str, body_hash: str) -> _Stored:
+    now = context.clock.now(session)
+    row = session.get(IdempotencyRow, scope_hash, with_for_update=True)
+    if row is not None and row.expires_at <= now:
+        session.delete(row)
+        session.flush()
+        row = None
+    if row is None:
+        try:
+            with session.begin_nested():  # a savepoint: a lost insert race leaves the transaction usable
+                session.add(
+                    IdempotencyRow(
+                        scope=scope_hash,
+                        body_sha256=body_hash,
+                        state="in_progress",
+                        created_at=now,
+                        expires_at=now + IDEMPOTENCY_TTL,
+                    )
+                )
+        except IntegrityError:
+            return _Stored("in_progress")
+        return _Stored("proceed")
+    if row.body_sha256 != body_hash:
+        return _Stored("mismatch")
+    if row.state != "done" or row.status_code is None:
+        return _Stored("in_progress")
+    return _Stored("replay", row.status_code, row.content_type, (row.response_body or "").encode("latin-1"))
+
+
+def _finish(
+    session: Session, scope_hash: str, status: int | None, content_type: str | None, body: bytes
+) -> None:
+    if status is None or status >= 500:
+        session.execute(delete(IdempotencyRow).where(IdempotencyRow.scope == scope_hash))
+        return
+    row = session.get(IdempotencyRow, scope_hash)
+    if row is None:
+        return
+    row.state = "done"
+    row.status_code = status
+    row.content_type = content_type
+    row.response_body = body.decode("latin-1")
+
+
+class IdempotencyMiddleware:
+    """Honours ``Idempotency-Key`` on public API POSTs (D17, see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, context: ServerContext) -> None:
+        self.app = app
+        self.context = context
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = _header(scope, b"idempotency-key") if scope["type"] == "http" else None
+        if key is None or scope["method"] != "POST" or not _is_api_path(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        if not key.strip() or len(key) > 255 or not key.isascii():
+            problem = APIProblem(
+                400,
+                None,
+                "Invalid Idempotency-Key.",
+                [("Idempotency-Key", "must be 1..255 ASCII characters")],
+            )
+            await _send_problem(problem, scope, receive, send)
+            return
+        body = await _read_body(receive)
+        authorization = _header(scope, b"authorization") or b""
+        scope_hash = hashlib.sha256(
+            b"\0".join(
+                [
+                    scope["method"].encode(),
+                    scope["path"].encode("utf-8", "replace"),
+                    key,
+                    hashlib.sha256(authorization).digest(),
+                ]
+            )
+        ).hexdigest()
+        body_hash = hashlib.sha256(body).hexdigest()
+        stored = await self.context.run(_begin, self.context, scope_hash, body_hash)
+        if stored.verdict == "mismatch":
+            problem = APIProblem.conflict(
+                "This Idempotency-Key was used with another body.", "Idempotency-Key"
+            )
+            await _send_problem(problem, scope, receive, send)
+            return
+        if stored.verdict == "in_progress":
+            problem = APIProblem.conflict(
+                "A request with this Idempotency-Key is in progress.", "Idempotency-Key"
+            )
+            await _send_problem(problem, scope, receive, send)
+            return
+        if stored.verdict == "replay":
+            response = Response(
+                stored.body,
+                status_code=stored.status,
+                headers={"Idempotent-Replayed": "true"},
+                media_type=stored.content_type,
+            )
+            await response(scope, receive, send)
+            return
+        await self._proceed(scope, receive, body, send, scope_hash)
+
+    async def _proceed(
+        self, scope: Scope, receive: Receive, body: bytes, send: Send, scope_hash: str
+    ) -> None:
+        status: int | None = None
+        content_type: str | None = None
+        chunks: list[bytes] = []
+        delivered = False
+        stored = False
+
+        async def replay_receive() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # the body was read already: only a disconnect can come now
+
+        async def capture(message: Message) -> None:
+            nonlocal status, content_type, stored
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                for name, value in message.get("headers", []):
+                    if bytes(name).lower() == b"content-type":
+                        content_type = bytes(value).decode("latin-1")
+            elif message["type"] == "http.response.body":
+                chunks.append(bytes(message.get("body", b"")))
+                if not message.get("more_body", False) and not stored:
+                    # Stored before the last byte leaves: a retry after this answer always replays it.
+                    stored = True
+                    await self.context.run(_finish, scope_hash, status, content_type, b"".join(chunks))
+            await send(message)
+
+        try:
+            await self.app(scope, replay_receive, capture)
+        except BaseException:
+            if not stored:
+                await self.context.run(_finish, scope_hash, None, None, b"")
+            raise
+        if not stored:
+            await self.context.run(_finish, scope_hash, status, content_type, b"".join(chunks))
+
+
+async def _read_body(receive: Receive) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        parts.append(bytes(message.get("body", b"")))
+        if not message.get("more_body", False):
+            break
+    return b"".join(parts)
+
+
+# ------------------------------------------------------------------------------------------- CORS
+
+
+_CORS_HEADERS = [
+    (b"access-control-allow-origin", b"*"),
+]
+_PREFLIGHT_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Content-Type, Idempotency-Key",
+    "Access-Control-Max-Age": "600",
+}
+
+
+class HookCORSMiddleware:
+    """CORS for ``/transactions-hook`` only (D14)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].rstrip("/") != HOOK_PATH:
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] == "OPTIONS":
+            await Response(status_code=204, headers=_PREFLIGHT_HEADERS)(scope, receive, send)
+            return
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [
+                    (k, v)
+                    for k, v in message.get("headers", [])
+                    if bytes(k).lower() != b"access-control-allow-origin"
+                ]
+                message = {**message, "headers": headers + _CORS_HEADERS}
+            await send(message)
+
+        await self.app(scope, receive, send_wrapper)

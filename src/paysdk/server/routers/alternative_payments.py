@@ -1,0 +1,140 @@
+"""``/api/v1/integrations/transactions[...]`` (spec 2.3, 4.1; decisions D10-D13, D21).
+
+Answers are wrapped in ``{"data": ...}``: create ``201``, process ``200``, payment intent ``201``,
+dismiss ``200``. Merchant token in ``Authorization`` (``Bearer `` conventional, raw accepted, D9).
+A dismissal's callback is delivered by a background task right after the answer.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, BackgroundTasks, Request
+from pydantic import BaseModel
+from starlette.responses import Response
+
+from paysdk.contracts.alternative_payments import (
+    AlternativePayment,
+    AlternativePaymentCreate,
+    DismissResult,
+    PaymentIntent,
+    PaymentIntentCreate,
+    ProcessRequest,
+    ProcessResult,
+)
+from paysdk.server.context import get_context
+from paysdk.server.errors import JSONResponse
+from paysdk.server.routers._common import credentials, error_responses, json_body, webview_url
+from paysdk.server.services import alternative_payments
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/v1/integrations", tags=["alternative payments"])
+
+
+class AlternativePaymentEnvelope(BaseModel):
+    """``{"data": AlternativePayment}``."""
+
+    data: AlternativePayment
+
+
+class ProcessEnvelope(BaseModel):
+    """``{"data": ProcessResult}``."""
+
+    data: ProcessResult
+
+
+class PaymentIntentEnvelope(BaseModel):
+    """``{"data": PaymentIntent}``."""
+
+    data: PaymentIntent
+
+
+class DismissEnvelope(BaseModel):
+    """``{"data": DismissResult}``."""
+
+    data: DismissResult
+
+
+class EmptyBody(BaseModel):
+    """No body, or any JSON object (D13)."""
+
+
+@router.post(
+    "/transactions",
+    status_code=201,
+    summary="Create an alternative payment",
+    response_model=AlternativePaymentEnvelope,
+    responses=error_responses(400, 401, 409, 413),
+    openapi_extra=json_body(AlternativePaymentCreate),
+)
+async def create_alternative_payment(request: Request) -> Response:
+    """Create a transaction to be paid on a rail; ``expireAt`` is epoch milliseconds (D10)."""
+    context = get_context(request)
+    raw = await request.body()
+    payment = await context.run(
+        alternative_payments.create, context.clock, context.environment, credentials(request), raw
+    )
+    return JSONResponse({"data": payment.to_wire()}, status_code=201)
+
+
+@router.post(
+    "/transactions/{uid}/payments",
+    summary="Process an alternative payment on a rail",
+    response_model=ProcessEnvelope,
+    responses=error_responses(400, 401, 404, 409, 413),
+    openapi_extra=json_body(ProcessRequest),
+)
+async def process_payment(uid: str, request: Request) -> Response:
+    """QR rails answer a PNG data URI, URL rails a page address, bank rails a 12-digit reference (D11)."""
+    context = get_context(request)
+    raw = await request.body()
+    result = await context.run(
+        alternative_payments.process,
+        context.clock,
+        context.environment,
+        credentials(request),
+        uid,
+        raw,
+        webview_url(request),
+    )
+    return JSONResponse({"data": result.to_wire()})
+
+
+@router.post(
+    "/transactions/{uid}/payment-intents",
+    status_code=201,
+    summary="Record the customer's choice of rail",
+    response_model=PaymentIntentEnvelope,
+    responses=error_responses(400, 401, 404, 409, 413),
+    openapi_extra=json_body(PaymentIntentCreate),
+)
+async def create_payment_intent(uid: str, request: Request) -> Response:
+    """D12: ``{"processor"}`` in, ``201 {"data": {intentId, uid, processor, status, expireAt}}`` out."""
+    context = get_context(request)
+    raw = await request.body()
+    intent = await context.run(
+        alternative_payments.payment_intent,
+        context.clock,
+        context.environment,
+        credentials(request),
+        uid,
+        raw,
+    )
+    return JSONResponse({"data": intent.to_wire()}, status_code=201)
+
+
+@router.post(
+    "/transactions/{uid}/dismiss",
+    summary="Dismiss an alternative payment",
+    response_model=DismissEnvelope,
+    responses=error_responses(400, 401, 404, 409, 413),
+    openapi_extra=json_body(EmptyBody, required=False),
+)
+async def dismiss_payment(uid: str, request: Request, background: BackgroundTasks) -> Response:
+    """D13: the transaction becomes ``dismissed`` and the merchant callback is sent."""
+    context = get_context(request)
+    raw = await request.body()
+    result = await context.run(
+        alternative_payments.dismiss, context.clock, context.environment, credentials(request), uid, raw
+    )
+    background.add_task(context.scheduler.run_due)
+    return JSONResponse({"data": result.to_wire()}, background=background)

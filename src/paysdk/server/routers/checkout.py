@@ -1,0 +1,222 @@
+"""The hosted checkout under ``/checkout`` (the spec's ``{webview_url}``): HTML pages, plain form POSTs.
+
+* ``GET /checkout/?orderId=<uid>``: the card form while the link is pending; the final state (approved,
+  declined, expired, dismissed) and no form otherwise; an unknown ``orderId`` is a 404 page.
+* ``POST /checkout/pay``: applies the test card's outcome (shared with ``/_sandbox/.../pay``), then
+  redirects (303) to the status page, or shows the 3-D Secure challenge, or the form with an error (400).
+* ``POST /checkout/3ds``: the challenge's Approve/Fail.
+* ``GET/POST /checkout/rails/<processor>?orderId=``: the rail page of URL and QR rails (D11).
+
+Callbacks caused by a page are delivered by a background task right after the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Literal
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, BackgroundTasks, Request
+from sqlalchemy.orm import Session
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from paysdk._environment import CHECKOUT_PREFIX
+from paysdk.contracts.alternative_payments import RAILS
+from paysdk.contracts.payment_links import TransactionStatus
+from paysdk.server.clock import Clock
+from paysdk.server.context import ServerContext, get_context
+from paysdk.server.db import TransactionRow, from_cents
+from paysdk.server.errors import APIProblem
+from paysdk.server.pages import CheckoutView, challenge_page, checkout_page, not_found_page, rail_page
+from paysdk.server.routers._common import base_url
+from paysdk.server.services import payments, transactions
+from paysdk.server.services.transactions import KIND_ALTERNATIVE, KIND_LINK
+
+__all__ = ["router"]
+
+router = APIRouter(prefix=CHECKOUT_PREFIX, tags=["hosted checkout"])
+
+_EXPIRY = re.compile(r"^\s*(\d{1,2})\s*/\s*(\d{2}|\d{4})\s*$")
+_HTML: dict[str, Any] = {"description": "Unknown orderId (HTML page).", "content": {"text/html": {}}}
+
+
+def _view(tx: TransactionRow, merchant: str) -> CheckoutView:
+    return CheckoutView(
+        uid=tx.uid,
+        reference=tx.reference,
+        merchant=merchant,
+        amount=from_cents(tx.amount_cents),
+        currency=tx.currency,
+        status=tx.status,
+        message=tx.outcome_message,
+        processor=tx.processor,
+    )
+
+
+def _load_view(session: Session, clock: Clock, uid: str, kind: str) -> CheckoutView | None:
+    try:
+        tx, client = transactions.load(session, uid, kind=kind, lock=True)
+    except APIProblem:
+        return None
+    transactions.expire_if_due(session, tx, client, clock.now(session))
+    return _view(tx, client.slug)
+
+
+def _not_found() -> HTMLResponse:
+    return HTMLResponse(not_found_page(), status_code=404)
+
+
+def _checkout_base(request: Request) -> str:
+    return base_url(request) + CHECKOUT_PREFIX
+
+
+async def _form(request: Request) -> dict[str, str]:
+    raw = await request.body()
+    if len(raw) > 64 * 1024:
+        return {}
+    parsed = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=20)
+    return {key: values[0].replace("\x00", "") for key, values in parsed.items() if values}
+
+
+def _form_error(form: dict[str, str], now: datetime) -> str | None:
+    match = _EXPIRY.match(form.get("expiry", ""))
+    if match is None:
+        return "Enter the expiry as MM/YY."
+    month, year = int(match.group(1)), int(match.group(2))
+    year = year + 2000 if year < 100 else year
+    if not 1 <= month <= 12:
+        return "The expiry month must be 01 to 12."
+    if (year, month) < (now.year, now.month):
+        return "The card has expired."
+    if not re.fullmatch(r"\d{3,4}", form.get("cvc", "").strip()):
+        return "Enter the 3 or 4 digit CVC."
+    if not form.get("name", "").strip():
+        return "Enter the name on the card."
+    return None
+
+
+async def _after(context: ServerContext, background: BackgroundTasks) -> None:
+    background.add_task(context.scheduler.run_due)
+
+
+@router.get("/", summary="The hosted checkout page", response_class=HTMLResponse, responses={404: _HTML})
+async def checkout(request: Request, background: BackgroundTasks, orderId: str | None = None) -> Response:
+    """The card form of a pending payment link, or its final state."""
+    context = get_context(request)
+    view = await context.run(_load_view, context.clock, orderId or "", KIND_LINK) if orderId else None
+    if view is None:
+        return _not_found()
+    await _after(context, background)
+    return HTMLResponse(checkout_page(view, _checkout_base(request)), background=background)
+
+
+@router.get("", include_in_schema=False)
+async def checkout_no_slash(
+    request: Request, background: BackgroundTasks, orderId: str | None = None
+) -> Response:
+    """``/checkout?orderId=`` without the slash shows the same page."""
+    return await checkout(request, background, orderId)
+
+
+@router.post("/pay", summary="Submit the card form", response_class=HTMLResponse, responses={404: _HTML})
+async def submit_card(request: Request, background: BackgroundTasks) -> Response:
+    """Apply the test card's outcome; redirect to the status page (303) or show the 3-D Secure challenge."""
+    context = get_context(request)
+    form = await _form(request)
+    uid = form.get("orderId", "")
+    view = await context.run(_load_view, context.clock, uid, KIND_LINK) if uid else None
+    if view is None:
+        return _not_found()
+    base = _checkout_base(request)
+    status_page = f"{base}/?orderId={view.uid}"
+    if view.status != TransactionStatus.PENDING:
+        return RedirectResponse(status_page, status_code=303)
+    now = await context.run(context.clock.now)
+    error = _form_error(form, now)
+    if error is None:
+        try:
+            payment = await context.run(
+                payments.pay_with_card, context.clock, uid, form.get("cardNumber", ""), None
+            )
+        except APIProblem as problem:
+            if problem.status == 409 and problem.own_code is not None:
+                error = "The card number is not valid."
+            else:
+                return RedirectResponse(status_page, status_code=303)
+        else:
+            if payment.challenge_id is not None:
+                return HTMLResponse(challenge_page(view, base, payment.challenge_id))
+            await _after(context, background)
+            return RedirectResponse(status_page, status_code=303, background=background)
+    safe_form = {key: form.get(key, "") for key in ("expiry", "name")}
+    return HTMLResponse(checkout_page(view, base, error=error, form=safe_form), status_code=400)
+
+
+@router.post(
+    "/3ds", summary="Answer the 3-D Secure challenge", response_class=HTMLResponse, responses={404: _HTML}
+)
+async def answer_challenge(request: Request, background: BackgroundTasks) -> Response:
+    """Approve or fail the simulated 3-D Secure challenge."""
+    context = get_context(request)
+    form = await _form(request)
+    uid = form.get("orderId", "")
+    result: Literal["approve", "fail"] = "approve" if form.get("result") == "approve" else "fail"
+    view = await context.run(_load_view, context.clock, uid, KIND_LINK) if uid else None
+    if view is None:
+        return _not_found()
+    status_page = f"{_checkout_base(request)}/?orderId={view.uid}"
+    try:
+        await context.run(
+            payments.complete_challenge, context.clock, uid, form.get("challengeId", ""), result
+        )
+    except APIProblem:
+        return RedirectResponse(status_page, status_code=303)
+    await _after(context, background)
+    return RedirectResponse(status_page, status_code=303, background=background)
+
+
+@router.get(
+    "/rails/{processor}",
+    summary="The hosted page of a rail",
+    response_class=HTMLResponse,
+    responses={404: _HTML},
+)
+async def rail(
+    processor: str, request: Request, background: BackgroundTasks, orderId: str | None = None
+) -> Response:
+    """The page a URL/QR rail sends the customer to (D11)."""
+    context = get_context(request)
+    if processor not in RAILS or not orderId:
+        return _not_found()
+    view = await context.run(_load_view, context.clock, orderId, KIND_ALTERNATIVE)
+    if view is None or view.processor != processor:
+        return HTMLResponse(not_found_page("This payment does not exist on this rail."), status_code=404)
+    await _after(context, background)
+    return HTMLResponse(rail_page(view, _checkout_base(request), processor), background=background)
+
+
+@router.post(
+    "/rails/{processor}",
+    summary="Pay or expire on a rail page",
+    response_class=HTMLResponse,
+    responses={404: _HTML},
+)
+async def rail_outcome(processor: str, request: Request, background: BackgroundTasks) -> Response:
+    """The customer paid on the rail (or let it expire): same code as ``/_sandbox/.../simulate``."""
+    context = get_context(request)
+    form = await _form(request)
+    uid = form.get("orderId", "")
+    if processor not in RAILS or not uid:
+        return _not_found()
+    view = await context.run(_load_view, context.clock, uid, KIND_ALTERNATIVE)
+    if view is None or view.processor != processor:
+        return HTMLResponse(not_found_page("This payment does not exist on this rail."), status_code=404)
+    outcome: Literal["paid", "expired"] = "paid" if form.get("outcome") == "paid" else "expired"
+    page = f"{_checkout_base(request)}/rails/{processor}?orderId={view.uid}"
+    try:
+        await context.run(payments.simulate_rail, context.clock, uid, outcome, processor)
+    except APIProblem:
+        return RedirectResponse(page, status_code=303)
+    await _after(context, background)
+    return RedirectResponse(page, status_code=303, background=background)

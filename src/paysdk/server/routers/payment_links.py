@@ -1,0 +1,63 @@
+"""``POST /transactions`` and ``POST /transactions-hook`` (spec 4.1; decisions D2, D9, D14, D17, D20).
+
+Bodies are read raw and parsed by the service with :func:`paysdk._json.loads`; the contract model's
+schema documents them in OpenAPI. Both answer ``200 {uid, reference, URL}``.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from paysdk.contracts.payment_links import PaymentLink, PaymentLinkCreate, PaymentLinkHookCreate
+from paysdk.server.context import get_context
+from paysdk.server.errors import JSONResponse
+from paysdk.server.routers._common import credentials, error_responses, json_body, webview_url
+from paysdk.server.services import payment_links
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["payment links"])
+
+
+@router.post(
+    "/transactions",
+    summary="Create a payment link",
+    response_model=PaymentLink,
+    responses=error_responses(400, 401, 409, 413),
+    openapi_extra=json_body(PaymentLinkCreate),
+)
+async def create_payment_link(request: Request) -> Response:
+    """Create a payment-link transaction. ``Authorization: <merchant token>`` (``Bearer `` accepted, D9)."""
+    context = get_context(request)
+    raw = await request.body()
+    link = await context.run(
+        payment_links.create,
+        context.clock,
+        context.environment,
+        credentials(request),
+        raw,
+        webview_url(request),
+    )
+    return JSONResponse(link.to_wire())
+
+
+@router.post(
+    "/transactions-hook",
+    summary="Create a payment link from a browser (body credentials, CORS)",
+    response_model=PaymentLink,
+    responses=error_responses(400, 401, 409, 413),
+    openapi_extra=json_body(PaymentLinkHookCreate),
+)
+async def create_payment_link_hook(request: Request) -> Response:
+    """Create a payment link with the body key pair ``privateKey``/``publicKey`` (D14). CORS enabled."""
+    context = get_context(request)
+    raw = await request.body()
+    link = await context.run(payment_links.create_from_hook, context.clock, raw, webview_url(request))
+    return JSONResponse(link.to_wire())
+
+
+@router.options("/transactions-hook", include_in_schema=False)
+async def hook_preflight() -> Response:  # pragma: no cover - answered by HookCORSMiddleware
+    """CORS preflight (answered by the middleware before routing)."""
+    return Response(status_code=204)

@@ -1,0 +1,209 @@
+"""The control plane under ``/_sandbox/`` (camelCase JSON, models of :mod:`paysdk.contracts.sandbox`).
+
+Left out of ``/openapi.json``. Never logged, faulted or idempotent. Errors use the same D1 body as the
+public API. ``/pay`` and ``/simulate`` deliver the resulting callback's first attempt before answering,
+so tests are deterministic; ``/clock/advance`` runs every job that falls due, in due order, before it
+answers.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import anyio.to_thread
+from fastapi import APIRouter, Request
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from paysdk.contracts.sandbox import (
+    ClockAdvance,
+    ClockState,
+    FaultCreate,
+    Health,
+    PayRequest,
+    SandboxClientCreate,
+    SimulateRequest,
+    TestCard,
+)
+from paysdk.server.bodies import read_json_object, validate
+from paysdk.server.context import ServerContext, get_context
+from paysdk.server.errors import APIProblem, JSONResponse
+from paysdk.server.services import callbacks, faults, payments, sandbox, transactions
+from paysdk.server.services.test_cards import TEST_CARDS
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/_sandbox", include_in_schema=False)
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return JSONResponse(value, status_code=status)
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="python")
+    return dumped
+
+
+@router.get("/health")
+async def health(request: Request) -> Response:
+    """Liveness, environment and database backend."""
+    context = get_context(request)
+    now = await context.run(context.clock.now)
+    return _json(
+        _dump(Health(status="ok", environment=context.environment, database=context.db.describe(), now=now))
+    )
+
+
+@router.post("/reset")
+async def reset(request: Request) -> Response:
+    """Wipe every client, transaction, callback, job, log entry, fault, idempotency record and the clock."""
+    context = get_context(request)
+    await anyio.to_thread.run_sync(context.db.reset)
+    return _json({"status": "reset"})
+
+
+@router.post("/clients")
+async def create_client(request: Request) -> Response:
+    """Create a client; every field optional (defaults in :mod:`paysdk.server.services.sandbox`)."""
+    context = get_context(request)
+    spec = validate(SandboxClientCreate, await read_json_object(request, allow_empty=True))
+
+    def create(session: Session) -> Any:
+        return _dump(sandbox.create_client(session, spec, context.clock.now(session)))
+
+    return _json(await context.run(create), 201)
+
+
+@router.get("/clients/{slug}")
+async def get_client(slug: str, request: Request) -> Response:
+    """A client by slug (the hook private key shows as ``****``: only its hash is stored)."""
+    context = get_context(request)
+    client = await context.run(sandbox.get_client, slug)
+    return _json(_dump(client))
+
+
+def _clock_state(session: Session, context: ServerContext) -> dict[str, Any]:
+    return _dump(
+        ClockState(now=context.clock.now(session), offset_seconds=context.clock.offset_seconds(session))
+    )
+
+
+@router.get("/clock")
+async def get_clock(request: Request) -> Response:
+    """The virtual time and its offset from the wall clock."""
+    context = get_context(request)
+    return _json(await context.run(_clock_state, context))
+
+
+@router.post("/clock/advance")
+async def advance_clock(request: Request) -> Response:
+    """Move the virtual clock forward; every job due on the way has run when this answers."""
+    context = get_context(request)
+    body = validate(ClockAdvance, await read_json_object(request))
+    micro = int((body.seconds * 1_000_000).to_integral_value())
+    ran = await context.scheduler.advance(timedelta(microseconds=micro))
+    state = await context.run(_clock_state, context)
+    return _json({**state, "jobsRun": ran})
+
+
+@router.post("/transactions/{uid}/pay")
+async def pay(uid: str, request: Request) -> Response:
+    """Pay a payment link with a test card, headlessly (same outcome as the checkout page)."""
+    context = get_context(request)
+    body = validate(PayRequest, await read_json_object(request))
+    payment = await context.run(
+        payments.pay_with_card, context.clock, uid, body.card_number, body.three_ds_result
+    )
+    await context.scheduler.run_due()
+    return _json(_dump(payment.result))
+
+
+@router.post("/transactions/{uid}/simulate")
+async def simulate(uid: str, request: Request) -> Response:
+    """A rail reports the payment ``paid``, or the transaction ``expired``."""
+    context = get_context(request)
+    body = validate(SimulateRequest, await read_json_object(request))
+    result = await context.run(payments.simulate_rail, context.clock, uid, body.outcome, None)
+    await context.scheduler.run_due()
+    return _json(_dump(result))
+
+
+@router.get("/transactions/{uid}")
+async def get_transaction(uid: str, request: Request) -> Response:
+    """A transaction as the server holds it."""
+    context = get_context(request)
+
+    def view(session: Session) -> Any:
+        tx, client = transactions.load(session, uid)
+        return _dump(transactions.sandbox_view(tx, client))
+
+    return _json(await context.run(view))
+
+
+@router.get("/callbacks")
+async def list_callbacks(request: Request, uid: str | None = None) -> Response:
+    """Every callback delivery attempt, oldest first (``?uid=`` filters by transaction)."""
+    context = get_context(request)
+    if uid is not None and not transactions.valid_uid(uid):
+        return _json([])
+    rows = await context.run(callbacks.attempts, uid)
+    return _json([_dump(row) for row in rows])
+
+
+@router.get("/requests")
+async def list_requests(request: Request, limit: int = 200, path: str | None = None) -> Response:
+    """The last public requests (``limit`` 1..1000), secrets masked, oldest first."""
+    context = get_context(request)
+    if not 1 <= limit <= 1000:
+        raise APIProblem.invalid_field("limit", "must be between 1 and 1000")
+    rows = await context.run(sandbox.request_log, limit, path)
+    return _json([_dump(row) for row in rows])
+
+
+@router.post("/faults")
+async def create_fault(request: Request) -> Response:
+    """Inject a fault (latency, error, rate_limit, drop, duplicate_callback)."""
+    context = get_context(request)
+    spec = validate(FaultCreate, await read_json_object(request))
+
+    def create(session: Session) -> Any:
+        return _dump(faults.create(session, spec, context.clock.now(session)))
+
+    created = await context.run(create)
+    return _json(created, 201)
+
+
+@router.get("/faults")
+async def list_faults(request: Request) -> Response:
+    """Every fault, oldest first, with the uses left."""
+    context = get_context(request)
+    return _json([_dump(fault) for fault in await context.run(faults.list_all)])
+
+
+@router.delete("/faults")
+async def delete_faults(request: Request) -> Response:
+    """Remove every fault."""
+    context = get_context(request)
+    deleted = await context.run(faults.delete_all)
+    return _json({"deleted": deleted})
+
+
+@router.get("/test-cards")
+async def test_cards() -> Response:
+    """The test card table (:mod:`paysdk.server.services.test_cards`)."""
+    return _json(
+        [
+            _dump(
+                TestCard(
+                    number=card.number,
+                    brand=card.brand,
+                    outcome=card.outcome,
+                    description=card.description,
+                    extra={"reason": card.reason, **card.extra},
+                )
+            )
+            for card in TEST_CARDS
+        ]
+    )

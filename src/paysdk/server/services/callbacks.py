@@ -1,0 +1,269 @@
+"""The merchant generic callback: events, delivery and retries (spec 2.4, 5.4, 6; decisions D5-D8, D15, D16).
+
+* One event per terminal status (D8). Its payload is :class:`paysdk.contracts.callbacks.CallbackPayload`
+  written once with :func:`paysdk._json.dumps` (``amount`` an exact JSON number, ``createdAt``
+  ``DD/MM/YYYY HH:MM:SS`` in the client's timezone, ``channel`` the display name, ``eventId`` top level)
+  and stored; every attempt sends the same bytes.
+* Each attempt is a POST with the client's registered static header (D15) and ``X-Event-Id`` (D5),
+  via ``httpx.AsyncClient`` (10 s timeout) over the injectable transport of the app.
+* Schedule (D16): the first attempt at once, then after 1, 2, 4, 8 ... minutes, each wait capped at
+  12 hours, while the next attempt falls within 7 days (virtual time) of the first. A 2xx ends delivery,
+  410 ends it for good, anything else (other status, connection error, timeout) schedules the next.
+  The next due time is computed from the scheduled time, not the wall time, so the virtual clock
+  predicts every attempt exactly.
+* A ``duplicate_callback`` fault makes the next N events' attempts POST twice (same ``eventId``).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from paysdk import _json
+from paysdk.contracts.callbacks import CallbackPayload, format_created_at
+from paysdk.contracts.common import CHANNEL_DISPLAY_NAMES
+from paysdk.contracts.sandbox import CallbackAttempt
+from paysdk.server.clock import Clock
+from paysdk.server.context import ServerContext
+from paysdk.server.db import (
+    CallbackAttemptRow,
+    CallbackEventRow,
+    ClientRow,
+    JobRow,
+    TransactionRow,
+    from_cents,
+)
+from paysdk.server.services import faults
+
+__all__ = [
+    "FIRST_RETRY",
+    "MAX_WAIT",
+    "RETRY_WINDOW",
+    "attempts",
+    "deliver_job",
+    "enqueue",
+    "wait_after",
+]
+
+log = logging.getLogger("paysdk.server.callbacks")
+
+FIRST_RETRY = timedelta(minutes=1)
+MAX_WAIT = timedelta(hours=12)
+RETRY_WINDOW = timedelta(days=7)
+USER_AGENT = "paysdk-reference-server/0.1"
+
+
+def wait_after(round_number: int) -> timedelta:
+    """The wait after delivery round ``round_number`` (1-based): 1, 2, 4 ... minutes, capped at 12 h."""
+    if round_number >= 12:  # 2**11 minutes already exceeds the cap
+        return MAX_WAIT
+    wait: timedelta = FIRST_RETRY * (2 ** (round_number - 1))
+    return min(wait, MAX_WAIT)
+
+
+def enqueue(session: Session, tx: TransactionRow, client: ClientRow, *, now: datetime) -> str | None:
+    """Write the callback event of ``tx``'s terminal status and its first delivery job (due now).
+
+    Returns the event id, or ``None`` when the client registered no callback URL.
+    """
+    from paysdk.server.services.transactions import add_job
+
+    if not client.callback_url:
+        return None
+    assert tx.transaction_id is not None
+    event_id = "evt_" + secrets.token_hex(12)
+    payload = CallbackPayload(
+        event_id=event_id,
+        reference=tx.reference,
+        uid=tx.uid,
+        country=client.country,
+        currency=tx.currency,
+        channel=CHANNEL_DISPLAY_NAMES.get(tx.channel, tx.channel),
+        status=tx.status,
+        amount=from_cents(tx.amount_cents),
+        external_id=tx.external_id,
+        created_at=format_created_at(tx.created_at, client.timezone),
+        transaction_id=tx.transaction_id,
+        payment_method_type=tx.payment_method_type,
+    )
+    session.add(
+        CallbackEventRow(
+            event_id=event_id,
+            uid=tx.uid,
+            client_id=client.id,
+            url=client.callback_url,
+            header_name=client.callback_header_name,
+            header_value=client.callback_header_value,
+            payload=_json.dumps(payload.to_wire()).decode("utf-8"),
+            state="pending",
+            attempts=0,
+            created_at=now,
+        )
+    )
+    session.flush()
+    add_job(session, "callback", event_id, now, now)
+    return event_id
+
+
+@dataclass(frozen=True, slots=True)
+class _Delivery:
+    event_id: str
+    uid: str
+    url: str
+    header_name: str
+    header_value: str
+    payload: bytes
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Result:
+    status_code: int | None
+    error: str | None
+
+
+def _prepare(session: Session, event_id: str) -> _Delivery | None:
+    event = session.get(CallbackEventRow, event_id)
+    if event is None or event.state != "pending":
+        return None
+    return _Delivery(
+        event_id=event.event_id,
+        uid=event.uid,
+        url=event.url,
+        header_name=event.header_name,
+        header_value=event.header_value,
+        payload=event.payload.encode("utf-8"),
+        duplicate=faults.consume_duplicate_callback(session),
+    )
+
+
+async def _post(client: httpx.AsyncClient, delivery: _Delivery) -> _Result:
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "X-Event-Id": delivery.event_id,
+        delivery.header_name: delivery.header_value,
+    }
+    try:
+        response = await client.post(delivery.url, content=delivery.payload, headers=headers)
+        await response.aclose()
+    except httpx.TimeoutException as exc:
+        return _Result(None, f"timeout: {type(exc).__name__}")
+    except (httpx.HTTPError, OSError, ValueError, UnicodeError) as exc:
+        return _Result(None, f"{type(exc).__name__}: {str(exc)[:200]}")
+    return _Result(response.status_code, None)
+
+
+def _record(
+    session: Session,
+    clock: Clock,
+    job_id: int,
+    delivery: _Delivery,
+    results: list[_Result],
+    now_due: datetime,
+) -> None:
+    from paysdk.server.services.transactions import add_job
+
+    event = session.get(CallbackEventRow, delivery.event_id, with_for_update=True)
+    job = session.get(JobRow, job_id)
+    if job is not None:
+        job.status = "done"
+    if event is None:
+        return
+    now = clock.now(session)
+    if event.first_attempt_at is None:
+        event.first_attempt_at = now
+    event.attempts += 1
+    round_number = event.attempts
+    codes = [result.status_code for result in results]
+    next_at: datetime | None = None
+    if any(code is not None and 200 <= code < 300 for code in codes):
+        event.state = "delivered"
+    elif 410 in codes:
+        event.state = "gone"
+    else:
+        candidate = now_due + wait_after(round_number)
+        if candidate <= event.first_attempt_at + RETRY_WINDOW:
+            next_at = candidate
+            add_job(session, "callback", event.event_id, candidate, now)
+        else:
+            event.state = "exhausted"
+    final = event.state != "pending"
+    for index, result in enumerate(results):
+        session.add(
+            CallbackAttemptRow(
+                event_id=event.event_id,
+                uid=event.uid,
+                attempt=round_number,
+                url=event.url,
+                status_code=result.status_code,
+                error=result.error[:500] if result.error else None,
+                at=now,
+                next_attempt_at=next_at if index == len(results) - 1 else None,
+                final=final and index == len(results) - 1,
+            )
+        )
+
+
+async def deliver_job(context: ServerContext, job_id: int, event_id: str, due_at: datetime) -> None:
+    """Run one delivery round of ``event_id`` (one or two POSTs) and record it."""
+    delivery = await context.run(_prepare, event_id)
+    if delivery is None:
+        await context.run(_mark_done, job_id)
+        return
+    client, close = context.http_client()
+    try:
+        results = [await _post(client, delivery)]
+        if delivery.duplicate:
+            results.append(await _post(client, delivery))
+    finally:
+        if close:
+            await client.aclose()
+    for result in results:
+        log.info(
+            "callback %s to %s: %s",
+            delivery.event_id,
+            _host(delivery.url),
+            result.status_code or result.error,
+        )
+    await context.run(_record, context.clock, job_id, delivery, results, due_at)
+
+
+def _mark_done(session: Session, job_id: int) -> None:
+    job = session.get(JobRow, job_id)
+    if job is not None:
+        job.status = "done"
+
+
+def _host(url: str) -> str:
+    try:
+        return httpx.URL(url).host or "?"
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return "?"
+
+
+def attempts(session: Session, uid: str | None = None) -> list[CallbackAttempt]:
+    """Every recorded attempt (oldest first), optionally of one transaction."""
+    statement = select(CallbackAttemptRow).order_by(CallbackAttemptRow.id)
+    if uid is not None:
+        statement = statement.where(CallbackAttemptRow.uid == uid)
+    return [
+        CallbackAttempt(
+            event_id=row.event_id,
+            uid=row.uid,
+            attempt=row.attempt,
+            url=row.url,
+            status_code=row.status_code,
+            error=row.error,
+            at=row.at,
+            next_attempt_at=row.next_attempt_at,
+            final=row.final,
+        )
+        for row in session.scalars(statement)
+    ]

@@ -1,0 +1,171 @@
+"""Completing a transaction: card payments (checkout page and ``/_sandbox/.../pay``), 3-D Secure, rail
+outcomes (rail page and ``/_sandbox/.../simulate``) and expiry. One code path for page and control plane.
+
+Card outcomes come from :mod:`paysdk.server.services.test_cards` (never from a request field, spec 1).
+A Luhn-invalid number is a form error: ``409 / 5000`` naming ``cardNumber`` on the control plane, a form
+message on the page; the transaction stays ``pending``. The 3-D Secure card on a client with ``threeDS``
+enabled leaves the transaction ``pending`` with a challenge id until the challenge is approved
+(``approved``) or failed (``declined``). Paying a transaction that is no longer pending is ``409``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Literal
+
+from sqlalchemy.orm import Session
+
+from paysdk._secret import constant_time_equals
+from paysdk.contracts.payment_links import TransactionStatus
+from paysdk.contracts.sandbox import PayResult
+from paysdk.server.clock import Clock
+from paysdk.server.db import ClientRow, TransactionRow
+from paysdk.server.errors import APIProblem
+from paysdk.server.services import transactions
+from paysdk.server.services.test_cards import decide
+from paysdk.server.services.transactions import KIND_ALTERNATIVE, KIND_LINK
+
+__all__ = ["CardPayment", "complete_challenge", "expire_job", "pay_with_card", "simulate_rail"]
+
+
+@dataclass(frozen=True, slots=True)
+class CardPayment:
+    """The result of a card payment, with the challenge id when 3-D Secure is pending."""
+
+    result: PayResult
+    challenge_id: str | None = None
+
+
+def _pending(session: Session, clock: Clock, uid: str, kind: str | None) -> tuple[TransactionRow, ClientRow]:
+    tx, client = transactions.load(session, uid, kind=kind, lock=True)
+    transactions.expire_if_due(session, tx, client, clock.now(session))
+    if tx.status != TransactionStatus.PENDING:
+        raise APIProblem.conflict(f"The transaction is {tx.status}, no longer pending.", "uid")
+    return tx, client
+
+
+def _result(tx: TransactionRow, outcome: str, message: str) -> PayResult:
+    return PayResult(uid=tx.uid, status=tx.status, outcome=outcome, message=message)
+
+
+def pay_with_card(
+    session: Session,
+    clock: Clock,
+    uid: str,
+    card_number: str,
+    three_ds_result: Literal["approve", "fail"] | None = None,
+) -> CardPayment:
+    """Pay a payment link with a test card (see the module docstring)."""
+    tx, client = _pending(session, clock, uid, KIND_LINK)
+    decision = decide(card_number, three_ds_enabled=client.three_ds)
+    if not decision.valid:
+        raise APIProblem.invalid_field("cardNumber", "is not a valid card number (Luhn check failed)")
+    now = clock.now(session)
+    if decision.outcome == "three_ds_challenge":
+        if three_ds_result is None:
+            tx.challenge_id = "3ds_" + secrets.token_hex(12)
+            tx.payment_method_type = decision.brand
+            tx.updated_at = now
+            return CardPayment(_result(tx, "three_ds_required", decision.message), tx.challenge_id)
+        return CardPayment(_finish_challenge(session, tx, client, clock, three_ds_result, decision.brand))
+    status = TransactionStatus.APPROVED if decision.outcome == "approved" else TransactionStatus.DECLINED
+    transactions.finish(
+        session,
+        tx,
+        client,
+        status,
+        now=now,
+        outcome=decision.reason,
+        message=decision.message,
+        payment_method_type=decision.brand,
+    )
+    return CardPayment(_result(tx, decision.reason, decision.message))
+
+
+def _finish_challenge(
+    session: Session,
+    tx: TransactionRow,
+    client: ClientRow,
+    clock: Clock,
+    result: Literal["approve", "fail"],
+    brand: str | None,
+) -> PayResult:
+    approved = result == "approve"
+    outcome = "three_ds_approved" if approved else "three_ds_failed"
+    message = "Approved after 3-D Secure." if approved else "3-D Secure authentication failed."
+    transactions.finish(
+        session,
+        tx,
+        client,
+        TransactionStatus.APPROVED if approved else TransactionStatus.DECLINED,
+        now=clock.now(session),
+        outcome=outcome,
+        message=message,
+        payment_method_type=brand,
+    )
+    return _result(tx, outcome, message)
+
+
+def complete_challenge(
+    session: Session, clock: Clock, uid: str, challenge_id: str, result: Literal["approve", "fail"]
+) -> PayResult:
+    """The checkout's 3-D Secure page answered ``result`` for challenge ``challenge_id``."""
+    tx, client = _pending(session, clock, uid, KIND_LINK)
+    if tx.challenge_id is None or not constant_time_equals(tx.challenge_id, challenge_id):
+        raise APIProblem.conflict("No such 3-D Secure challenge for this transaction.", "challengeId")
+    return _finish_challenge(session, tx, client, clock, result, tx.payment_method_type)
+
+
+def simulate_rail(
+    session: Session,
+    clock: Clock,
+    uid: str,
+    outcome: Literal["paid", "expired"],
+    processor: str | None = None,
+) -> PayResult:
+    """A rail reports ``paid`` (alternative payments with a chosen rail) or the transaction ``expired``."""
+    tx, client = _pending(session, clock, uid, None)
+    now = clock.now(session)
+    if outcome == "expired":
+        transactions.finish(
+            session, tx, client, TransactionStatus.EXPIRED, now=now, outcome="expired", message="Expired."
+        )
+        return _result(tx, "expired", "The transaction expired.")
+    if tx.kind != KIND_ALTERNATIVE:
+        raise APIProblem.conflict(
+            "Only alternative payments are paid on a rail; pay links with a card.", "uid"
+        )
+    if tx.processor is None or (processor is not None and processor != tx.processor):
+        raise APIProblem.conflict("No rail was chosen for this transaction (process it first).", "processor")
+    transactions.finish(
+        session,
+        tx,
+        client,
+        TransactionStatus.APPROVED,
+        now=now,
+        outcome="rail_paid",
+        message=f"Paid on {tx.processor}.",
+        payment_method_type=tx.processor,
+    )
+    return _result(tx, "rail_paid", f"Paid on {tx.processor}.")
+
+
+def expire_job(session: Session, clock: Clock, uid: str) -> None:
+    """The ``expire`` job: a still-pending transaction becomes ``expired`` (D8, D10, D19)."""
+    if not transactions.valid_uid(uid):
+        return
+    try:
+        tx, client = transactions.load(session, uid, lock=True)
+    except APIProblem:
+        return
+    if tx.status == TransactionStatus.PENDING:
+        transactions.finish(
+            session,
+            tx,
+            client,
+            TransactionStatus.EXPIRED,
+            now=clock.now(session),
+            outcome="expired",
+            message="Expired.",
+        )

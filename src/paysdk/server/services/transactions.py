@@ -1,0 +1,176 @@
+"""What payment links and alternative payments share: ids, lookup, the terminal transition, the view.
+
+Decisions: uids are UUID4 strings; ``reference`` is ``PL-``/``AP-`` + 10 uppercase base32 characters and
+``transactionId`` is ``txn_`` + 24 hex (D22). Statuses follow D8: ``pending`` moves once to one of
+``approved``, ``declined``, ``expired``, ``dismissed``; the move is a conditional
+``UPDATE ... WHERE status = 'pending'`` so two concurrent requests can never both finish a transaction,
+and the merchant callback event is written in the same database transaction (at-least-once, D16).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from paysdk import _json
+from paysdk.contracts.payment_links import TransactionStatus
+from paysdk.contracts.sandbox import SandboxTransaction
+from paysdk.server.db import ClientRow, JobRow, TransactionRow, from_cents
+from paysdk.server.errors import APIProblem
+
+__all__ = [
+    "KIND_ALTERNATIVE",
+    "KIND_LINK",
+    "add_job",
+    "expire_if_due",
+    "finish",
+    "load",
+    "new_reference",
+    "new_transaction_id",
+    "new_uid",
+    "sandbox_view",
+    "valid_uid",
+]
+
+KIND_LINK = "payment_link"
+KIND_ALTERNATIVE = "alternative_payment"
+_UID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def new_uid() -> str:
+    """A transaction uid."""
+    return str(uuid.uuid4())
+
+
+def new_reference(prefix: str) -> str:
+    """``PL-`` or ``AP-`` + 10 uppercase base32 characters (D22)."""
+    return prefix + base64.b32encode(secrets.token_bytes(10)).decode("ascii")[:10]
+
+
+def new_transaction_id() -> str:
+    """``txn_`` + 24 hex (D22)."""
+    return "txn_" + secrets.token_hex(12)
+
+
+def valid_uid(uid: str) -> bool:
+    """Whether ``uid`` could be a uid at all (anything else is a 404 without a database query)."""
+    return bool(_UID.match(uid))
+
+
+def load(
+    session: Session,
+    uid: str,
+    *,
+    kind: str | None = None,
+    client: ClientRow | None = None,
+    lock: bool = False,
+) -> tuple[TransactionRow, ClientRow]:
+    """The transaction and its client; ``404`` (D21) when unknown, of another kind or another client."""
+    if not valid_uid(uid):
+        raise APIProblem.not_found()
+    statement = select(TransactionRow).where(TransactionRow.uid == uid)
+    if lock:
+        statement = statement.with_for_update()
+    row = session.scalars(statement).first()
+    if row is None or (kind is not None and row.kind != kind):
+        raise APIProblem.not_found()
+    if client is not None and row.client_id != client.id:
+        raise APIProblem.not_found()
+    owner = client if client is not None else session.get(ClientRow, row.client_id)
+    assert owner is not None
+    return row, owner
+
+
+def add_job(session: Session, kind: str, ref: str, due_at: datetime, now: datetime) -> None:
+    """Schedule a timed job (see :mod:`paysdk.server.scheduler`)."""
+    session.add(JobRow(kind=kind, ref=ref, due_at=due_at, status="pending", created_at=now))
+
+
+def finish(
+    session: Session,
+    tx: TransactionRow,
+    client: ClientRow,
+    status: str,
+    *,
+    now: datetime,
+    outcome: str,
+    message: str,
+    payment_method_type: str | None = None,
+) -> bool:
+    """Move ``tx`` from ``pending`` to the terminal ``status`` and queue the merchant callback.
+
+    Returns ``False`` (and changes nothing) when the transaction was no longer pending.
+    """
+    from paysdk.server.services import callbacks  # local import: callbacks imports this module
+
+    assert status in TransactionStatus.TERMINAL
+    transaction_id = new_transaction_id()
+    result = session.execute(
+        update(TransactionRow)
+        .where(TransactionRow.id == tx.id, TransactionRow.status == TransactionStatus.PENDING)
+        .values(
+            status=status,
+            outcome=outcome,
+            outcome_message=message[:255],
+            transaction_id=transaction_id,
+            payment_method_type=payment_method_type,
+            challenge_id=None,
+            updated_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if getattr(result, "rowcount", 0) != 1:
+        session.refresh(tx)
+        return False
+    session.refresh(tx)
+    callbacks.enqueue(session, tx, client, now=now)
+    return True
+
+
+def expire_if_due(session: Session, tx: TransactionRow, client: ClientRow, now: datetime) -> None:
+    """Expire a pending transaction whose ``expire_at`` has passed (the job may not have run yet)."""
+    if tx.status == TransactionStatus.PENDING and now >= tx.expire_at:
+        finish(session, tx, client, TransactionStatus.EXPIRED, now=now, outcome="expired", message="Expired.")
+
+
+def custom_keys(tx: TransactionRow) -> Any:
+    """The stored ``customKeys`` (exact JSON) or ``None``."""
+    return _json.loads(tx.custom_keys_json) if tx.custom_keys_json is not None else None
+
+
+def sandbox_view(tx: TransactionRow, client: ClientRow) -> SandboxTransaction:
+    """The control plane's view of a transaction."""
+    extra: dict[str, Any] = {
+        "outcome": tx.outcome,
+        "outcomeMessage": tx.outcome_message,
+        "transactionId": tx.transaction_id,
+        "paymentMethodType": tx.payment_method_type,
+        "paymentReference": tx.payment_reference,
+        "customKeys": custom_keys(tx),
+    }
+    return SandboxTransaction.model_validate(
+        {
+            "uid": tx.uid,
+            "reference": tx.reference,
+            "kind": tx.kind,
+            "client": client.slug,
+            "status": tx.status,
+            "amount": from_cents(tx.amount_cents),
+            "currency": tx.currency,
+            "channel": tx.channel,
+            "userId": tx.user_id,
+            "externalId": tx.external_id,
+            "processor": tx.processor,
+            "createdAt": tx.created_at,
+            "expireAt": tx.expire_at,
+            "updatedAt": tx.updated_at,
+            **{key: value for key, value in extra.items() if value is not None},
+        }
+    )

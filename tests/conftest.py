@@ -1,0 +1,267 @@
+"""Shared fixtures: databases, the reference server in process and over a socket, a callback receiver.
+
+Fixtures (other test packages use these names):
+
+* ``db_url`` -- parametrized ``sqlite`` / ``postgresql``: a fresh SQLite file per test, or a PostgreSQL
+  database created for this test session (``paysdk_test_<pid>_<hex>``, dropped at the end) whose tables
+  are emptied before each test. PostgreSQL down is a failure, never a skip.
+* ``app`` -- ``create_app(db_url, start_ticker=False)``.
+* ``asgi_client`` -- ``httpx.AsyncClient`` over ``httpx.ASGITransport(app)``, base URL ``http://testserver``.
+* ``merchant`` -- a :class:`~paysdk.contracts.sandbox.SandboxClient` created through the control plane
+  with the defaults; ``merchant_factory`` -- ``await merchant_factory(**fields)`` for custom ones
+  (snake_case or camelCase field names of ``SandboxClientCreate``).
+* ``live_server`` -- uvicorn on 127.0.0.1 (free port) in a thread, with its lifespan (the ticker runs);
+  yields the base URL. It is its own app instance over the same ``db_url`` as ``app``.
+* ``callback_sink`` -- a real HTTP receiver (:class:`CallbackSink`): ``.url``, ``.received``,
+  ``.respond_with([500, 500, 200])``, ``.down()``/``.up()``, ``.wait_for(n)``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from paysdk import _json
+from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
+from paysdk.server import create_app
+
+PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _pg_url_for(database: str) -> str:
+    base, _, _ = PG_ADMIN_URL.rpartition("/")
+    return f"{base}/{database}"
+
+
+@pytest.fixture(scope="session")
+def _postgres_database() -> Iterator[str]:
+    """A PostgreSQL database of this test session (created once, dropped at the end)."""
+    name = f"paysdk_test_{os.getpid()}_{secrets.token_hex(4)}"
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN_URL}: {exc}", pytrace=False)
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield _pg_url_for(name)
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _empty_postgres_tables(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as connection:
+        tables = [
+            row[0]
+            for row in connection.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            ).fetchall()
+        ]
+        if tables:
+            names = ", ".join(f'"{table}"' for table in tables)
+            connection.execute(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"], ids=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
+    """A database URL for the reference server (see the module docstring)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'server.db'}"
+    url: str = request.getfixturevalue("_postgres_database")
+    _empty_postgres_tables(url)
+    return url
+
+
+@pytest.fixture
+def app(db_url: str) -> Iterator[FastAPI]:
+    """The reference server app (no ticker: drive time with ``/_sandbox/clock/advance``)."""
+    application = create_app(db_url, start_ticker=False)
+    try:
+        yield application
+    finally:
+        application.state.paysdk.db.dispose()
+
+
+@pytest.fixture
+async def asgi_client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """An async HTTP client talking to ``app`` in process."""
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+    ) as client:
+        yield client
+
+
+MerchantFactory = Callable[..., Awaitable[SandboxClient]]
+
+
+@pytest.fixture
+def merchant_factory(asgi_client: httpx.AsyncClient) -> MerchantFactory:
+    """``await merchant_factory(callback_url=..., three_ds=True, ...)`` creates a client."""
+
+    async def make(**fields: Any) -> SandboxClient:
+        spec = SandboxClientCreate.model_validate(fields)
+        response = await asgi_client.post(
+            "/_sandbox/clients", content=_json.dumps(spec.model_dump(by_alias=True, exclude_none=True))
+        )
+        assert response.status_code == 201, response.text
+        return SandboxClient.model_validate(_json.loads(response.content))
+
+    return make
+
+
+@pytest.fixture
+async def merchant(merchant_factory: MerchantFactory) -> SandboxClient:
+    """A client with the default settings (no callback URL)."""
+    return await merchant_factory()
+
+
+def _free_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+@pytest.fixture
+def live_server(db_url: str) -> Iterator[str]:
+    """The reference server over a real socket (uvicorn in a thread, lifespan and ticker on)."""
+    application = create_app(db_url, start_ticker=True, tick_interval=0.2)
+    sock = _free_socket()
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(application, log_level="warning", lifespan="on", access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="live-server")
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the live server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+        sock.close()
+
+
+@dataclass
+class ReceivedCallback:
+    """One request the sink received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    at: float = field(default_factory=time.monotonic)
+
+    def json(self) -> Any:
+        """The body parsed with :func:`paysdk._json.loads` (Decimal-exact)."""
+        return _json.loads(self.body)
+
+
+class CallbackSink:
+    """A small real HTTP server that records callbacks and answers scripted statuses (200 by default)."""
+
+    def __init__(self) -> None:
+        self.received: list[ReceivedCallback] = []
+        self._statuses: list[int] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        sock = _free_socket()
+        self.port: int = sock.getsockname()[1]
+        sock.close()
+        self.up()
+
+    @property
+    def url(self) -> str:
+        """Where to send callbacks."""
+        return f"http://127.0.0.1:{self.port}/callbacks"
+
+    def respond_with(self, statuses: list[int]) -> None:
+        """Answer the next requests with these statuses, in order (then 200 again)."""
+        with self._lock:
+            self._statuses = list(statuses)
+
+    def _next_status(self) -> int:
+        with self._lock:
+            return self._statuses.pop(0) if self._statuses else 200
+
+    def _record(self, item: ReceivedCallback) -> None:
+        with self._lock:
+            self.received.append(item)
+
+    def up(self) -> None:
+        """Start listening (again) on the same port."""
+        if self._server is not None:
+            return
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                headers = {key.lower(): value for key, value in self.headers.items()}
+                sink._record(ReceivedCallback("POST", self.path, headers, body))
+                status = sink._next_status()
+                payload = b'{"ok":true}'
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+
+    def down(self) -> None:
+        """Stop listening: deliveries get 'connection refused'."""
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[ReceivedCallback]:
+        """Block until ``count`` callbacks arrived (for tests against the live server's ticker)."""
+        deadline = time.monotonic() + timeout
+        while len(self.received) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"expected {count} callbacks, got {len(self.received)}")
+            time.sleep(0.02)
+        return list(self.received)
+
+
+@pytest.fixture
+def callback_sink() -> Iterator[CallbackSink]:
+    """A running :class:`CallbackSink`."""
+    sink = CallbackSink()
+    try:
+        yield sink
+    finally:
+        sink.down()

@@ -1,0 +1,109 @@
+"""Secrets never show: not in logs (even at DEBUG), reprs, errors or ResponseInfo."""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pytest
+
+import paysdk
+
+from .conftest import HarnessFactory
+from .support import TOKEN
+
+CALLER_KEY = "caller-idem-key-3f1c"
+PRIVATE_KEY = "11111111-2222-3333-4444-555555555555"
+
+
+def test_nothing_secret_in_logs_reprs_or_errors(
+    make_harness: HarnessFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    answers: list[httpx.Response | Exception] = list(
+        [
+            httpx.Response(503, headers={"Retry-After": "0"}),
+            httpx.Response(
+                200,
+                json={"uid": "u1", "reference": "PL-1", "URL": "http://c/?orderId=u1"},
+                headers={"Set-Cookie": f"s={TOKEN}", "Idempotency-Key": CALLER_KEY},
+            ),
+            httpx.Response(
+                401,
+                json={"ownCode": 2007, "message": "wrong environment"},
+                headers={"WWW-Authenticate": f"Bearer {TOKEN}", "Idempotency-Key": CALLER_KEY},
+            ),
+            httpx.ReadTimeout(f"timed out {TOKEN}"),
+        ]
+    )
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    harness = make_harness(handler)
+    caplog.set_level(logging.DEBUG)  # everything, httpx's own loggers included
+    args: dict[str, Any] = {
+        "amount": Decimal("1.00"),
+        "user_id": "+50223456789",
+        "channel": "wa",
+        "client": "shop",
+        "idempotency_key": CALLER_KEY,
+    }
+    link = harness.call(lambda c: c.payment_links.create(**args))
+    info = harness.client.last_response
+    texts = [repr(harness.client), str(harness.client), repr(info), str(info), repr(link)]
+    with pytest.raises(paysdk.WrongEnvironmentError) as wrong:
+        harness.call(lambda c: c.payment_links.create(**args))
+    texts += [str(wrong.value), repr(wrong.value), repr(wrong.value.headers), repr(wrong.value.body)]
+    with pytest.raises(paysdk.APITimeoutError) as timeout:
+        harness.call(
+            lambda c: c.payment_links.create_with_hook_keys(
+                private_key=PRIVATE_KEY, public_key="p", amount=1, user_id="+50223456789", channel="wa"
+            )
+        )
+    texts += [str(timeout.value), repr(timeout.value), repr(harness.client.with_options(max_retries=1))]
+    texts += [record.getMessage() for record in caplog.records]
+    texts.append(caplog.text)
+
+    everything = "\n".join(texts)
+    assert TOKEN not in everything
+    assert CALLER_KEY not in everything
+    assert PRIVATE_KEY not in everything
+    # the log has one metadata line per attempt, and a retry line
+    messages = [r.getMessage() for r in caplog.records if r.name == "paysdk"]
+    assert any("POST /transactions attempt=1 status=503" in m for m in messages)
+    assert any("retrying POST /transactions" in m for m in messages)
+    assert any("POST /transactions attempt=2 status=200" in m for m in messages)
+    assert any(r.levelno == logging.INFO for r in caplog.records if r.name == "paysdk")
+
+
+def test_custom_logger_used(make_harness: HarnessFactory, caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger("myapp.payments")
+    harness = make_harness(
+        lambda r: httpx.Response(
+            200,
+            json={"status": "ok", "environment": "sandbox", "database": "x", "now": "2025-01-01T00:00:00Z"},
+        ),
+        logger=logger,
+    )
+    caplog.set_level(logging.DEBUG, logger="myapp.payments")
+    harness.call(lambda c: c.sandbox.health())
+    assert [r.name for r in caplog.records if "attempt=1" in r.getMessage()] == ["myapp.payments"]
+
+
+def test_secret_token_object_accepted() -> None:
+    with paysdk.Client(paysdk.Secret(TOKEN), paysdk.Environment.local()) as client:
+        assert TOKEN not in repr(client)
+        assert "Secret('****')" in repr(client)
+
+
+@pytest.mark.parametrize("bad", ["has space", "new\nline", "tøken"])
+def test_bad_token_refused_without_echo(bad: str) -> None:
+    with pytest.raises(paysdk.ValidationError) as info:
+        paysdk.Client(bad, paysdk.Environment.local())
+    assert info.value.field == "merchant_token"
+    assert bad not in str(info.value)

@@ -1,0 +1,181 @@
+"""The hosted checkout: HTML states, card outcomes, 3-D Secure, 404 page, expiry (D8, D19)."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pytest
+from server_helpers import advance, create_link, pay, transaction
+
+from paysdk.contracts.sandbox import SandboxClient
+
+CARD_FORM = {"expiry": "12/39", "cvc": "123", "name": "Ada Lovelace"}
+
+
+def text_of(html: str, name: str) -> str | None:
+    match = re.search(rf"data-testid='{re.escape(name)}'[^>]*>([^<]*)<", html)
+    return match.group(1) if match else None
+
+
+async def submit(client: httpx.AsyncClient, uid: str, card: str, **form: str) -> httpx.Response:
+    return await client.post("/checkout/pay", data={"orderId": uid, "cardNumber": card, **CARD_FORM, **form})
+
+
+async def test_pending_page_shows_summary_and_form(
+    asgi_client: httpx.AsyncClient, merchant: SandboxClient
+) -> None:
+    link = await create_link(asgi_client, merchant, amount=Decimal("1234.5"), currency="USD")
+    response = await asgi_client.get(link["URL"])
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    html = response.text
+    assert text_of(html, "amount") == "1,234.50"
+    assert text_of(html, "currency") == "USD"
+    assert text_of(html, "merchant") == merchant.slug
+    assert text_of(html, "reference") == link["reference"]
+    assert text_of(html, "status") == "pending"
+    for name in ("card-number", "card-expiry", "card-cvc", "card-name", "pay-button"):
+        assert f"data-testid='{name}'" in html
+    assert "<script" not in html
+    assert "http://" not in html.split("<form")[0].replace("http://testserver", "")
+    # Without the trailing slash too.
+    assert (await asgi_client.get(f"/checkout?orderId={link['uid']}")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("card", "status", "outcome"),
+    [
+        ("4242424242424242", "approved", "approved"),
+        ("4242 4242 4242 4242", "approved", "approved"),
+        ("4000000000000002", "declined", "generic_decline"),
+        ("4000000000009995", "declined", "insufficient_funds"),
+        ("4000002760003184", "approved", "approved"),  # 3-D Secure disabled for this client: approves
+        ("4111111111111111", "declined", "card_declined"),  # Luhn-valid, unknown
+    ],
+)
+async def test_card_outcomes_through_the_form(
+    asgi_client: httpx.AsyncClient, merchant: SandboxClient, card: str, status: str, outcome: str
+) -> None:
+    link = await create_link(asgi_client, merchant)
+    response = await submit(asgi_client, link["uid"], card)
+    assert response.status_code == 303
+    assert response.headers["location"] == link["URL"]
+    page = (await asgi_client.get(response.headers["location"])).text
+    assert text_of(page, "status") == status
+    assert "data-testid='pay-button'" not in page
+    stored = await transaction(asgi_client, link["uid"])
+    assert stored.status == status
+    assert (stored.model_extra or {})["outcome"] == outcome
+
+
+async def test_invalid_card_is_a_form_error_and_changes_nothing(
+    asgi_client: httpx.AsyncClient, merchant: SandboxClient
+) -> None:
+    link = await create_link(asgi_client, merchant)
+    response = await submit(asgi_client, link["uid"], "4242424242424241")
+    assert response.status_code == 400
+    assert text_of(response.text, "form-error")
+    assert "data-testid='pay-button'" in response.text
+    assert "4242424242424241" not in response.text  # the card number is never echoed
+    for bad in ({"expiry": "13/30"}, {"expiry": "01/20"}, {"expiry": "soon"}, {"cvc": "1"}, {"name": " "}):
+        again = await submit(asgi_client, link["uid"], "4242424242424242", **bad)
+        assert again.status_code == 400, bad
+    assert (await transaction(asgi_client, link["uid"])).status == "pending"
+
+
+@pytest.mark.parametrize(("button", "status"), [("approve", "approved"), ("fail", "declined")])
+async def test_three_ds_challenge_page(
+    asgi_client: httpx.AsyncClient, merchant_factory: Any, button: str, status: str
+) -> None:
+    merchant = await merchant_factory(three_ds=True)
+    link = await create_link(asgi_client, merchant)
+    challenge = await submit(asgi_client, link["uid"], "4000002760003184")
+    assert challenge.status_code == 200
+    html = challenge.text
+    assert "data-testid='3ds-approve'" in html
+    assert "data-testid='3ds-fail'" in html
+    assert (await transaction(asgi_client, link["uid"])).status == "pending"
+    challenge_id = re.search(r"name='challengeId' value='([^']+)'", html)
+    assert challenge_id
+    wrong = await asgi_client.post(
+        "/checkout/3ds", data={"orderId": link["uid"], "challengeId": "3ds_forged", "result": "approve"}
+    )
+    assert wrong.status_code == 303
+    assert (await transaction(asgi_client, link["uid"])).status == "pending"
+    answer = await asgi_client.post(
+        "/checkout/3ds", data={"orderId": link["uid"], "challengeId": challenge_id.group(1), "result": button}
+    )
+    assert answer.status_code == 303
+    page = (await asgi_client.get(answer.headers["location"])).text
+    assert text_of(page, "status") == status
+
+
+async def test_three_ds_through_the_control_plane(
+    asgi_client: httpx.AsyncClient, merchant_factory: Any
+) -> None:
+    merchant = await merchant_factory(three_ds=True)
+    first = await create_link(asgi_client, merchant)
+    needs = await pay(asgi_client, first["uid"], "4000002760003184")
+    assert needs["status"] == "pending"
+    assert needs["outcome"] == "three_ds_required"
+    assert (await pay(asgi_client, first["uid"], "4000002760003184", "approve"))["status"] == "approved"
+    second = await create_link(asgi_client, merchant)
+    assert (await pay(asgi_client, second["uid"], "4000002760003184", "fail"))["status"] == "declined"
+
+
+async def test_control_plane_pay_errors(asgi_client: httpx.AsyncClient, merchant: SandboxClient) -> None:
+    link = await create_link(asgi_client, merchant)
+    bad = await asgi_client.post(
+        f"/_sandbox/transactions/{link['uid']}/pay", json={"cardNumber": "4242424242424241"}
+    )
+    assert bad.status_code == 409
+    assert bad.json()["ownCode"] == 5000
+    await pay(asgi_client, link["uid"], "4242424242424242")
+    again = await asgi_client.post(
+        f"/_sandbox/transactions/{link['uid']}/pay", json={"cardNumber": "4242424242424242"}
+    )
+    assert again.status_code == 409
+    assert again.json()["ownCode"] is None
+    unknown = await asgi_client.post(
+        "/_sandbox/transactions/nope/pay", json={"cardNumber": "4242424242424242"}
+    )
+    assert unknown.status_code == 404
+
+
+async def test_unknown_order_is_a_404_page(asgi_client: httpx.AsyncClient) -> None:
+    for url in (
+        "/checkout/?orderId=unknown",
+        "/checkout/",
+        "/checkout/?orderId=%00%ff",
+        "/checkout/rails/zigi",
+    ):
+        response = await asgi_client.get(url)
+        assert response.status_code == 404, url
+        assert response.headers["content-type"].startswith("text/html")
+    posted = await asgi_client.post("/checkout/pay", content=b"\xff\x00garbage")
+    assert posted.status_code == 404
+
+
+async def test_link_expires_after_24_hours(asgi_client: httpx.AsyncClient, merchant: SandboxClient) -> None:
+    link = await create_link(asgi_client, merchant)
+    await advance(asgi_client, 24 * 3600 - 60)
+    assert text_of((await asgi_client.get(link["URL"])).text, "status") == "pending"
+    await advance(asgi_client, 61)
+    page = (await asgi_client.get(link["URL"])).text
+    assert text_of(page, "status") == "expired"
+    assert "data-testid='pay-button'" not in page
+    late = await submit(asgi_client, link["uid"], "4242424242424242")
+    assert late.status_code == 303
+    assert (await transaction(asgi_client, link["uid"])).status == "expired"
+
+
+async def test_dismissed_alternative_is_not_a_checkout_link(
+    asgi_client: httpx.AsyncClient, merchant: SandboxClient
+) -> None:
+    from server_helpers import create_alternative
+
+    uid = (await create_alternative(asgi_client, merchant))["uid"]
+    assert (await asgi_client.get(f"/checkout/?orderId={uid}")).status_code == 404
