@@ -27,6 +27,7 @@ answer is not usable) and is never retried: the server may well have acted on th
 from __future__ import annotations
 
 import email.utils
+import functools
 import platform
 import re
 from collections.abc import Callable, Mapping
@@ -156,26 +157,56 @@ class Operation(Generic[T]):
         return self.method.upper() in IDEMPOTENT_METHODS
 
 
-@dataclass(frozen=True, slots=True)
 class ResponseInfo:
     """Metadata of the last answer: no body, credentials masked.
 
     ``attempts`` counts every send of the logical call (``1`` when it was not retried); ``elapsed`` is
-    the seconds from the first send to the final answer, backoff included.
+    the seconds from the first send to the final answer, backoff included. ``headers`` are lower-cased
+    with credentials masked; they are redacted when first read, not on every call.
     """
 
-    method: str
-    path: str
-    status_code: int
-    headers: Mapping[str, str]
-    attempts: int
-    elapsed: float
-    request_id: str | None = None
+    __slots__ = ("_headers", "_raw_headers", "attempts", "elapsed", "method", "path", "status_code")
+
+    def __init__(
+        self,
+        *,
+        method: str,
+        path: str,
+        status_code: int,
+        headers: Mapping[str, str] | httpx.Headers,
+        attempts: int,
+        elapsed: float,
+    ) -> None:
+        self.method = method
+        self.path = path
+        self.status_code = status_code
+        self.attempts = attempts
+        self.elapsed = elapsed
+        self._raw_headers = headers
+        self._headers: dict[str, str] | None = None
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The answer's headers, lower-cased, credentials masked."""
+        if self._headers is None:
+            self._headers = redact_headers(self._raw_headers)
+        return self._headers
+
+    @property
+    def request_id(self) -> str | None:
+        """The server's request id header, when it sent one."""
+        return self.headers.get(REQUEST_ID_HEADER.lower())
 
     @property
     def retries(self) -> int:
         """How many times the call was retried (``attempts - 1``)."""
         return max(self.attempts - 1, 0)
+
+    def __repr__(self) -> str:
+        return (
+            f"ResponseInfo(method={self.method!r}, path={self.path!r}, status_code={self.status_code}, "
+            f"attempts={self.attempts}, elapsed={self.elapsed:.3f})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +299,12 @@ def validate_headers(value: Mapping[str, str] | None) -> tuple[tuple[str, str], 
 # Building requests
 
 
+@functools.lru_cache(maxsize=1024)
+def _url(text: str) -> httpx.URL:
+    """Parsed URLs, cached: parsing costs ~20 us per request and paths repeat (httpx.URL is immutable)."""
+    return httpx.URL(text)
+
+
 def base_url_for(environment: Environment, base: Base) -> str:
     """The address an operation's path is relative to."""
     if base == "wallet":
@@ -338,7 +375,7 @@ def build_request(
     timeout = op.timeout or config.timeout
     return httpx.Request(
         op.method.upper(),
-        base_url_for(config.environment, op.base) + op.path,
+        _url(base_url_for(config.environment, op.base) + op.path),
         params=dict(op.params) if op.params else None,
         headers=headers,
         content=content,
@@ -479,10 +516,9 @@ def response_info(
         method=op.method.upper(),
         path=op.path,
         status_code=response.status_code,
-        headers=redact_headers(response.headers),
+        headers=response.headers,
         attempts=attempts,
         elapsed=elapsed,
-        request_id=response.headers.get(REQUEST_ID_HEADER),
     )
 
 

@@ -15,7 +15,8 @@ def test_server_guide_lists_every_test_card_with_its_outcome() -> None:
     for card in TEST_CARDS:
         row = next((line for line in guide.splitlines() if f"`{card.number}`" in line), None)
         assert row is not None, f"{card.number} missing from docs/server.md"
-        assert card.outcome in row and card.brand in row
+        assert card.outcome in row
+        assert card.brand in row
 
 
 def test_every_decision_cited_in_code_is_recorded() -> None:
@@ -30,6 +31,7 @@ def test_every_decision_cited_in_code_is_recorded() -> None:
 
 def test_readme_shows_the_two_commands_and_links_existing_docs() -> None:
     readme = (ROOT / "README.md").read_text()
-    assert "make demo" in readme and "make test" in readme
+    assert "make demo" in readme
+    assert "make test" in readme
     for link in re.findall(r"\]\((docs/[^)]+)\)", readme):
         assert (ROOT / link).exists(), link

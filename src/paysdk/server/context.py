@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -47,8 +48,15 @@ class ServerContext:
             return fn(session, *args)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(session, *args)`` in one transaction on a worker thread (the event loop never blocks)."""
-        return await anyio.to_thread.run_sync(functools.partial(self.call, fn, *args))
+        """Run ``fn(session, *args)`` in one transaction on a worker thread (the event loop never blocks).
+
+        SQLite work goes to the database's single worker thread (see :class:`Database`); PostgreSQL
+        work to the thread pool, where row locks order concurrent writers.
+        """
+        call = functools.partial(self.call, fn, *args)
+        if self.db.executor is not None:
+            return await asyncio.get_running_loop().run_in_executor(self.db.executor, call)
+        return await anyio.to_thread.run_sync(call)
 
     def http_client(self) -> tuple[httpx.AsyncClient, bool]:
         """An HTTP client for callback delivery and whether the caller must close it.
