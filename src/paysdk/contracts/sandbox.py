@@ -48,6 +48,12 @@ class SandboxClientCreate(WireModel):
     callback_header_name: str | None = Field(default=None, min_length=1, max_length=100)
     callback_header_value: str | None = Field(default=None, min_length=1, max_length=500)
     three_ds: bool | None = Field(default=None, alias="threeDS")
+    # Wallet (D34, D36): register your own Ed25519 public key (base64, 32 bytes) instead of having one
+    # generated; when the keys expire on the virtual clock; user-token lifetimes in seconds.
+    signing_public_key: str | None = None
+    keys_expire_at: datetime | None = None
+    user_access_token_ttl: int | None = Field(default=None, ge=60, le=86400)
+    user_refresh_token_ttl: int | None = Field(default=None, ge=300, le=90 * 86400)
 
 
 class SandboxClient(WireModel):
@@ -69,6 +75,13 @@ class SandboxClient(WireModel):
     production_token: str
     hook_private_key: str
     hook_public_key: str
+    #: The wallet signing key pair (D36). ``signing_private_key`` (base64 32-byte seed) is given once,
+    #: when the server generated the pair; it is ``None`` when you registered your own public key.
+    signing_public_key: str | None = None
+    signing_private_key: str | None = None
+    keys_expire_at: datetime | None = None
+    user_access_token_ttl: int = 900
+    user_refresh_token_ttl: int = 30 * 86400
 
     def __repr__(self) -> str:  # the tokens and keys never show
         return (

@@ -1,0 +1,635 @@
+"""The wallet and its authentication (spec 2.5, 4.3, 5.3; decisions D30-D44).
+
+Shared by the SDK (``client.wallet``), the reference server (``/rest``) and the CLI. Every success
+answer is ``{"data": ...}`` (D30); errors are the D1 body with a :class:`WalletCode`. Amounts are
+``Decimal`` with at most 4 places (:data:`WalletAmount`). Models holding secrets (tokens, passwords,
+keys, CVV) mask them in ``repr``.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+from enum import IntEnum, StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field
+
+from paysdk.contracts.common import Currency, NonEmptyStr, WireModel
+
+__all__ = [
+    "ACCESS_TOKEN_TYP",
+    "REFRESH_TOKEN_TYP",
+    "WALLET_CODE_STATUS",
+    "AliasUpdate",
+    "AppLoginRequest",
+    "Card",
+    "CardPeriodSummary",
+    "CardPermissionType",
+    "CardStatus",
+    "CardSummary",
+    "CardType",
+    "Cardholder",
+    "Cvv",
+    "CvvViewToken",
+    "FundsRequest",
+    "FundsResult",
+    "IssueVirtualCardRequest",
+    "Jwk",
+    "Jwks",
+    "LinkCardRequest",
+    "LinkExternalCardRequest",
+    "LogoutResult",
+    "Movement",
+    "OtpRequest",
+    "OtpSent",
+    "OtpVerified",
+    "OtpVerifyRequest",
+    "OutboxMessage",
+    "PasswordResetRequest",
+    "PasswordResetResult",
+    "PermissionGrant",
+    "PermissionRecord",
+    "PinRequest",
+    "RefreshRequest",
+    "SandboxCharge",
+    "SandboxChargeCreate",
+    "SandboxLinkingToken",
+    "SandboxLinkingTokenCreate",
+    "SandboxRefund",
+    "SandboxRefundCreate",
+    "SandboxStockCardCreate",
+    "SandboxUserCreate",
+    "SandboxWalletKeys",
+    "SandboxWalletKeysCreate",
+    "TokenPair",
+    "TransferRequest",
+    "TransferResult",
+    "UserLoginRequest",
+    "UserProfile",
+    "UserRefreshRequest",
+    "WalletAmount",
+    "WalletCode",
+    "parse_wallet_amount",
+]
+
+#: JWT header ``typ`` of access and refresh tokens (D33).
+ACCESS_TOKEN_TYP = "at+jwt"
+REFRESH_TOKEN_TYP = "rt+jwt"
+
+
+class WalletCode(IntEnum):
+    """Wallet own codes (D31). The HTTP status of each is :data:`WALLET_CODE_STATUS`."""
+
+    VALIDATION_ERROR = 7001
+    INVALID_CREDENTIALS = 7101
+    TOKEN_INVALID = 7102
+    TOKEN_EXPIRED = 7103
+    TOKEN_REVOKED = 7104
+    REFRESH_TOKEN_REUSED = 7105
+    WRONG_TOKEN_TYPE = 7106
+    WRONG_ENVIRONMENT = 7107
+    USER_NOT_FOUND = 7201
+    OTP_INVALID = 7202
+    OTP_EXPIRED = 7203
+    OTP_ATTEMPTS_EXCEEDED = 7204
+    RESET_TOKEN_INVALID = 7205
+    PASSWORD_MISMATCH = 7206
+    PASSWORD_TOO_WEAK = 7207
+    CARD_NOT_FOUND = 7301
+    CARD_NOT_ACTIVE = 7302
+    INSUFFICIENT_FUNDS = 7303
+    INVALID_AMOUNT = 7304
+    CURRENCY_MISMATCH = 7305
+    SAME_CARD = 7306
+    CARD_NOT_FUNDABLE = 7307
+    CARD_ALREADY_LINKED = 7308
+    LINKING_TOKEN_INVALID = 7309
+    PERMISSION_DENIED = 7401
+    PERMISSION_NOT_FOUND = 7402
+    CVV_TOKEN_INVALID = 7501
+    CVV_NEEDS_USER_SESSION = 7502
+    UNKNOWN_MERCHANT = 7601
+    INVALID_SIGNATURE = 7604
+    KEYS_EXPIRED = 7616
+
+
+WALLET_CODE_STATUS: dict[WalletCode, int] = {
+    WalletCode.VALIDATION_ERROR: 400,
+    WalletCode.INVALID_CREDENTIALS: 401,
+    WalletCode.TOKEN_INVALID: 401,
+    WalletCode.TOKEN_EXPIRED: 401,
+    WalletCode.TOKEN_REVOKED: 401,
+    WalletCode.REFRESH_TOKEN_REUSED: 401,
+    WalletCode.WRONG_TOKEN_TYPE: 401,
+    WalletCode.WRONG_ENVIRONMENT: 401,
+    WalletCode.USER_NOT_FOUND: 404,
+    WalletCode.OTP_INVALID: 400,
+    WalletCode.OTP_EXPIRED: 400,
+    WalletCode.OTP_ATTEMPTS_EXCEEDED: 429,
+    WalletCode.RESET_TOKEN_INVALID: 400,
+    WalletCode.PASSWORD_MISMATCH: 400,
+    WalletCode.PASSWORD_TOO_WEAK: 400,
+    WalletCode.CARD_NOT_FOUND: 404,
+    WalletCode.CARD_NOT_ACTIVE: 409,
+    WalletCode.INSUFFICIENT_FUNDS: 422,
+    WalletCode.INVALID_AMOUNT: 400,
+    WalletCode.CURRENCY_MISMATCH: 409,
+    WalletCode.SAME_CARD: 400,
+    WalletCode.CARD_NOT_FUNDABLE: 409,
+    WalletCode.CARD_ALREADY_LINKED: 409,
+    WalletCode.LINKING_TOKEN_INVALID: 400,
+    WalletCode.PERMISSION_DENIED: 403,
+    WalletCode.PERMISSION_NOT_FOUND: 404,
+    WalletCode.CVV_TOKEN_INVALID: 403,
+    WalletCode.CVV_NEEDS_USER_SESSION: 403,
+    WalletCode.UNKNOWN_MERCHANT: 401,
+    WalletCode.INVALID_SIGNATURE: 401,
+    WalletCode.KEYS_EXPIRED: 401,
+}
+
+
+class CardPermissionType(StrEnum):
+    """The nine card permissions (spec 2.5); what each governs is decision D40."""
+
+    CHECK_CARD = "checkCard"
+    CHECK_CVV = "checkCvv"
+    UPDATE_ALIAS = "updateAlias"
+    UPDATE_STATUS = "updateStatus"
+    ASSIGN_PIN = "assignPIN"
+    GET_CARDS = "getCards"
+    GET_ALL_TRANSFERS_BY_DATE = "getAllTransfersByDate"
+    TRANSFER_BETWEEN_CARDS = "transferBetweenCards"
+    ACTIVATION = "activation"
+
+
+CardStatus = Literal["active", "blocked", "inactive"]
+CardType = Literal["physical", "virtual", "linked"]
+
+
+def parse_wallet_amount(value: object, *, field: str = "amount", wire: bool = False) -> Decimal:
+    """An exact, finite amount > 0 with at most 4 decimal places (spec 2.5, D41).
+
+    ``wire=True`` (server side) accepts only JSON numbers (``int``/``Decimal``); otherwise a decimal
+    string is accepted too. ``float`` and ``bool`` are always refused.
+    """
+    if isinstance(value, bool | float) or (wire and isinstance(value, str)):
+        raise ValueError(f"{field} must be a number with at most 4 decimals, not {type(value).__name__}")
+    if isinstance(value, str):
+        try:
+            value = Decimal(value.strip())
+        except ArithmeticError:
+            raise ValueError(f"{field} is not a decimal number") from None
+    if not isinstance(value, int | Decimal):
+        raise ValueError(f"{field} must be a number, not {type(value).__name__}")
+    amount = Decimal(value)
+    if not amount.is_finite():
+        raise ValueError(f"{field} must be finite")
+    if amount <= 0:
+        raise ValueError(f"{field} must be greater than zero")
+    if amount != amount.quantize(Decimal("0.0001")) or amount.adjusted() >= 14:
+        raise ValueError(f"{field} has more than 4 decimal places or is too large")
+    return amount
+
+
+def _wire_wallet_amount(value: object) -> Decimal:
+    return parse_wallet_amount(value, wire=True)
+
+
+#: A wallet amount on the wire: JSON number, > 0, finite, at most 4 decimals.
+WalletAmount = Annotated[Decimal, BeforeValidator(_wire_wallet_amount)]
+
+
+def _masked(model: WireModel, *secret_fields: str) -> str:
+    shown = ", ".join(
+        f"{name}={'****' if name in secret_fields else repr(getattr(model, name))}"
+        for name in type(model).model_fields
+    )
+    return f"{type(model).__name__}({shown})"
+
+
+# ------------------------------------------------------------------------------------------ auth
+
+
+class AppLoginRequest(WireModel):
+    """``POST /auth/login``: the merchant slug and the base64 Ed25519 signature of its UTF-8 bytes (D36)."""
+
+    merchant: NonEmptyStr
+    signature: NonEmptyStr
+
+    def __repr__(self) -> str:
+        return _masked(self, "signature")
+
+
+class RefreshRequest(WireModel):
+    """``POST /auth/refresh``."""
+
+    refresh_token: NonEmptyStr
+
+    def __repr__(self) -> str:
+        return _masked(self, "refresh_token")
+
+
+class TokenPair(WireModel):
+    """``data`` of every login and refresh answer (D32); ``expires_in``/``refresh_expires_in`` in seconds."""
+
+    access_token: str
+    refresh_token: str
+    token_type: Literal["Bearer"] = "Bearer"
+    expires_in: int
+    refresh_expires_in: int
+
+    def __repr__(self) -> str:
+        return _masked(self, "access_token", "refresh_token")
+
+    __str__ = __repr__
+
+
+class UserLoginRequest(WireModel):
+    """``POST /users/login`` (application bearer)."""
+
+    username: NonEmptyStr
+    password: str = Field(min_length=1, max_length=1024)
+    merchant: str | None = None
+
+    def __repr__(self) -> str:
+        return _masked(self, "password")
+
+
+class UserRefreshRequest(WireModel):
+    """``POST /users/refresh`` (application bearer). TTL overrides in seconds, bounds in D34."""
+
+    refresh_token: NonEmptyStr
+    merchant: str | None = None
+    access_token_ttl: int | None = Field(default=None, strict=True)
+    refresh_token_ttl: int | None = Field(default=None, strict=True)
+
+    def __repr__(self) -> str:
+        return _masked(self, "refresh_token")
+
+
+class OtpRequest(WireModel):
+    """``POST /users/auth/otp``."""
+
+    email: NonEmptyStr
+    purpose: NonEmptyStr
+
+
+class OtpSent(WireModel):
+    """``data`` of ``POST /users/auth/otp`` (D39: the same whether or not the email exists)."""
+
+    sent: bool = True
+
+
+class OtpVerifyRequest(WireModel):
+    """``PUT /users/auth/otp``."""
+
+    email: NonEmptyStr
+    otp: str = Field(pattern=r"^[0-9]{6}$")
+    purpose: NonEmptyStr
+
+    def __repr__(self) -> str:
+        return _masked(self, "otp")
+
+
+class OtpVerified(WireModel):
+    """``data`` of ``PUT /users/auth/otp``: ``token`` for ``purpose = password_reset`` (D39)."""
+
+    verified: bool
+    token: str | None = None
+
+    def __repr__(self) -> str:
+        return _masked(self, "token")
+
+
+class PasswordResetRequest(WireModel):
+    """``POST /users/auth/password/reset``."""
+
+    email: NonEmptyStr
+    new_password: str = Field(min_length=1, max_length=1024)
+    confirm_password: str = Field(min_length=1, max_length=1024)
+    token: NonEmptyStr
+
+    def __repr__(self) -> str:
+        return _masked(self, "new_password", "confirm_password", "token")
+
+
+class PasswordResetResult(WireModel):
+    """``data`` of a password reset: every session of the user has ended."""
+
+    reset: bool = True
+
+
+class LogoutResult(WireModel):
+    """``data`` of ``POST /users/logout`` (D38)."""
+
+    logged_out: bool = True
+
+
+class Jwk(WireModel):
+    """One public key of the JWKS (RFC 8037 OKP)."""
+
+    kty: Literal["OKP"]
+    crv: Literal["Ed25519"]
+    x: str
+    kid: str
+    use: Literal["sig"] = "sig"
+    alg: Literal["EdDSA"] = "EdDSA"
+
+
+class Jwks(WireModel):
+    """``GET {wallet_base_url}/.well-known/jwks.json`` (a bare JWKS, no ``data`` envelope)."""
+
+    keys: list[Jwk]
+
+
+# ------------------------------------------------------------------------------ users and cards
+
+
+class UserProfile(WireModel):
+    """A cardholder's profile (spec 2.5: fields beyond these are not shown; extra keys are kept)."""
+
+    first_name: str | None = None
+    last_name: str | None = None
+    phone: str | None = None
+
+
+class PermissionRecord(WireModel):
+    """A grant of card permissions to an authorized user (4.3 permission endpoints)."""
+
+    id: str
+    card_id: str
+    auth_user_id: str
+    permissions: list[CardPermissionType]
+    created_at: datetime
+    updated_at: datetime
+
+
+class Cardholder(WireModel):
+    """A wallet user (spec 2.5): ``auth_user_id`` is the ``userId`` of the card paths."""
+
+    auth_user_id: str
+    username: str
+    email: str
+    merchant: str
+    profile: UserProfile = Field(default_factory=UserProfile)
+    permissions: list[PermissionRecord] = Field(default_factory=list)
+
+
+class Card(WireModel):
+    """A card. ``available_balance`` = ``balance`` - ``pending_debits`` (D43). Linked cards hold 0."""
+
+    card_id: str
+    masked_pan: str
+    type: CardType
+    status: CardStatus
+    currency: str
+    balance: Decimal
+    available_balance: Decimal
+    pending_debits: Decimal
+    pending_credits: Decimal
+    holder_id: str | None = None
+    merchant: str
+    alias: str | None = None
+    created_at: datetime
+
+
+class Movement(WireModel):
+    """One change of a card's balance. ``amount`` is positive; ``direction`` says which way."""
+
+    movement_id: str
+    card_id: str
+    type: Literal["fund", "withdrawal", "transfer_in", "transfer_out", "capture", "refund"]
+    direction: Literal["credit", "debit"]
+    amount: Decimal
+    balance_after: Decimal
+    currency: str
+    reference: str | None = None
+    counterpart_card_id: str | None = None
+    created_at: datetime
+
+
+class CardPeriodSummary(WireModel):
+    """One card's figures for a period (``GET /users/{userId}/cards/summary``)."""
+
+    card_id: str
+    currency: str
+    opening_balance: Decimal
+    credits: Decimal
+    debits: Decimal
+    closing_balance: Decimal
+    movements: int
+
+
+class CardSummary(WireModel):
+    """``data`` of the summary: the period (inclusive dates, client timezone) and each card's figures."""
+
+    start_date: date
+    end_date: date
+    cards: list[CardPeriodSummary]
+
+
+class LinkCardRequest(WireModel):
+    """``POST /users/{userId}/cards?clientId=<merchant slug>``: link an issued, unassigned card (D41)."""
+
+    card_id: NonEmptyStr
+
+
+class IssueVirtualCardRequest(WireModel):
+    """``POST /users/{userId}/cards/virtuals``: issue a virtual card (balance 0, ``active``)."""
+
+    currency: Currency | None = None
+    alias: str | None = Field(default=None, max_length=64)
+
+
+class LinkExternalCardRequest(WireModel):
+    """``POST /users/{userId}/linked-cards``: the temporary token from the third party's tokenization."""
+
+    token: NonEmptyStr
+    alias: str | None = Field(default=None, max_length=64)
+
+    def __repr__(self) -> str:
+        return _masked(self, "token")
+
+
+class FundsRequest(WireModel):
+    """``POST /cards/{cardId}/funds`` (application token, D41)."""
+
+    operation: Literal["add", "withdraw"]
+    amount: WalletAmount
+    reference: str | None = Field(default=None, max_length=255)
+
+
+class FundsResult(WireModel):
+    """``data`` of a funds operation: the card after it and the movement it made."""
+
+    card: Card
+    movement: Movement
+
+
+class TransferRequest(WireModel):
+    """``POST /cards/{cardId}/transfers``: move ``amount`` to ``to_card_id`` (both legs atomic, D41)."""
+
+    to_card_id: NonEmptyStr
+    amount: WalletAmount
+    description: str | None = Field(default=None, max_length=255)
+
+
+class TransferResult(WireModel):
+    """``data`` of a transfer: both movements."""
+
+    transfer_id: str
+    debit: Movement
+    credit: Movement
+
+
+class AliasUpdate(WireModel):
+    """``PATCH /cards/{cardId}`` (``updateAlias``)."""
+
+    alias: str = Field(min_length=1, max_length=64)
+
+
+class PinRequest(WireModel):
+    """``PUT /cards/{cardId}/pin`` (``assignPIN``)."""
+
+    pin: str = Field(pattern=r"^[0-9]{4}$")
+
+    def __repr__(self) -> str:
+        return _masked(self, "pin")
+
+
+class CvvViewToken(WireModel):
+    """``data`` of ``POST /cards/{cardId}/cvv/view-token`` (D44)."""
+
+    view_token: str
+    expires_in: int
+
+    def __repr__(self) -> str:
+        return _masked(self, "view_token")
+
+
+class Cvv(WireModel):
+    """``data`` of ``GET /cards/{cardId}/cvv``."""
+
+    cvv: str
+
+    def __repr__(self) -> str:
+        return _masked(self, "cvv")
+
+
+class PermissionGrant(WireModel):
+    """Body of ``POST /cards/{cardId}/users/{authUserId}/permissions`` and ``PATCH .../permissions/{id}``."""
+
+    permissions: list[CardPermissionType] = Field(min_length=1)
+
+
+# ------------------------------------------------------------------- control plane (/_sandbox)
+
+
+class SandboxWalletKeysCreate(WireModel):
+    """``POST /_sandbox/clients/{slug}/keys``: generate a key pair, or register ``public_key``; rotate."""
+
+    public_key: str | None = None
+    expires_at: datetime | None = None
+
+
+class SandboxWalletKeys(WireModel):
+    """The client's current signing key. ``private_key`` (base64 32-byte seed) only when generated."""
+
+    merchant: str
+    public_key: str
+    key_id: str
+    expires_at: datetime | None = None
+    private_key: str | None = None
+
+    def __repr__(self) -> str:
+        return _masked(self, "private_key")
+
+
+class SandboxUserCreate(WireModel):
+    """``POST /_sandbox/users``: a wallet user (cardholder) of ``merchant``."""
+
+    merchant: NonEmptyStr
+    username: NonEmptyStr
+    email: NonEmptyStr
+    password: str = Field(min_length=8, max_length=1024)
+    profile: UserProfile | None = None
+
+    def __repr__(self) -> str:
+        return _masked(self, "password")
+
+
+class SandboxStockCardCreate(WireModel):
+    """``POST /_sandbox/cards``: an issued physical card no one holds yet (see ``LinkCardRequest``)."""
+
+    merchant: NonEmptyStr
+    currency: Currency = Currency.GTQ
+    balance: Decimal | None = None
+
+
+class SandboxLinkingTokenCreate(WireModel):
+    """``POST /_sandbox/linking-tokens``: what a third party's tokenization would hand the wallet."""
+
+    pan: str = Field(pattern=r"^[0-9]{12,19}$")
+    expiry: str = Field(pattern=r"^(0[1-9]|1[0-2])/[0-9]{2}$")
+
+    def __repr__(self) -> str:
+        return f"SandboxLinkingTokenCreate(pan='****{self.pan[-4:]}', expiry={self.expiry!r})"
+
+
+class SandboxLinkingToken(WireModel):
+    """A single-use linking token (10 minutes)."""
+
+    token: str
+    expires_at: datetime
+
+    def __repr__(self) -> str:
+        return _masked(self, "token")
+
+
+class SandboxChargeCreate(WireModel):
+    """``POST /_sandbox/cards/{cardId}/charges``: a card payment; ``capture`` false holds a pending debit."""
+
+    amount: WalletAmount
+    capture: bool = False
+    merchant_name: str | None = None
+
+
+class SandboxCharge(WireModel):
+    """A simulated card payment (D43)."""
+
+    charge_id: str
+    card_id: str
+    amount: Decimal
+    captured_amount: Decimal = Decimal(0)
+    refunded_amount: Decimal = Decimal(0)
+    status: Literal["authorized", "captured", "expired", "refunded", "partially_refunded"]
+    created_at: datetime
+    expires_at: datetime
+
+
+class SandboxRefundCreate(WireModel):
+    """``POST /_sandbox/charges/{chargeId}/refunds``: refund part or all of a captured charge."""
+
+    amount: WalletAmount | None = None
+
+
+class SandboxRefund(WireModel):
+    """A refund: a pending credit until ``POST /_sandbox/refunds/{refundId}/clear``."""
+
+    refund_id: str
+    charge_id: str
+    card_id: str
+    amount: Decimal
+    status: Literal["pending", "cleared"]
+    created_at: datetime
+
+
+class OutboxMessage(WireModel):
+    """An email the sandbox would have sent (``GET /_sandbox/outbox``)."""
+
+    to: str
+    subject: str
+    body: str
+    at: datetime
+    data: dict[str, Any] = Field(default_factory=dict)
