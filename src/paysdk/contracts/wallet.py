@@ -73,6 +73,9 @@ __all__ = [
     "parse_wallet_amount",
 ]
 
+#: A JWT on the wire: JWTs are longer than :data:`NonEmptyStr`'s 255 characters.
+TokenStr = Annotated[str, Field(min_length=1, max_length=8192)]
+
 #: JWT header ``typ`` of access and refresh tokens (D33).
 ACCESS_TOKEN_TYP = "at+jwt"
 REFRESH_TOKEN_TYP = "rt+jwt"
@@ -187,7 +190,8 @@ def parse_wallet_amount(value: object, *, field: str = "amount", wire: bool = Fa
         raise ValueError(f"{field} must be finite")
     if amount <= 0:
         raise ValueError(f"{field} must be greater than zero")
-    if amount != amount.quantize(Decimal("0.0001")) or amount.adjusted() >= 14:
+    # The size first: quantize() of a number with more than 28 digits raises InvalidOperation.
+    if amount.adjusted() >= 14 or amount != amount.quantize(Decimal("0.0001")):
         raise ValueError(f"{field} has more than 4 decimal places or is too large")
     return amount
 
@@ -224,7 +228,7 @@ class AppLoginRequest(WireModel):
 class RefreshRequest(WireModel):
     """``POST /auth/refresh``."""
 
-    refresh_token: NonEmptyStr
+    refresh_token: TokenStr
 
     def __repr__(self) -> str:
         return _masked(self, "refresh_token")
@@ -246,11 +250,13 @@ class TokenPair(WireModel):
 
 
 class UserLoginRequest(WireModel):
-    """``POST /users/login`` (application bearer)."""
+    """``POST /users/login`` (application bearer); optional lifetime overrides in seconds (5.3.3, D34)."""
 
     username: NonEmptyStr
     password: str = Field(min_length=1, max_length=1024)
     merchant: str | None = None
+    access_token_ttl: int | None = Field(default=None, strict=True)
+    refresh_token_ttl: int | None = Field(default=None, strict=True)
 
     def __repr__(self) -> str:
         return _masked(self, "password")
@@ -259,7 +265,7 @@ class UserLoginRequest(WireModel):
 class UserRefreshRequest(WireModel):
     """``POST /users/refresh`` (application bearer). TTL overrides in seconds, bounds in D34."""
 
-    refresh_token: NonEmptyStr
+    refresh_token: TokenStr
     merchant: str | None = None
     access_token_ttl: int | None = Field(default=None, strict=True)
     refresh_token_ttl: int | None = Field(default=None, strict=True)

@@ -31,7 +31,16 @@ from paysdk.server.middleware import (
     IdempotencyMiddleware,
     RequestLogMiddleware,
 )
-from paysdk.server.routers import alternative_payments, checkout, payment_links, sandbox
+from paysdk.server.routers import (
+    alternative_payments,
+    checkout,
+    payment_links,
+    sandbox,
+    sandbox_wallet,
+    wallet_auth,
+    wallet_cards,
+    wallet_users,
+)
 from paysdk.server.scheduler import Scheduler
 
 __all__ = ["FAMILY_ROUTERS", "create_app", "serve"]
@@ -44,6 +53,9 @@ FAMILY_ROUTERS: list[tuple[str, APIRouter]] = [
     ("", payment_links.router),
     ("", alternative_payments.router),
     ("", checkout.router),
+    (WALLET_PREFIX, wallet_auth.router),
+    (WALLET_PREFIX, wallet_users.router),
+    (WALLET_PREFIX, wallet_cards.router),
 ]
 #: Where the wallet and backoffice routers will be mounted.
 WALLET_MOUNT = WALLET_PREFIX
@@ -112,6 +124,7 @@ def create_app(
     for prefix, router in FAMILY_ROUTERS:
         app.include_router(router, prefix=prefix)
     app.include_router(sandbox.router)
+    app.include_router(sandbox_wallet.router)
     # add_middleware: the last added is the outermost.
     app.add_middleware(IdempotencyMiddleware, context=context)
     app.add_middleware(FaultMiddleware, context=context)

@@ -37,7 +37,7 @@ from sqlalchemy import (
     delete,
     event,
 )
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeDecorator
@@ -342,7 +342,9 @@ class Database:
         )
 
     def create_schema(self) -> None:
-        """Create the tables that do not exist yet (idempotent)."""
+        """Create the tables that do not exist yet (idempotent), the wallet's included."""
+        from paysdk.server import wallet_tables  # noqa: F401  (registers the wallet tables on Base)
+
         Base.metadata.create_all(self.engine)
 
     @contextlib.contextmanager
@@ -351,10 +353,20 @@ class Database:
         with self._sessions() as session, session.begin():
             yield session
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A Core connection inside one transaction (no ORM session): committed on success, rolled back on
+        error. The hot path of the public endpoints uses it with Core statements, whose compiled forms
+        SQLAlchemy caches, so a request costs a few statement executions rather than a unit of work."""
+        with self.engine.begin() as connection:
+            yield connection
+
     def reset(self) -> None:
         """Delete every row of every server table (the control plane's ``/_sandbox/reset``)."""
+        from paysdk.server.wallet_tables import WALLET_RESET_ORDER  # children of clients: first
+
         with self.session() as session:
-            for table in _RESET_ORDER:
+            for table in (*WALLET_RESET_ORDER, *_RESET_ORDER):
                 session.execute(delete(table))
 
     def describe(self) -> str:
@@ -384,4 +396,6 @@ def _configure_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Straight on the DBAPI connection: exec_driver_sql would add SQLAlchemy's execution overhead
+        # (several times SQLite's own cost) to every transaction.
+        connection.connection.driver_connection.execute("BEGIN IMMEDIATE")

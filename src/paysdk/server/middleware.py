@@ -3,12 +3,16 @@
 Order, outermost first: hook CORS -> request log -> faults -> idempotency -> (FastAPI routing). The
 control plane (``/_sandbox``) and the API documentation are never logged, faulted or idempotent.
 
-* Request log: method, path (+ query), status and headers of every public request, stored after the
-  answer. Bodies are never stored, so body credentials (``privateKey``/``publicKey``) never appear;
+* Request log: method, path (+ query), status and headers of every public request, stored when the
+  answer is complete, before its last byte is sent (so a client that has its answer finds it logged).
+  Concurrent requests share the log's transactions (group commit: entries that arrive while one is
+  being written go into the next), which keeps the log off the throughput of the public endpoints.
+  Bodies are never stored, so body credentials (``privateKey``/``publicKey``) never appear;
   ``Authorization``, cookies, idempotency keys, every header whose name suggests a credential and every
   client's registered callback header are masked as ``****``. A dropped connection is logged with
   status ``0``.
-* Faults (see :mod:`paysdk.server.services.faults`): ``latency`` sleeps then answers normally,
+* Faults (see :mod:`paysdk.server.services.faults`, which also says when the database is asked):
+  ``latency`` sleeps then answers normally,
   ``error`` answers the given 5xx, ``rate_limit`` answers ``429`` with ``Retry-After``, ``drop`` closes the
   connection without an answer. Under uvicorn the connection's transport is aborted (the client sees the
   socket close: ``httpx.RemoteProtocolError``/``ReadError``); in process, with ``httpx.ASGITransport``,
@@ -28,20 +32,26 @@ import asyncio
 import hashlib
 import logging
 import sys
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from datetime import timedelta
 from types import FrameType
+from typing import cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import Table, delete, insert, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from paysdk.server.context import ServerContext
+from paysdk._environment import WALLET_PREFIX
+from paysdk.server.clock import Clock
+from paysdk.server.context import ServerContext, Statement
 from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
 from paysdk.server.errors import APIProblem, ConnectionDropped
 from paysdk.server.services import faults
+from paysdk.server.services.transactions import virtual_now
 
 __all__ = [
     "FaultMiddleware",
@@ -60,7 +70,10 @@ _DOC_PATHS = ("/openapi.json", "/docs", "/redoc", "/favicon.ico")
 _SENSITIVE_NAMES = {"authorization", "proxy-authorization", "cookie", "set-cookie", "idempotency-key"}
 _SENSITIVE_PARTS = ("token", "secret", "key", "signature", "password", "auth", "session", "callback")
 HOOK_PATH = "/transactions-hook"
-_API_PREFIXES = ("/transactions", "/api/")
+# Every public POST honours Idempotency-Key (D17): payment links, alternative payments and the wallet
+# (funds, transfers, card issuing...). Wallet login and refresh never send a key (the SDK knows a
+# refresh is not replayable), and a replay would hand out a used token pair anyway.
+_API_PREFIXES = ("/transactions", "/api/", WALLET_PREFIX + "/")
 
 
 def is_control_path(path: str) -> bool:
@@ -106,25 +119,109 @@ async def _send_problem(problem: APIProblem, scope: Scope, receive: Receive, sen
 # ---------------------------------------------------------------------------------------------- log
 
 
-def _log_request(session: Session, context: ServerContext, entry: _Entry) -> None:
-    names = {str(name).lower() for name in session.scalars(select(ClientRow.callback_header_name).distinct())}
-    session.add(
-        RequestLogRow(
-            method=entry.method,
-            path=entry.path,
-            status_code=entry.status,
-            at=context.clock.now(session),
-            headers=mask_headers(entry.headers, names),
-        )
-    )
-
-
 @dataclass(slots=True)
 class _Entry:
     method: str
     path: str
     status: int
     headers: list[tuple[bytes, bytes]]
+
+
+_LOG = cast(Table, RequestLogRow.__table__)
+_CLIENTS = cast(Table, ClientRow.__table__)
+_INSERT_LOG = Statement(insert(_LOG), ("method", "path", "status_code", "at", "headers"))
+_HEADER_NAMES = Statement(select(_CLIENTS.c.callback_header_name).distinct())
+
+
+def _write_log(connection: Connection, clock: Clock, entries: list[_Entry]) -> None:
+    """Insert log entries in one transaction (one look at the callback header names, one clock read)."""
+    names = {str(name).lower() for (name,) in _HEADER_NAMES.rows(connection)}
+    at = virtual_now(connection, clock)
+    _INSERT_LOG.run_many(
+        connection,
+        [
+            {
+                "method": entry.method,
+                "path": entry.path,
+                "status_code": entry.status,
+                "at": at,
+                "headers": mask_headers(entry.headers, names),
+            }
+            for entry in entries
+        ],
+    )
+
+
+@dataclass(slots=True)
+class _Batch:
+    pending: list[tuple[_Entry, asyncio.Future[None]]] = field(default_factory=list)
+    flusher: asyncio.Task[None] | None = None
+
+
+class _LogWriter:
+    """Group commit of the request log of one app instance.
+
+    :meth:`write` returns once the entry is committed, so the log still holds a request before the last
+    byte of its answer leaves. Entries that arrive while a write is in flight join the next one: under
+    load, one transaction records many requests instead of one each. One batch per event loop.
+    """
+
+    def __init__(self, context: ServerContext) -> None:
+        self._context = context
+        self._batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batch] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def write(self, entry: _Entry) -> None:
+        loop = asyncio.get_running_loop()
+        batch = self._batches.get(loop)
+        if batch is None:
+            batch = self._batches[loop] = _Batch()
+        done: asyncio.Future[None] = loop.create_future()
+        batch.pending.append((entry, done))
+        if batch.flusher is None:
+            batch.flusher = loop.create_task(self._flush(batch))
+        await done
+
+    async def _flush(self, batch: _Batch) -> None:
+        taken: list[tuple[_Entry, asyncio.Future[None]]] = []
+        try:
+            while batch.pending:
+                taken, batch.pending = batch.pending, []
+                await self._store([entry for entry, _ in taken])
+                _resolve(taken)
+        finally:
+            batch.flusher = None
+            _resolve(taken)  # only when cancelled: never leave a request waiting
+            if batch.pending:  # pragma: no cover - cancelled (loop shutting down)
+                _resolve(batch.pending)
+                batch.pending = []
+
+    async def _store(self, entries: list[_Entry]) -> None:
+        clock = self._context.clock
+        try:
+            await self._context.run_core(_write_log, clock, entries)
+            return
+        except Exception:  # one bad entry must not lose the others: write them one by one
+            if len(entries) == 1:
+                _log_failure(entries[0])
+                return
+        for entry in entries:
+            try:
+                await self._context.run_core(_write_log, clock, [entry])
+            except Exception:  # the log must never break an answer
+                _log_failure(entry)
+
+
+def _log_failure(entry: _Entry) -> None:
+    # The path without its query, which may hold anything.
+    log.exception("could not record request %s %s", entry.method, entry.path.partition("?")[0])
+
+
+def _resolve(waiting: list[tuple[_Entry, asyncio.Future[None]]]) -> None:
+    for _, done in waiting:
+        if not done.done():
+            done.set_result(None)
 
 
 def _path_with_query(scope: Scope) -> str:
@@ -142,6 +239,7 @@ class RequestLogMiddleware:
     def __init__(self, app: ASGIApp, context: ServerContext) -> None:
         self.app = app
         self.context = context
+        self._writer = _LogWriter(context)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or is_control_path(scope["path"]):
@@ -158,10 +256,7 @@ class RequestLogMiddleware:
             entry = _Entry(
                 str(scope["method"]), _path_with_query(scope), status, list(scope.get("headers", []))
             )
-            try:
-                await self.context.run(_log_request, self.context, entry)
-            except Exception:  # the log must never break an answer
-                log.exception("could not record request %s %s", entry.method, scope["path"])
+            await self._writer.write(entry)  # never raises for a database error: the answer goes on
 
         async def send_wrapper(message: Message) -> None:
             nonlocal status
@@ -208,14 +303,22 @@ class FaultMiddleware:
     def __init__(self, app: ASGIApp, context: ServerContext) -> None:
         self.app = app
         self.context = context
+        self._key = faults.database_key(context.db.engine.url)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or is_control_path(scope["path"]):
             await self.app(scope, receive, send)
             return
-        # Looked up in the database on every request (no in-memory cache): several server instances
-        # may share one database, and a fault created through any of them applies to all.
-        fault = await self.context.run(faults.take_request_fault, str(scope["method"]), str(scope["path"]))
+        # Several server instances may share one database, and a fault created through any of them
+        # applies to all: the database is asked unless a look found none and no fault was created in
+        # this process since (see :mod:`paysdk.server.services.faults` for the one limit, other processes).
+        fault = (
+            await self.context.run_core(
+                faults.take_request_fault_core, self._key, str(scope["method"]), str(scope["path"])
+            )
+            if faults.request_faults_possible(self._key)
+            else None
+        )
         if fault is None:
             await self.app(scope, receive, send)
             return

@@ -19,19 +19,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import JobRow
 from paysdk.server.services import callbacks, payments
 
-__all__ = ["ClaimedJob", "Scheduler"]
+__all__ = ["JOB_HANDLERS", "ClaimedJob", "Scheduler"]
 
 log = logging.getLogger("paysdk.server.scheduler")
+
+#: Job kinds other families register: ``handler(session, clock, ref)``, run in one transaction with the
+#: job marked done in the same transaction (the wallet's authorization expiry, D43, registers here).
+JOB_HANDLERS: dict[str, Callable[[Session, Clock, str], None]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +95,8 @@ class Scheduler:
                 await callbacks.deliver_job(context, job.id, job.ref, job.due_at)
             elif job.kind == "expire":
                 await context.run(self._expire, job)
+            elif job.kind in JOB_HANDLERS:
+                await context.run(self._registered, job)
             else:  # pragma: no cover - unknown kinds come only from a newer server version
                 log.warning("unknown job kind %r (job %s) skipped", job.kind, job.id)
                 await context.run(_finish_job, job.id)
@@ -96,6 +104,10 @@ class Scheduler:
             # A job must never stop the scheduler: log, mark it done so it does not loop forever.
             log.exception("job %s (%s) failed", job.id, job.kind)
             await context.run(_finish_job, job.id)
+
+    def _registered(self, session: Session, job: ClaimedJob) -> None:
+        JOB_HANDLERS[job.kind](session, self._context.clock, job.ref)
+        _finish_job(session, job.id)
 
     def _expire(self, session: Session, job: ClaimedJob) -> None:
         payments.expire_job(session, self._context.clock, job.ref)

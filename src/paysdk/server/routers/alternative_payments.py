@@ -70,7 +70,7 @@ async def create_alternative_payment(request: Request) -> Response:
     """Create a transaction to be paid on a rail; ``expireAt`` is epoch milliseconds (D10)."""
     context = get_context(request)
     raw = await request.body()
-    payment = await context.run(
+    payment = await context.run_core(
         alternative_payments.create, context.clock, context.environment, credentials(request), raw
     )
     return JSONResponse({"data": payment.to_wire()}, status_code=201)

@@ -19,7 +19,7 @@ import secrets
 from datetime import UTC, datetime, timedelta
 
 import segno
-from sqlalchemy import select
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from paysdk import _json
@@ -36,14 +36,19 @@ from paysdk.contracts.alternative_payments import (
     ProcessResult,
 )
 from paysdk.contracts.payment_links import TransactionStatus
-from paysdk.server.auth import Credentials, EnvironmentName, authenticate_token
+from paysdk.server.auth import Credentials, EnvironmentName, authenticate_token, authenticate_token_core
 from paysdk.server.bodies import parse_json_object, validate
 from paysdk.server.clock import Clock
 from paysdk.server.db import ClientRow, TransactionRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.services import transactions
 from paysdk.server.services.common import check_against_client
-from paysdk.server.services.transactions import KIND_ALTERNATIVE, add_job, new_reference, new_uid
+from paysdk.server.services.transactions import (
+    KIND_ALTERNATIVE,
+    add_job_core,
+    insert_pending,
+    virtual_now,
+)
 
 __all__ = [
     "ALTERNATIVE_LIFETIME",
@@ -78,10 +83,14 @@ def qr_png_data_uri(content: str) -> str:
 
 
 def create(
-    session: Session, clock: Clock, environment: EnvironmentName, credentials: Credentials, raw_body: bytes
+    connection: Connection,
+    clock: Clock,
+    environment: EnvironmentName,
+    credentials: Credentials,
+    raw_body: bytes,
 ) -> AlternativePayment:
-    """``POST /api/v1/integrations/transactions``."""
-    client = authenticate_token(session, credentials, environment)
+    """``POST /api/v1/integrations/transactions`` (on a Core connection: :meth:`ServerContext.run_core`)."""
+    client = authenticate_token_core(connection, credentials, environment)
     body = validate(AlternativePaymentCreate, parse_json_object(raw_body))
     checked = check_against_client(
         client,
@@ -90,33 +99,28 @@ def create(
         currency=body.currency.value if body.currency is not None else None,
         amount=body.amount,
     )
-    now = clock.now(session)
-    uid = new_uid()
-    reference = new_reference("AP-")
-    while session.scalar(select(TransactionRow.id).where(TransactionRow.reference == reference)) is not None:
-        reference = new_reference("AP-")  # pragma: no cover
+    now = virtual_now(connection, clock)
     expire_at = now + ALTERNATIVE_LIFETIME
-    session.add(
-        TransactionRow(
-            uid=uid,
-            reference=reference,
-            kind=KIND_ALTERNATIVE,
-            client_id=client.id,
-            status=TransactionStatus.PENDING,
-            amount_cents=checked.amount_cents,
-            currency=checked.currency,
-            channel=body.channel.value,
-            user_id=body.user_id,
-            external_id=body.external_id,
-            custom_keys_json=_json.dumps(body.custom_keys).decode("utf-8")
+    uid, _reference = insert_pending(
+        connection,
+        "AP-",
+        {
+            "kind": KIND_ALTERNATIVE,
+            "client_id": client.id,
+            "amount_cents": checked.amount_cents,
+            "currency": checked.currency,
+            "channel": body.channel.value,
+            "user_id": body.user_id,
+            "external_id": body.external_id,
+            "custom_keys_json": _json.dumps(body.custom_keys).decode("utf-8")
             if body.custom_keys is not None
             else None,
-            created_at=now,
-            expire_at=expire_at,
-            updated_at=now,
-        )
+            "created_at": now,
+            "expire_at": expire_at,
+            "updated_at": now,
+        },
     )
-    add_job(session, "expire", uid, expire_at, now)
+    add_job_core(connection, "expire", uid, expire_at, now)
     return AlternativePayment(
         uid=uid, payment_methods=list(client.payment_methods), expire_at=epoch_ms(expire_at)
     )

@@ -5,31 +5,98 @@ never apply to the control plane (``/_sandbox``), so they can always be listed a
 request (or, for ``duplicate_callback``, each callback event round) uses one of ``count``; the use is
 taken with a conditional ``UPDATE ... WHERE remaining > 0`` so concurrent requests never over-use one.
 Faults apply in creation order: the oldest matching fault wins.
+
+The request path asks the database only when a request fault may exist. A process-wide registry, keyed by
+database (:func:`database_key`), remembers per database whether the last look found no request fault
+(:func:`request_faults_possible`). Every fault created through any app instance of this process marks its
+database "faults possible" (before and again after its commit, so a look that raced the commit cannot
+clear the mark), so every instance of the process over that database honours the fault from the answer of
+``POST /_sandbox/faults`` on, exactly as before. Only removals (uses, ``DELETE``, reset) change the
+database without marking it, and they can only make a stale "faults possible" mark cost one extra look.
+
+Limit: a fault written by *another process* into the same database file is not announced to this one; it
+is seen by the first request of this process after :data:`REFRESH_SECONDS` (1 s) since this process last
+looked, at the latest. Within one process nothing is delayed.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
+import threading
+import time
+from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Table, bindparam, delete, event, func, select, update
+from sqlalchemy.engine import URL, Connection
 from sqlalchemy.orm import Session
 
 from paysdk.contracts.sandbox import Fault, FaultCreate
 from paysdk.server.db import FaultRow
 
 __all__ = [
+    "REFRESH_SECONDS",
     "REQUEST_KINDS",
     "any_left",
     "consume_duplicate_callback",
     "create",
+    "database_key",
     "delete_all",
     "list_all",
     "matches",
+    "request_faults_possible",
     "take_request_fault",
+    "take_request_fault_core",
 ]
 
 REQUEST_KINDS = ("latency", "error", "rate_limit", "drop")
+#: How long "no request fault" is trusted without a look (bounds how late another process's fault is seen).
+REFRESH_SECONDS = 1.0
+
+
+# -------------------------------------------------------------------- process-wide "faults possible"
+
+
+@dataclass(slots=True)
+class _Known:
+    generation: int = 0  # bumped by every fault created in this process over the database
+    possible: bool = True  # False only after a look found no request fault (and nothing was created since)
+    looked_at: float = float("-inf")  # time.monotonic() of that look
+
+
+_registry: dict[str, _Known] = {}
+_registry_lock = threading.Lock()
+
+
+def database_key(url: URL) -> str:
+    """The registry key of a database: the SQLite file's real path, else the full URL."""
+    if url.get_backend_name() == "sqlite":
+        database = url.database or ":memory:"
+        return "sqlite:" + (database if database == ":memory:" else os.path.realpath(database))
+    return url.render_as_string(hide_password=False)
+
+
+def _known(key: str) -> _Known:
+    known = _registry.get(key)
+    if known is None:
+        with _registry_lock:
+            known = _registry.setdefault(key, _Known())
+    return known
+
+
+def _mark_possible(key: str) -> None:
+    known = _known(key)
+    with _registry_lock:
+        known.generation += 1
+        known.possible = True
+
+
+def request_faults_possible(key: str) -> bool:
+    """Whether a request to the database ``key`` must look for a request fault (see the docstring)."""
+    known = _known(key)
+    return known.possible or time.monotonic() - known.looked_at >= REFRESH_SECONDS
 
 
 def _view(row: FaultRow) -> Fault:
@@ -64,6 +131,10 @@ def create(session: Session, spec: FaultCreate, now: datetime) -> Fault:
         else (1 if spec.kind == "rate_limit" else None),
         created_at=now,
     )
+    key = database_key(session.get_bind().engine.url)
+    _mark_possible(key)
+    # Marked again once committed: a look that read the table before this commit cannot clear it then.
+    event.listen(session, "after_commit", lambda _session: _mark_possible(key), once=True)
     session.add(row)
     session.flush()
     return _view(row)
@@ -118,6 +189,49 @@ def take_request_fault(session: Session, method: str, path: str) -> Fault | None
         if matches(row.route, method, path) and _take(session, row):
             session.refresh(row)
             return _view(row)
+    return None
+
+
+_T = cast(Table, FaultRow.__table__)
+_REQUEST_FAULTS = (
+    select(_T.c.id, _T.c.route).where(_T.c.remaining > 0, _T.c.kind.in_(REQUEST_KINDS)).order_by(_T.c.seq)
+)
+_TAKE = (
+    update(_T)
+    .where(_T.c.id == bindparam("fault_id"), _T.c.remaining > 0)
+    .values(remaining=_T.c.remaining - 1)
+)
+_ONE = select(_T).where(_T.c.id == bindparam("fault_id"))
+
+
+def take_request_fault_core(connection: Connection, key: str, method: str, path: str) -> Fault | None:
+    """:func:`take_request_fault` with Core statements; records a look that found none in the registry."""
+    known = _known(key)
+    with _registry_lock:
+        generation = known.generation
+    looked_at = time.monotonic()
+    rows = connection.execute(_REQUEST_FAULTS).all()
+    if not rows:
+        with _registry_lock:
+            if known.generation == generation:  # nothing was created meanwhile
+                known.possible = False
+                known.looked_at = looked_at
+        return None
+    for fault_id, route in rows:
+        if matches(route, method, path):
+            result = connection.execute(_TAKE, {"fault_id": fault_id})
+            if getattr(result, "rowcount", 0) == 1:
+                row = connection.execute(_ONE, {"fault_id": fault_id}).one()
+                return Fault(
+                    id=row.id,
+                    kind=row.kind,
+                    route=row.route,
+                    count=row.count,
+                    remaining=row.remaining,
+                    status=row.status,
+                    latency_ms=row.latency_ms,
+                    retry_after=row.retry_after,
+                )
     return None
 
 

@@ -9,22 +9,21 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.engine import Connection
 
 from paysdk import _json
-from paysdk.contracts.payment_links import (
-    PaymentLink,
-    PaymentLinkCreate,
-    PaymentLinkHookCreate,
-    TransactionStatus,
+from paysdk.contracts.payment_links import PaymentLink, PaymentLinkCreate, PaymentLinkHookCreate
+from paysdk.server.auth import (
+    Credentials,
+    EnvironmentName,
+    authenticate_hook_keys_core,
+    authenticate_token_core,
 )
-from paysdk.server.auth import Credentials, EnvironmentName, authenticate_hook_keys, authenticate_token
 from paysdk.server.bodies import parse_json_object, validate
 from paysdk.server.clock import Clock
-from paysdk.server.db import ClientRow, TransactionRow
+from paysdk.server.db import ClientRow
 from paysdk.server.services.common import check_against_client, check_phone
-from paysdk.server.services.transactions import KIND_LINK, add_job, new_reference, new_uid
+from paysdk.server.services.transactions import KIND_LINK, add_job_core, insert_pending, virtual_now
 
 __all__ = ["LINK_LIFETIME", "create", "create_from_hook"]
 
@@ -32,7 +31,7 @@ LINK_LIFETIME = timedelta(hours=24)
 
 
 def _store(
-    session: Session, clock: Clock, client: ClientRow, body: PaymentLinkCreate, webview_url: str
+    connection: Connection, clock: Clock, client: ClientRow, body: PaymentLinkCreate, webview_url: str
 ) -> PaymentLink:
     checked = check_against_client(
         client,
@@ -41,54 +40,52 @@ def _store(
         currency=body.currency.value if body.currency is not None else None,
         amount=body.amount,
     )
-    now = clock.now(session)
-    uid = new_uid()
-    reference = new_reference("PL-")
-    while session.scalar(select(TransactionRow.id).where(TransactionRow.reference == reference)) is not None:
-        reference = new_reference("PL-")  # pragma: no cover - 50 random bits
-    session.add(
-        TransactionRow(
-            uid=uid,
-            reference=reference,
-            kind=KIND_LINK,
-            client_id=client.id,
-            status=TransactionStatus.PENDING,
-            amount_cents=checked.amount_cents,
-            currency=checked.currency,
-            channel=body.channel.value,
-            user_id=body.user_id,
-            external_id=body.external_id,
-            custom_keys_json=_json.dumps(body.custom_keys).decode("utf-8")
+    now = virtual_now(connection, clock)
+    uid, reference = insert_pending(
+        connection,
+        "PL-",
+        {
+            "kind": KIND_LINK,
+            "client_id": client.id,
+            "amount_cents": checked.amount_cents,
+            "currency": checked.currency,
+            "channel": body.channel.value,
+            "user_id": body.user_id,
+            "external_id": body.external_id,
+            "custom_keys_json": _json.dumps(body.custom_keys).decode("utf-8")
             if body.custom_keys is not None
             else None,
-            created_at=now,
-            expire_at=now + LINK_LIFETIME,
-            updated_at=now,
-        )
+            "created_at": now,
+            "expire_at": now + LINK_LIFETIME,
+            "updated_at": now,
+        },
     )
-    add_job(session, "expire", uid, now + LINK_LIFETIME, now)
+    add_job_core(connection, "expire", uid, now + LINK_LIFETIME, now)
     return PaymentLink(uid=uid, reference=reference, url=f"{webview_url}/?orderId={uid}")
 
 
 def create(
-    session: Session,
+    connection: Connection,
     clock: Clock,
     environment: EnvironmentName,
     credentials: Credentials,
     raw_body: bytes,
     webview_url: str,
 ) -> PaymentLink:
-    """``POST /transactions``: authenticate (401/2007), parse (400/5000), slug (5004), range (2003)."""
-    client = authenticate_token(session, credentials, environment)
+    """``POST /transactions``: authenticate (401/2007), parse (400/5000), slug (5004), range (2003).
+
+    Runs on a Core connection (:meth:`ServerContext.run_core`): the hot path of the server.
+    """
+    client = authenticate_token_core(connection, credentials, environment)
     body = validate(PaymentLinkCreate, parse_json_object(raw_body))
     check_phone(body.user_id)
-    return _store(session, clock, client, body, webview_url)
+    return _store(connection, clock, client, body, webview_url)
 
 
-def create_from_hook(session: Session, clock: Clock, raw_body: bytes, webview_url: str) -> PaymentLink:
+def create_from_hook(connection: Connection, clock: Clock, raw_body: bytes, webview_url: str) -> PaymentLink:
     """``POST /transactions-hook``: the body's key pair identifies the client (D14); ``client`` optional."""
     data = parse_json_object(raw_body)
-    client = authenticate_hook_keys(session, data.get("privateKey"), data.get("publicKey"))
+    client = authenticate_hook_keys_core(connection, data.get("privateKey"), data.get("publicKey"))
     body = validate(PaymentLinkHookCreate, data)
     check_phone(body.user_id)
-    return _store(session, clock, client, body, webview_url)
+    return _store(connection, clock, client, body, webview_url)

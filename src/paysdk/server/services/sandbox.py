@@ -6,6 +6,10 @@ country ``GT``, timezone ``America/Guatemala``, callback header ``X-Callback-Tok
 32-hex value (D15), 3-D Secure off. Tokens are 64 hex (spec 5.2.1), distinct for sandbox and production;
 hook keys are UUID4 strings (D14), of which only ``sha256(private:public)`` is stored, so the private key
 is shown once, by the create answer (later reads show ``****``).
+
+Wallet (D34, D36): every client gets an Ed25519 signing key pair (the private key, a base64 32-byte seed,
+is answered once and never stored) unless it registers ``signingPublicKey``; ``keysExpireAt`` and the
+user-token lifetimes are kept with it (:mod:`paysdk.server.services.wallet_tokens`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import secrets
 import uuid
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
@@ -29,6 +34,7 @@ from paysdk.contracts.sandbox import RequestLogEntry, SandboxClient, SandboxClie
 from paysdk.server.auth import hook_keys_digest, sha256_hex
 from paysdk.server.db import ClientRow, RequestLogRow, from_cents, to_cents
 from paysdk.server.errors import APIProblem
+from paysdk.server.services import wallet_tokens
 
 __all__ = [
     "DEFAULT_AMOUNT_MAX",
@@ -146,7 +152,8 @@ def create_client(session: Session, spec: SandboxClientCreate, now: datetime) ->
         session.flush()
     except IntegrityError:  # a concurrent create took the slug
         raise APIProblem.conflict(f"A client with slug {slug!r} already exists.", "slug") from None
-    return client_view(row, private_key)
+    wallet = wallet_tokens.create_client_keys(session, row, spec, now)
+    return client_view(row, private_key, wallet)
 
 
 def _check_url(url: str) -> None:
@@ -158,8 +165,10 @@ def _check_url(url: str) -> None:
         raise APIProblem.invalid_field("callbackUrl", "must be an http(s) URL")
 
 
-def client_view(row: ClientRow, private_key: str = MASK) -> SandboxClient:
-    """The control plane's view of a client (with its tokens: sandbox only)."""
+def client_view(
+    row: ClientRow, private_key: str = MASK, wallet: dict[str, Any] | None = None
+) -> SandboxClient:
+    """The control plane's view of a client (with its tokens: sandbox only) and its wallet settings."""
     return SandboxClient(
         slug=row.slug,
         amount_min=from_cents(row.amount_min_cents),
@@ -177,6 +186,7 @@ def client_view(row: ClientRow, private_key: str = MASK) -> SandboxClient:
         production_token=row.production_token,
         hook_private_key=private_key,
         hook_public_key=row.hook_public_key,
+        **(wallet or {}),
     )
 
 
@@ -187,7 +197,7 @@ def get_client(session: Session, slug: str) -> SandboxClient:
     )
     if row is None:
         raise APIProblem.not_found("Client", "slug")
-    return client_view(row)
+    return client_view(row, wallet=wallet_tokens.client_wallet_settings(session, row.id))
 
 
 def request_log(session: Session, limit: int, path: str | None = None) -> list[RequestLogEntry]:

@@ -13,30 +13,36 @@ import base64
 import re
 import secrets
 import uuid
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from paysdk import _json
 from paysdk.contracts.payment_links import TransactionStatus
 from paysdk.contracts.sandbox import SandboxTransaction
-from paysdk.server.db import ClientRow, JobRow, TransactionRow, from_cents
+from paysdk.server.clock import Clock
+from paysdk.server.context import Statement
+from paysdk.server.db import ClientRow, ClockRow, JobRow, TransactionRow, from_cents
 from paysdk.server.errors import APIProblem
 
 __all__ = [
     "KIND_ALTERNATIVE",
     "KIND_LINK",
     "add_job",
+    "add_job_core",
     "expire_if_due",
     "finish",
+    "insert_pending",
     "load",
     "new_reference",
     "new_transaction_id",
     "new_uid",
     "sandbox_view",
     "valid_uid",
+    "virtual_now",
 ]
 
 KIND_LINK = "payment_link"
@@ -86,6 +92,61 @@ def load(
     owner = client if client is not None else session.get(ClientRow, row.client_id)
     assert owner is not None
     return row, owner
+
+
+_TRANSACTIONS = cast(Table, TransactionRow.__table__)
+_JOBS = cast(Table, JobRow.__table__)
+_CLOCK = cast(Table, ClockRow.__table__)
+_OFFSET = Statement(select(_CLOCK.c.offset_us).where(_CLOCK.c.id == 1))
+_REFERENCE_TAKEN = Statement(
+    select(_TRANSACTIONS.c.id).where(_TRANSACTIONS.c.reference == bindparam("reference"))
+)
+_NEW_COLUMNS = (
+    "uid",
+    "reference",
+    "status",
+    "kind",
+    "client_id",
+    "amount_cents",
+    "currency",
+    "channel",
+    "user_id",
+    "external_id",
+    "custom_keys_json",
+    "created_at",
+    "expire_at",
+    "updated_at",
+)
+_INSERT_TRANSACTION = Statement(insert(_TRANSACTIONS), _NEW_COLUMNS)
+_INSERT_JOB = Statement(insert(_JOBS), ("kind", "ref", "due_at", "status", "created_at"))
+
+
+def virtual_now(connection: Connection, clock: Clock) -> datetime:
+    """:meth:`Clock.now` read through a Core connection (the same stored offset, one small query)."""
+    rows = _OFFSET.rows(connection)
+    return clock._wall() + timedelta(microseconds=rows[0][0] if rows else 0)
+
+
+def insert_pending(connection: Connection, prefix: str, values: dict[str, Any]) -> tuple[str, str]:
+    """Insert a ``pending`` transaction (Core) with a fresh uid and a ``prefix`` reference.
+
+    ``values`` holds every other column. Returns ``(uid, reference)``.
+    """
+    uid = new_uid()
+    reference = new_reference(prefix)
+    while _REFERENCE_TAKEN.rows(connection, {"reference": reference}):
+        reference = new_reference(prefix)  # pragma: no cover - 50 random bits
+    _INSERT_TRANSACTION.run(
+        connection, {"uid": uid, "reference": reference, "status": TransactionStatus.PENDING, **values}
+    )
+    return uid, reference
+
+
+def add_job_core(connection: Connection, kind: str, ref: str, due_at: datetime, now: datetime) -> None:
+    """:func:`add_job` through a Core connection."""
+    _INSERT_JOB.run(
+        connection, {"kind": kind, "ref": ref, "due_at": due_at, "status": "pending", "created_at": now}
+    )
 
 
 def add_job(session: Session, kind: str, ref: str, due_at: datetime, now: datetime) -> None:

@@ -1,0 +1,84 @@
+"""Wallet application authentication under ``/rest`` (spec 4.3, 5.3; decisions D32, D33, D35, D36).
+
+* ``POST /auth/login`` ``{merchant, signature}``: the Ed25519 signature of the exact UTF-8 bytes of the
+  slug -> a token pair (access 30 min, refresh 7 days).
+* ``POST /auth/refresh`` ``{refreshToken}``: single-use rotation; a reuse revokes the family (``7105``).
+* ``GET /.well-known/jwks.json``: the environment's public key (bare JWKS, stable).
+
+Every request is logged by the request-log middleware like any public request (refreshes included).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import APIRouter, Request
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from paysdk.contracts.wallet import AppLoginRequest, Jwks, RefreshRequest, TokenPair
+from paysdk.server.context import ServerContext
+from paysdk.server.errors import APIProblem, JSONResponse
+from paysdk.server.routers._wallet import data, doc, raise_problem, unauthed
+from paysdk.server.services import wallet_tokens
+from paysdk.server.services.wallet_common import parse_wallet_body
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["wallet: authentication"])
+
+
+@router.post(
+    "/auth/login",
+    **doc(
+        "Application login (signature over the merchant slug)",
+        body=AppLoginRequest,
+        answer=TokenPair,
+        errors=(400, 401, 413),
+        secured=False,
+    ),
+)
+async def app_login(request: Request) -> Response:
+    """Log the application in with the Ed25519 signature of its slug (D36)."""
+    body = parse_wallet_body(AppLoginRequest, await request.body())
+
+    def work(session: Session, context: ServerContext, now: datetime) -> TokenPair:
+        return wallet_tokens.app_login(session, context, now, body)
+
+    return data(await unauthed(request, work))
+
+
+@router.post(
+    "/auth/refresh",
+    **doc(
+        "Refresh the application token pair (single-use refresh token)",
+        body=RefreshRequest,
+        answer=TokenPair,
+        errors=(400, 401, 413),
+        secured=False,
+    ),
+)
+async def app_refresh(request: Request) -> Response:
+    """Rotate the application's refresh token (D35)."""
+    body = parse_wallet_body(RefreshRequest, await request.body())
+
+    def work(session: Session, context: ServerContext, now: datetime) -> TokenPair | APIProblem:
+        return wallet_tokens.refresh(session, context, now, body.refresh_token, "application")
+
+    return data(raise_problem(await unauthed(request, work)))
+
+
+@router.get(
+    "/.well-known/jwks.json",
+    **doc("The wallet's public signing keys (JWKS)", answer=Jwks, errors=(), bare=True, secured=False),
+)
+async def jwks(request: Request) -> Response:
+    """The environment's Ed25519 public key as a bare JWKS (D33)."""
+
+    def work(session: Session, context: ServerContext, now: datetime) -> Jwks:
+        return wallet_tokens.jwks(session, context)
+
+    keys = await unauthed(request, work)
+    return JSONResponse(
+        keys.model_dump(by_alias=True, mode="python"), headers={"Cache-Control": "max-age=300"}
+    )

@@ -1,0 +1,402 @@
+"""Wallet cards, funds, transfers, CVV and permissions under ``/rest`` (spec 2.5, 4.3; D37, D40-D44).
+
+HTTP only: bodies are parsed raw (:func:`~paysdk.server.services.wallet_common.parse_wallet_body`), the
+bearer is verified and the service runs in the same transaction (:func:`~._wallet.authed`); the rules
+live in :mod:`paysdk.server.services.wallet_cards`. Path and query values are taken as strings and
+checked by the service, so no input reaches FastAPI's own validation (and its 422 shape).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from paysdk.contracts.wallet import (
+    AliasUpdate,
+    Card,
+    CardSummary,
+    Cvv,
+    CvvViewToken,
+    FundsRequest,
+    FundsResult,
+    IssueVirtualCardRequest,
+    LinkCardRequest,
+    LinkExternalCardRequest,
+    Movement,
+    PermissionGrant,
+    PermissionRecord,
+    PinRequest,
+    TransferRequest,
+    TransferResult,
+)
+from paysdk.server.context import ServerContext
+from paysdk.server.routers._wallet import authed, data, doc, header
+from paysdk.server.services import wallet_cards as cards
+from paysdk.server.services.wallet_common import parse_date, parse_wallet_body
+from paysdk.server.services.wallet_tokens import Principal
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["wallet: cards"])
+
+UserId = Annotated[str, Path(alias="userId", description="The cardholder's authUserId")]
+AuthUserId = Annotated[str, Path(alias="authUserId", description="The authorized user's authUserId")]
+CardId = Annotated[str, Path(alias="cardId")]
+StartDate = Annotated[str | None, Query(alias="startDate", description="YYYY-MM-DD (client timezone)")]
+EndDate = Annotated[str | None, Query(alias="endDate", description="YYYY-MM-DD, inclusive")]
+_CARD_ERRORS = (400, 401, 403, 404, 409)
+
+
+# ------------------------------------------------------------------------------------- users' cards
+
+
+@router.get(
+    "/users/{userId}/cards",
+    **doc("List a user's cards (getCards)", answer=Card, many=True, errors=(401, 403, 404)),
+)
+async def list_cards(request: Request, user_id: UserId) -> Response:
+    """The cards the user holds (an authorized user sees those it may ``getCards``)."""
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> list[Card]:
+        return cards.list_cards(session, who, user_id)
+
+    return data(await authed(request, work))
+
+
+@router.get(
+    "/users/{userId}/cards/summary",
+    **doc(
+        "A user's card figures for a period (getAllTransfersByDate)",
+        answer=CardSummary,
+        errors=(400, 401, 403, 404),
+    ),
+)
+async def card_summary(
+    request: Request, user_id: UserId, start_date: StartDate = None, end_date: EndDate = None
+) -> Response:
+    """Opening and closing balance, credits, debits and movement count per card; both dates required."""
+    start = parse_date(start_date, "startDate", required=True)
+    end = parse_date(end_date, "endDate", required=True)
+    assert start is not None
+    assert end is not None
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> CardSummary:
+        return cards.summary(session, who, user_id, start, end)
+
+    return data(await authed(request, work))
+
+
+@router.post(
+    "/users/{userId}/cards",
+    **doc(
+        "Link an issued (stock) card to a user",
+        body=LinkCardRequest,
+        answer=Card,
+        errors=(400, 401, 404, 409, 413),
+    ),
+)
+async def link_card(
+    request: Request, user_id: UserId, client_id: Annotated[str | None, Query(alias="clientId")] = None
+) -> Response:
+    """Give an unassigned physical card a holder (application token; ``clientId`` required)."""
+    body = parse_wallet_body(LinkCardRequest, await request.body())
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
+        return cards.link_stock(session, now, who, user_id, client_id, body)
+
+    return data(await authed(request, work))
+
+
+@router.post(
+    "/users/{userId}/cards/virtuals",
+    **doc(
+        "Issue a virtual card",
+        body=IssueVirtualCardRequest,
+        answer=Card,
+        status=201,
+        errors=(400, 401, 404, 413),
+    ),
+)
+async def issue_virtual(request: Request, user_id: UserId) -> Response:
+    """A new active virtual card with balance 0 (application token)."""
+    body = parse_wallet_body(IssueVirtualCardRequest, await request.body(), allow_empty=True)
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
+        return cards.issue_virtual(session, now, who, user_id, body)
+
+    return data(await authed(request, work), 201)
+
+
+@router.post(
+    "/users/{userId}/linked-cards",
+    **doc(
+        "Link a third-party card through a temporary token",
+        body=LinkExternalCardRequest,
+        answer=Card,
+        status=201,
+        errors=(400, 401, 403, 404, 413),
+    ),
+)
+async def link_external(request: Request, user_id: UserId) -> Response:
+    """Link an external card (application token or the user's own session)."""
+    body = parse_wallet_body(LinkExternalCardRequest, await request.body())
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
+        return cards.link_external(session, now, who, user_id, body)
+
+    return data(await authed(request, work), 201)
+
+
+# ------------------------------------------------------------------------------ permissions (4.3)
+# The literal ``/cards/users/...`` routes come before ``/cards/{cardId}/...`` ones.
+
+
+@router.patch(
+    "/cards/users/permissions/{id}",
+    **doc(
+        "Update a permission record",
+        body=PermissionGrant,
+        answer=PermissionRecord,
+        errors=(400, 401, 403, 404, 413),
+    ),
+)
+async def update_permissions(request: Request, permission_id: Annotated[str, Path(alias="id")]) -> Response:
+    """Replace the permission set of a record (application or the card's holder)."""
+    body = parse_wallet_body(PermissionGrant, await request.body())
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> PermissionRecord:
+        return cards.update_permissions(session, now, who, permission_id, body)
+
+    return data(await authed(request, work))
+
+
+@router.get(
+    "/cards/users/{authUserId}/permissions",
+    **doc("List a user's card permissions", answer=PermissionRecord, many=True, errors=(401, 403, 404)),
+)
+async def user_permissions(request: Request, auth_user_id: AuthUserId) -> Response:
+    """Every permission record granted to the user (application or that user)."""
+
+    def work(
+        session: Session, context: ServerContext, now: datetime, who: Principal
+    ) -> list[PermissionRecord]:
+        return cards.list_user_permissions(session, who, auth_user_id)
+
+    return data(await authed(request, work))
+
+
+@router.get(
+    "/cards/{cardId}/users/permissions",
+    **doc("List every permission on a card", answer=PermissionRecord, many=True, errors=(401, 403, 404)),
+)
+async def card_permissions(request: Request, card_id: CardId) -> Response:
+    """Every permission record of the card (application or the card's holder)."""
+
+    def work(
+        session: Session, context: ServerContext, now: datetime, who: Principal
+    ) -> list[PermissionRecord]:
+        return cards.list_card_permissions(session, who, card_id)
+
+    return data(await authed(request, work))
+
+
+@router.post(
+    "/cards/{cardId}/users/{authUserId}/permissions",
+    **doc(
+        "Grant permissions on a card",
+        body=PermissionGrant,
+        answer=PermissionRecord,
+        status=201,
+        errors=(400, 401, 403, 404, 413),
+    ),
+)
+async def grant_permissions(request: Request, card_id: CardId, auth_user_id: AuthUserId) -> Response:
+    """Grant (or replace) a user's permissions on the card: ``201`` created, ``200`` replaced."""
+    body = parse_wallet_body(PermissionGrant, await request.body())
+
+    def work(
+        session: Session, context: ServerContext, now: datetime, who: Principal
+    ) -> tuple[PermissionRecord, bool]:
+        return cards.grant_permissions(session, now, who, card_id, auth_user_id, body)
+
+    record, created = await authed(request, work)
+    return data(record, 201 if created else 200)
+
+
+@router.get(
+    "/cards/{cardId}/users/{authUserId}/permissions",
+    **doc(
+        "List one user's permissions on one card", answer=PermissionRecord, many=True, errors=(401, 403, 404)
+    ),
+)
+async def one_permissions(request: Request, card_id: CardId, auth_user_id: AuthUserId) -> Response:
+    """The user's record on the card (application, the holder or that user)."""
+
+    def work(
+        session: Session, context: ServerContext, now: datetime, who: Principal
+    ) -> list[PermissionRecord]:
+        return cards.list_one_permissions(session, who, card_id, auth_user_id)
+
+    return data(await authed(request, work))
+
+
+# ------------------------------------------------------------------------------------------- cards
+
+
+@router.get("/cards/{cardId}", **doc("Card details (checkCard)", answer=Card, errors=(401, 403, 404)))
+async def get_card(request: Request, card_id: CardId) -> Response:
+    """The card with its balance, available balance and pending amounts."""
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
+        return cards.get_card(session, who, card_id)
+
+    return data(await authed(request, work))
+
+
+@router.patch(
+    "/cards/{cardId}",
+    **doc("Rename a card (updateAlias)", body=AliasUpdate, answer=Card, errors=_CARD_ERRORS),
+)
+async def set_alias(request: Request, card_id: CardId) -> Response:
+    """Set the card's alias."""
+    body = parse_wallet_body(AliasUpdate, await request.body())
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
+        return cards.set_alias(session, who, card_id, body)
+
+    return data(await authed(request, work))
+
+
+@router.post("/cards/{cardId}/block", **doc("Block a card (updateStatus)", answer=Card, errors=_CARD_ERRORS))
+async def block(request: Request, card_id: CardId) -> Response:
+    """``active`` -> ``blocked`` (D42)."""
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
+        return cards.set_status(session, who, card_id, True)
+
+    return data(await authed(request, work))
+
+
+@router.post(
+    "/cards/{cardId}/unblock", **doc("Unblock a card (updateStatus)", answer=Card, errors=_CARD_ERRORS)
+)
+async def unblock(request: Request, card_id: CardId) -> Response:
+    """``blocked`` -> ``active`` (D42)."""
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
+        return cards.set_status(session, who, card_id, False)
+
+    return data(await authed(request, work))
+
+
+@router.post(
+    "/cards/{cardId}/activation", **doc("Activate a card (activation)", answer=Card, errors=_CARD_ERRORS)
+)
+async def activation(request: Request, card_id: CardId) -> Response:
+    """``inactive`` -> ``active`` (D42)."""
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
+        return cards.activate(session, who, card_id)
+
+    return data(await authed(request, work))
+
+
+@router.put(
+    "/cards/{cardId}/pin", **doc("Set the PIN (assignPIN)", body=PinRequest, answer=Card, errors=_CARD_ERRORS)
+)
+async def set_pin(request: Request, card_id: CardId) -> Response:
+    """Set a 4-digit PIN (only its hash is kept)."""
+    body = parse_wallet_body(PinRequest, await request.body())
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
+        return cards.set_pin(session, who, card_id, body)
+
+    return data(await authed(request, work))
+
+
+@router.get(
+    "/cards/{cardId}/movements",
+    **doc(
+        "A card's movements (getAllTransfersByDate)", answer=Movement, many=True, errors=(400, 401, 403, 404)
+    ),
+)
+async def movements(
+    request: Request, card_id: CardId, start_date: StartDate = None, end_date: EndDate = None
+) -> Response:
+    """Movements oldest first, optionally within ``startDate``..``endDate`` (inclusive)."""
+    start = parse_date(start_date, "startDate", required=False)
+    end = parse_date(end_date, "endDate", required=False)
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> list[Movement]:
+        return cards.list_movements(session, who, card_id, start, end)
+
+    return data(await authed(request, work))
+
+
+@router.post(
+    "/cards/{cardId}/funds",
+    **doc(
+        "Add or withdraw funds (issuer)",
+        body=FundsRequest,
+        answer=FundsResult,
+        errors=(400, 401, 404, 409, 413, 422),
+    ),
+)
+async def funds(request: Request, card_id: CardId) -> Response:
+    """Atomic add, or a withdrawal guarded by the available balance (``422 / 7303``)."""
+    body = parse_wallet_body(FundsRequest, await request.body())
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> FundsResult:
+        return cards.funds(session, now, who, card_id, body)
+
+    return data(await authed(request, work))
+
+
+@router.post(
+    "/cards/{cardId}/transfers",
+    **doc(
+        "Transfer to another card (transferBetweenCards)",
+        body=TransferRequest,
+        answer=TransferResult,
+        status=201,
+        errors=(400, 401, 403, 404, 409, 413, 422),
+    ),
+)
+async def transfer(request: Request, card_id: CardId) -> Response:
+    """Move money between two cards of the same currency: both legs in one transaction."""
+    body = parse_wallet_body(TransferRequest, await request.body())
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> TransferResult:
+        return cards.transfer(session, now, who, card_id, body)
+
+    return data(await authed(request, work), 201)
+
+
+@router.post(
+    "/cards/{cardId}/cvv/view-token",
+    **doc("Ask for a CVV view token (user session, checkCvv)", answer=CvvViewToken, errors=_CARD_ERRORS),
+)
+async def cvv_view_token(request: Request, card_id: CardId) -> Response:
+    """A single-use token valid 60 seconds (D44); application tokens get ``403 / 7502``."""
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> CvvViewToken:
+        return cards.cvv_view_token(session, now, who, card_id)
+
+    return data(await authed(request, work))
+
+
+@router.get("/cards/{cardId}/cvv", **doc("Read the CVV once (X-View-Token)", answer=Cvv, errors=_CARD_ERRORS))
+async def read_cvv(request: Request, card_id: CardId) -> Response:
+    """The CVV, with the same user's bearer and the view token in ``X-View-Token`` (D44)."""
+    view_token = header(request, "x-view-token")
+
+    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Cvv:
+        return cards.read_cvv(session, now, who, card_id, view_token)
+
+    response = data(await authed(request, work))
+    response.headers["Cache-Control"] = "no-store"
+    return response

@@ -1,0 +1,132 @@
+"""Wallet end-user endpoints under ``/rest/users`` (spec 4.3, 5.3.6, 5.3.8; decisions D34, D37-D39).
+
+All take the application access token as bearer (a user token is ``401 / 7106``). ``/users/logout``
+names the session to end with ``X-User-Token`` (D38). OTP verification and refresh commit what they
+changed (an attempt count, a revoked family) before answering an error.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import APIRouter, Request
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from paysdk.contracts.wallet import (
+    LogoutResult,
+    OtpRequest,
+    OtpSent,
+    OtpVerified,
+    OtpVerifyRequest,
+    PasswordResetRequest,
+    PasswordResetResult,
+    TokenPair,
+    UserLoginRequest,
+    UserRefreshRequest,
+)
+from paysdk.server.context import ServerContext
+from paysdk.server.errors import APIProblem
+from paysdk.server.routers._wallet import authed, data, doc, header, raise_problem
+from paysdk.server.services import wallet_users
+from paysdk.server.services.wallet_common import parse_wallet_body
+from paysdk.server.services.wallet_tokens import Principal
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/users", tags=["wallet: users"])
+
+
+@router.post(
+    "/login",
+    **doc("User login (application bearer)", body=UserLoginRequest, answer=TokenPair, errors=(400, 401, 413)),
+)
+async def user_login(request: Request) -> Response:
+    """Log a cardholder in with username and password."""
+    body = parse_wallet_body(UserLoginRequest, await request.body())
+
+    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> TokenPair:
+        return wallet_users.user_login(session, context, now, app, body)
+
+    return data(await authed(request, work, kind="application"))
+
+
+@router.post(
+    "/refresh",
+    **doc(
+        "Refresh a user session (TTL overrides)",
+        body=UserRefreshRequest,
+        answer=TokenPair,
+        errors=(400, 401, 413),
+    ),
+)
+async def user_refresh(request: Request) -> Response:
+    """Rotate a user's refresh token, optionally with other lifetimes (D34, D35)."""
+    body = parse_wallet_body(UserRefreshRequest, await request.body())
+
+    def work(
+        session: Session, context: ServerContext, now: datetime, app: Principal
+    ) -> TokenPair | APIProblem:
+        return wallet_users.user_refresh(session, context, now, app, body)
+
+    return data(raise_problem(await authed(request, work, kind="application")))
+
+
+@router.post("/logout", **doc("End a user session (X-User-Token)", answer=LogoutResult, errors=(401,)))
+async def logout(request: Request) -> Response:
+    """End the session of the user access token in ``X-User-Token`` (D38). No body."""
+    user_token = header(request, "x-user-token")
+
+    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> LogoutResult:
+        return wallet_users.logout(session, context, now, app, user_token)
+
+    return data(await authed(request, work, kind="application"))
+
+
+@router.post(
+    "/auth/otp",
+    **doc("Request a one-time code by email", body=OtpRequest, answer=OtpSent, errors=(400, 401, 413)),
+)
+async def request_otp(request: Request) -> Response:
+    """Send a 6-digit code to the user's email (the sandbox outbox); always ``sent`` (D39)."""
+    body = parse_wallet_body(OtpRequest, await request.body())
+
+    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> OtpSent:
+        return wallet_users.request_otp(session, now, app, body)
+
+    return data(await authed(request, work, kind="application"))
+
+
+@router.put(
+    "/auth/otp",
+    **doc("Verify a one-time code", body=OtpVerifyRequest, answer=OtpVerified, errors=(400, 401, 413, 429)),
+)
+async def verify_otp(request: Request) -> Response:
+    """Verify a code; ``purpose = password_reset`` answers a reset token (D39)."""
+    body = parse_wallet_body(OtpVerifyRequest, await request.body())
+
+    def work(
+        session: Session, context: ServerContext, now: datetime, app: Principal
+    ) -> OtpVerified | APIProblem:
+        return wallet_users.verify_otp(session, now, app, body)
+
+    return data(raise_problem(await authed(request, work, kind="application")))
+
+
+@router.post(
+    "/auth/password/reset",
+    **doc(
+        "Reset a password with the OTP reset token",
+        body=PasswordResetRequest,
+        answer=PasswordResetResult,
+        errors=(400, 401, 413),
+    ),
+)
+async def reset_password(request: Request) -> Response:
+    """Set a new password; every session of the user ends (D39)."""
+    body = parse_wallet_body(PasswordResetRequest, await request.body())
+
+    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> PasswordResetResult:
+        return wallet_users.reset_password(session, now, app, body)
+
+    return data(await authed(request, work, kind="application"))
