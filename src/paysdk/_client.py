@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import logging
 import os
 import random
@@ -21,7 +22,7 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from paysdk._environment import Environment
-from paysdk._errors import ValidationError
+from paysdk._errors import AuthenticationError, ValidationError
 from paysdk._pipeline import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -42,10 +43,21 @@ from paysdk._pipeline import (
     validate_token,
 )
 from paysdk._secret import Secret
+from paysdk._token_stores import AsyncStoreAdapter, AsyncTokenStore, StoreAdapter, TokenStore
+from paysdk._tokens import RECOVERABLE_CODES
 from paysdk._types import NOT_GIVEN, NotGiven
+from paysdk._wallet_auth import (
+    AsyncTokenManager,
+    TokenManager,
+    WalletCredentials,
+    app_login_operation,
+    app_refresh_operation,
+    application_key,
+)
 from paysdk.resources.alternative_payments import AlternativePayments, AsyncAlternativePayments
 from paysdk.resources.payment_links import AsyncPaymentLinks, PaymentLinks
 from paysdk.resources.sandbox import AsyncSandbox, Sandbox
+from paysdk.resources.wallet import AsyncWallet, Wallet
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -115,13 +127,28 @@ def replace_config(
     )
 
 
-def client_repr(name: str, config: ClientConfig) -> str:
+def client_repr(name: str, config: ClientConfig, wallet: WalletCredentials | None = None) -> str:
     """``Client(environment='local', base_url='...', merchant_token=Secret('****'), max_retries=2)``."""
     token = repr(config.merchant_token) if config.merchant_token is not None else "None"
     env = config.environment
+    wallet_part = f", wallet={wallet!r}" if wallet is not None else ""
     return (
-        f"{name}(environment={env.name!r}, base_url={env.base_url!r}, merchant_token={token}, "
-        f"max_retries={config.max_retries})"
+        f"{name}(environment={env.name!r}, base_url={env.base_url!r}, merchant_token={token}"
+        f"{wallet_part}, max_retries={config.max_retries})"
+    )
+
+
+def check_wallet(wallet: object) -> WalletCredentials | None:
+    """``wallet=`` is ``None`` or :class:`~paysdk.WalletCredentials`."""
+    if wallet is not None and not isinstance(wallet, WalletCredentials):
+        raise ValidationError("wallet", "must be paysdk.WalletCredentials(merchant, private_key)")
+    return wallet
+
+
+def no_wallet_error() -> ValidationError:
+    """The error of a wallet call on a client without wallet credentials."""
+    return ValidationError(
+        "wallet", "this call needs wallet credentials: pass wallet=paysdk.WalletCredentials(merchant, key)"
     )
 
 
@@ -175,12 +202,19 @@ class AsyncClient:
     (e.g. :class:`httpx.MockTransport`). ``default_headers`` are added to every request. Log lines go
     to ``logger`` (default ``logging.getLogger("paysdk")``): metadata only, DEBUG per attempt, INFO per retry.
 
-    Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`sandbox`.
+    ``wallet`` (:class:`~paysdk.WalletCredentials`) enables :attr:`wallet`: the application logs in
+    lazily on the first wallet call and its tokens are refreshed single-flight through
+    ``token_store`` (default a :class:`~paysdk.MemoryTokenStore`; share a
+    :class:`~paysdk.FileTokenStore` or :class:`~paysdk.RedisTokenStore` between processes or hosts that
+    use the same credential).
+
+    Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`wallet`, :attr:`sandbox`.
     :attr:`last_response` holds the metadata of the last answer (:class:`~paysdk.ResponseInfo`).
     """
 
     payment_links: AsyncPaymentLinks
     alternative_payments: AsyncAlternativePayments
+    wallet: AsyncWallet
     sandbox: AsyncSandbox
 
     def __init__(
@@ -194,8 +228,12 @@ class AsyncClient:
         transport: httpx.AsyncBaseTransport | None = None,
         default_headers: Mapping[str, str] | None = None,
         logger: logging.Logger | None = None,
+        wallet: WalletCredentials | None = None,
+        token_store: TokenStore | AsyncTokenStore | None = None,
     ) -> None:
         self._config = make_config(merchant_token, environment, timeout, max_retries, default_headers)
+        self._wallet_credentials = check_wallet(wallet)
+        self._token_store = AsyncStoreAdapter.of(token_store)
         if http_client is not None and transport is not None:
             raise ValidationError("transport", "pass either http_client or transport, not both")
         self._owns_http = http_client is None
@@ -213,12 +251,32 @@ class AsyncClient:
         #: Metadata of the last answer this client received (``None`` before any, or after a
         #: connection error). In concurrent code, prefer the attributes of the result or error.
         self.last_response: ResponseInfo | None = None
+        self._wallet_tokens = self._make_wallet_tokens()
         self._bind_resources()
 
     def _bind_resources(self) -> None:
         self.payment_links = AsyncPaymentLinks(self)
         self.alternative_payments = AsyncAlternativePayments(self)
+        self.wallet = AsyncWallet(self)
         self.sandbox = AsyncSandbox(self)
+
+    def _make_wallet_tokens(self) -> AsyncTokenManager | None:
+        credentials = self._wallet_credentials
+        if credentials is None:
+            return None
+        return AsyncTokenManager(
+            self,
+            key=application_key(self._config.environment, credentials.merchant),
+            store=self._token_store,
+            refresh=app_refresh_operation,
+            login=functools.partial(app_login_operation, credentials),
+        )
+
+    def _wallet_manager(self) -> AsyncTokenManager:
+        """The application token manager (:class:`~paysdk.ValidationError` ``wallet`` without credentials)."""
+        if self._wallet_tokens is None:
+            raise no_wallet_error()
+        return self._wallet_tokens
 
     @property
     def environment(self) -> Environment:
@@ -259,6 +317,8 @@ class AsyncClient:
         )
         clone._owns_http = False
         clone.last_response = None
+        if not isinstance(environment, NotGiven):
+            clone._wallet_tokens = clone._make_wallet_tokens()  # other addresses: other tokens
         clone._bind_resources()
         return clone
 
@@ -274,9 +334,24 @@ class AsyncClient:
         await self.aclose()
 
     def __repr__(self) -> str:
-        return client_repr(type(self).__name__, self._config)
+        return client_repr(type(self).__name__, self._config, self._wallet_credentials)
 
-    async def _request(self, op: Operation[T]) -> T:
+    async def _authed_request(
+        self, op: Operation[T], tokens: AsyncTokenManager, recover: frozenset[int] = RECOVERABLE_CODES
+    ) -> T:
+        """A wallet call with the access token of ``tokens``; after a 401 that a new token can fix
+        (7102, 7103: refresh; 7104, 7105: log in again), the single-flight recovery and one replay.
+        ``recover`` narrows those codes (a user refresh's 7104/7105 are about its body token)."""
+        bearer = await tokens.token()
+        try:
+            return await self._request(op, bearer=bearer)
+        except AuthenticationError as exc:
+            if exc.own_code not in recover:
+                raise
+            bearer = await tokens.recover(bearer, exc)
+        return await self._request(op, bearer=bearer)
+
+    async def _request(self, op: Operation[T], *, bearer: Secret | None = None) -> T:
         """Run one logical call: attempts, retries and the final result or error."""
         config = self._config
         key = idempotency_key_for(op, config, mint=self._mint_key)
@@ -284,7 +359,7 @@ class AsyncClient:
         attempt = 0
         while True:
             attempt += 1
-            request = build_request(op, config, key, attempt=attempt)
+            request = build_request(op, config, key, attempt=attempt, bearer=bearer)
             sent = self._monotonic()
             outcome: Outcome
             try:
@@ -302,7 +377,8 @@ class AsyncClient:
             self.last_response = response_info(op, outcome, attempts=attempt, elapsed=elapsed)
         else:
             self.last_response = None
-        return result_from_outcome(op, outcome, attempts=attempt, secrets=config.secrets())
+        secrets = config.secrets() if bearer is None else (*config.secrets(), bearer.reveal())
+        return result_from_outcome(op, outcome, attempts=attempt, secrets=secrets)
 
 
 # unasync: end
@@ -332,12 +408,19 @@ class Client:
     (e.g. :class:`httpx.MockTransport`). ``default_headers`` are added to every request. Log lines go
     to ``logger`` (default ``logging.getLogger("paysdk")``): metadata only, DEBUG per attempt, INFO per retry.
 
-    Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`sandbox`.
+    ``wallet`` (:class:`~paysdk.WalletCredentials`) enables :attr:`wallet`: the application logs in
+    lazily on the first wallet call and its tokens are refreshed single-flight through
+    ``token_store`` (default a :class:`~paysdk.MemoryTokenStore`; share a
+    :class:`~paysdk.FileTokenStore` or :class:`~paysdk.RedisTokenStore` between processes or hosts that
+    use the same credential).
+
+    Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`wallet`, :attr:`sandbox`.
     :attr:`last_response` holds the metadata of the last answer (:class:`~paysdk.ResponseInfo`).
     """
 
     payment_links: PaymentLinks
     alternative_payments: AlternativePayments
+    wallet: Wallet
     sandbox: Sandbox
 
     def __init__(
@@ -351,8 +434,12 @@ class Client:
         transport: httpx.BaseTransport | None = None,
         default_headers: Mapping[str, str] | None = None,
         logger: logging.Logger | None = None,
+        wallet: WalletCredentials | None = None,
+        token_store: TokenStore | TokenStore | None = None,
     ) -> None:
         self._config = make_config(merchant_token, environment, timeout, max_retries, default_headers)
+        self._wallet_credentials = check_wallet(wallet)
+        self._token_store = StoreAdapter.of(token_store)
         if http_client is not None and transport is not None:
             raise ValidationError("transport", "pass either http_client or transport, not both")
         self._owns_http = http_client is None
@@ -370,12 +457,32 @@ class Client:
         #: Metadata of the last answer this client received (``None`` before any, or after a
         #: connection error). In concurrent code, prefer the attributes of the result or error.
         self.last_response: ResponseInfo | None = None
+        self._wallet_tokens = self._make_wallet_tokens()
         self._bind_resources()
 
     def _bind_resources(self) -> None:
         self.payment_links = PaymentLinks(self)
         self.alternative_payments = AlternativePayments(self)
+        self.wallet = Wallet(self)
         self.sandbox = Sandbox(self)
+
+    def _make_wallet_tokens(self) -> TokenManager | None:
+        credentials = self._wallet_credentials
+        if credentials is None:
+            return None
+        return TokenManager(
+            self,
+            key=application_key(self._config.environment, credentials.merchant),
+            store=self._token_store,
+            refresh=app_refresh_operation,
+            login=functools.partial(app_login_operation, credentials),
+        )
+
+    def _wallet_manager(self) -> TokenManager:
+        """The application token manager (:class:`~paysdk.ValidationError` ``wallet`` without credentials)."""
+        if self._wallet_tokens is None:
+            raise no_wallet_error()
+        return self._wallet_tokens
 
     @property
     def environment(self) -> Environment:
@@ -416,6 +523,8 @@ class Client:
         )
         clone._owns_http = False
         clone.last_response = None
+        if not isinstance(environment, NotGiven):
+            clone._wallet_tokens = clone._make_wallet_tokens()  # other addresses: other tokens
         clone._bind_resources()
         return clone
 
@@ -431,9 +540,24 @@ class Client:
         self.close()
 
     def __repr__(self) -> str:
-        return client_repr(type(self).__name__, self._config)
+        return client_repr(type(self).__name__, self._config, self._wallet_credentials)
 
-    def _request(self, op: Operation[T]) -> T:
+    def _authed_request(
+        self, op: Operation[T], tokens: TokenManager, recover: frozenset[int] = RECOVERABLE_CODES
+    ) -> T:
+        """A wallet call with the access token of ``tokens``; after a 401 that a new token can fix
+        (7102, 7103: refresh; 7104, 7105: log in again), the single-flight recovery and one replay.
+        ``recover`` narrows those codes (a user refresh's 7104/7105 are about its body token)."""
+        bearer = tokens.token()
+        try:
+            return self._request(op, bearer=bearer)
+        except AuthenticationError as exc:
+            if exc.own_code not in recover:
+                raise
+            bearer = tokens.recover(bearer, exc)
+        return self._request(op, bearer=bearer)
+
+    def _request(self, op: Operation[T], *, bearer: Secret | None = None) -> T:
         """Run one logical call: attempts, retries and the final result or error."""
         config = self._config
         key = idempotency_key_for(op, config, mint=self._mint_key)
@@ -441,7 +565,7 @@ class Client:
         attempt = 0
         while True:
             attempt += 1
-            request = build_request(op, config, key, attempt=attempt)
+            request = build_request(op, config, key, attempt=attempt, bearer=bearer)
             sent = self._monotonic()
             outcome: Outcome
             try:
@@ -459,5 +583,6 @@ class Client:
             self.last_response = response_info(op, outcome, attempts=attempt, elapsed=elapsed)
         else:
             self.last_response = None
-        return result_from_outcome(op, outcome, attempts=attempt, secrets=config.secrets())
+        secrets = config.secrets() if bearer is None else (*config.secrets(), bearer.reveal())
+        return result_from_outcome(op, outcome, attempts=attempt, secrets=secrets)
 # unasync: generated end

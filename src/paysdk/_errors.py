@@ -12,17 +12,36 @@
         │   └── APITimeoutError    connect/read/write/pool timeout
         └── APIError               the API answered with an error status
             ├── BadRequestError        400
-            │   └── AmountOutOfRangeError      400 / ownCode 2003
+            │   ├── AmountOutOfRangeError      400 / ownCode 2003
+            │   └── (wallet) WalletValidationError 7001, OtpInvalidError 7202, OtpExpiredError 7203,
+            │       ResetTokenInvalidError 7205, PasswordMismatchError 7206, PasswordTooWeakError 7207,
+            │       InvalidAmountError 7304, SameCardError 7306, LinkingTokenInvalidError 7309
             ├── AuthenticationError    401
-            │   └── WrongEnvironmentError      401 / ownCode 2007
+            │   ├── WrongEnvironmentError      401 / ownCode 2007
+            │   │   └── WalletWrongEnvironmentError 401 / 7107
+            │   └── (wallet) InvalidCredentialsError 7101, TokenInvalidError 7102, TokenExpiredError 7103,
+            │       TokenRevokedError 7104, RefreshTokenReusedError 7105, WrongTokenTypeError 7106,
+            │       UnknownMerchantError 7601, InvalidSignatureError 7604, KeysExpiredError 7616
             ├── PermissionDeniedError  403
+            │   └── (wallet) CardPermissionDeniedError 7401, CvvTokenInvalidError 7501,
+            │       CvvNeedsUserSessionError 7502
             ├── NotFoundError          404
+            │   └── (wallet) UserNotFoundError 7201, CardNotFoundError 7301, PermissionNotFoundError 7402
             ├── ConflictError          409
             │   ├── InvalidFieldError          409 / ownCode 5000
-            │   └── UnknownClientError         409 / ownCode 5004
+            │   ├── UnknownClientError         409 / ownCode 5004
+            │   └── (wallet) CardNotActiveError 7302, CurrencyMismatchError 7305, CardNotFundableError 7307,
+            │       CardAlreadyLinkedError 7308
             ├── UnprocessableEntityError 422
+            │   └── (wallet) InsufficientFundsError 7303
             ├── RateLimitError         429
+            │   └── (wallet) OtpAttemptsExceededError 7204
             └── InternalServerError    5xx
+
+Every wallet class also derives from the mixin base :class:`WalletError` (itself an :class:`APIError`), so
+``except paysdk.WalletError`` catches any wallet own code (decision D31) and ``except
+paysdk.NotFoundError`` still catches a :class:`CardNotFoundError`. ``WalletError.code`` is the
+:class:`~paysdk.contracts.wallet.WalletCode` number.
 
 Errors never carry secrets: headers are kept with ``Authorization`` and other credentials masked.
 """
@@ -33,6 +52,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "WALLET_ERRORS",
     "APIConnectionError",
     "APIError",
     "APITimeoutError",
@@ -42,18 +62,50 @@ __all__ = [
     "CallbackAuthenticationError",
     "CallbackError",
     "CallbackPayloadError",
+    "CardAlreadyLinkedError",
+    "CardNotActiveError",
+    "CardNotFoundError",
+    "CardNotFundableError",
+    "CardPermissionDeniedError",
     "ConflictError",
+    "CurrencyMismatchError",
+    "CvvNeedsUserSessionError",
+    "CvvTokenInvalidError",
+    "InsufficientFundsError",
     "InternalServerError",
+    "InvalidAmountError",
+    "InvalidCredentialsError",
     "InvalidFieldError",
+    "InvalidSignatureError",
+    "KeysExpiredError",
+    "LinkingTokenInvalidError",
     "NotFoundError",
+    "OtpAttemptsExceededError",
+    "OtpExpiredError",
+    "OtpInvalidError",
+    "PasswordMismatchError",
+    "PasswordTooWeakError",
     "PaySDKError",
     "PermissionDeniedError",
+    "PermissionNotFoundError",
     "RateLimitError",
+    "RefreshTokenReusedError",
     "RequestError",
+    "ResetTokenInvalidError",
+    "SameCardError",
+    "TokenExpiredError",
+    "TokenInvalidError",
+    "TokenRevokedError",
     "UnknownClientError",
+    "UnknownMerchantError",
     "UnprocessableEntityError",
+    "UserNotFoundError",
     "ValidationError",
+    "WalletError",
+    "WalletValidationError",
+    "WalletWrongEnvironmentError",
     "WrongEnvironmentError",
+    "WrongTokenTypeError",
 ]
 
 
@@ -196,6 +248,202 @@ class InternalServerError(APIError):
     """HTTP 5xx."""
 
 
+class WalletError(APIError):
+    """Base of every wallet own-code error (7000-8099, decision D31); ``code`` is the wallet code.
+
+    A mixin next to the status class: ``InsufficientFundsError`` is both an
+    :class:`UnprocessableEntityError` and a :class:`WalletError`.
+    """
+
+    code: int = 0
+
+
+class WalletValidationError(BadRequestError, WalletError):
+    """HTTP 400, ownCode 7001: a wallet field is missing or invalid (``details`` name it)."""
+
+    code = 7001
+
+
+class InvalidCredentialsError(AuthenticationError, WalletError):
+    """HTTP 401, ownCode 7101: wrong username or password."""
+
+    code = 7101
+
+
+class TokenInvalidError(AuthenticationError, WalletError):
+    """HTTP 401, ownCode 7102: no, malformed or badly signed token."""
+
+    code = 7102
+
+
+class TokenExpiredError(AuthenticationError, WalletError):
+    """HTTP 401, ownCode 7103: the token's ``exp`` passed (server clock)."""
+
+    code = 7103
+
+
+class TokenRevokedError(AuthenticationError, WalletError):
+    """HTTP 401, ownCode 7104: logged-out session, revoked family, or reset password."""
+
+    code = 7104
+
+
+class RefreshTokenReusedError(AuthenticationError, WalletError):
+    """HTTP 401, ownCode 7105: a rotated refresh token was presented again: the family is revoked."""
+
+    code = 7105
+
+
+class WrongTokenTypeError(AuthenticationError, WalletError):
+    """HTTP 401, ownCode 7106: a refresh token as bearer, or a token of the wrong kind."""
+
+    code = 7106
+
+
+class WalletWrongEnvironmentError(WrongEnvironmentError, WalletError):
+    """HTTP 401, ownCode 7107: a wallet token of the other environment."""
+
+    code = 7107
+
+
+class UserNotFoundError(NotFoundError, WalletError):
+    """HTTP 404, ownCode 7201: no such user for this merchant."""
+
+    code = 7201
+
+
+class OtpInvalidError(BadRequestError, WalletError):
+    """HTTP 400, ownCode 7202: wrong one-time code or purpose."""
+
+    code = 7202
+
+
+class OtpExpiredError(BadRequestError, WalletError):
+    """HTTP 400, ownCode 7203: the one-time code is older than 10 minutes, or none was requested."""
+
+    code = 7203
+
+
+class OtpAttemptsExceededError(RateLimitError, WalletError):
+    """HTTP 429, ownCode 7204: 5 wrong tries: the one-time code is dead."""
+
+    code = 7204
+
+
+class ResetTokenInvalidError(BadRequestError, WalletError):
+    """HTTP 400, ownCode 7205: the password-reset token is wrong, used or expired."""
+
+    code = 7205
+
+
+class PasswordMismatchError(BadRequestError, WalletError):
+    """HTTP 400, ownCode 7206: ``newPassword`` differs from ``confirmPassword``."""
+
+    code = 7206
+
+
+class PasswordTooWeakError(BadRequestError, WalletError):
+    """HTTP 400, ownCode 7207: the new password has fewer than 8 characters."""
+
+    code = 7207
+
+
+class CardNotFoundError(NotFoundError, WalletError):
+    """HTTP 404, ownCode 7301: no such card for this merchant."""
+
+    code = 7301
+
+
+class CardNotActiveError(ConflictError, WalletError):
+    """HTTP 409, ownCode 7302: the card is blocked or inactive."""
+
+    code = 7302
+
+
+class InsufficientFundsError(UnprocessableEntityError, WalletError):
+    """HTTP 422, ownCode 7303: available balance below the amount (nothing changed)."""
+
+    code = 7303
+
+
+class InvalidAmountError(BadRequestError, WalletError):
+    """HTTP 400, ownCode 7304: the amount is not > 0, has more than 4 decimals, or is not finite."""
+
+    code = 7304
+
+
+class CurrencyMismatchError(ConflictError, WalletError):
+    """HTTP 409, ownCode 7305: a transfer between cards of different currencies."""
+
+    code = 7305
+
+
+class SameCardError(BadRequestError, WalletError):
+    """HTTP 400, ownCode 7306: a transfer to the same card."""
+
+    code = 7306
+
+
+class CardNotFundableError(ConflictError, WalletError):
+    """HTTP 409, ownCode 7307: funds or transfers on a linked third-party card."""
+
+    code = 7307
+
+
+class CardAlreadyLinkedError(ConflictError, WalletError):
+    """HTTP 409, ownCode 7308: the card already has a holder."""
+
+    code = 7308
+
+
+class LinkingTokenInvalidError(BadRequestError, WalletError):
+    """HTTP 400, ownCode 7309: the temporary linking token is wrong, used or expired."""
+
+    code = 7309
+
+
+class CardPermissionDeniedError(PermissionDeniedError, WalletError):
+    """HTTP 403, ownCode 7401: the caller lacks the card permission of the operation."""
+
+    code = 7401
+
+
+class PermissionNotFoundError(NotFoundError, WalletError):
+    """HTTP 404, ownCode 7402: no such permission record."""
+
+    code = 7402
+
+
+class CvvTokenInvalidError(PermissionDeniedError, WalletError):
+    """HTTP 403, ownCode 7501: the CVV view token is wrong, used, expired, or for another card or user."""
+
+    code = 7501
+
+
+class CvvNeedsUserSessionError(PermissionDeniedError, WalletError):
+    """HTTP 403, ownCode 7502: the CVV was asked with application credentials (use ``wallet.as_user``)."""
+
+    code = 7502
+
+
+class UnknownMerchantError(AuthenticationError, WalletError):
+    """HTTP 401, ownCode 7601: application login for a merchant that does not exist."""
+
+    code = 7601
+
+
+class InvalidSignatureError(AuthenticationError, WalletError):
+    """HTTP 401, ownCode 7604: the login signature does not verify (sign the exact UTF-8 bytes)."""
+
+    code = 7604
+
+
+class KeysExpiredError(AuthenticationError, WalletError):
+    """HTTP 401, ownCode 7616: the client's signature keys expired: rotate them and log in again."""
+
+    code = 7616
+
+
 _BY_STATUS: dict[int, type[APIError]] = {
     400: BadRequestError,
     401: AuthenticationError,
@@ -213,6 +461,44 @@ OWN_CODE_ERRORS: dict[tuple[int | None, int], type[APIError]] = {
     (409, 5000): InvalidFieldError,
     (409, 5004): UnknownClientError,
 }
+
+#: Wallet own codes (decision D31): (HTTP status, class). ``tests/sdk`` checks it against
+#: ``paysdk.contracts.wallet.WALLET_CODE_STATUS``.
+WALLET_ERRORS: dict[int, tuple[int, type[WalletError]]] = {
+    7001: (400, WalletValidationError),
+    7101: (401, InvalidCredentialsError),
+    7102: (401, TokenInvalidError),
+    7103: (401, TokenExpiredError),
+    7104: (401, TokenRevokedError),
+    7105: (401, RefreshTokenReusedError),
+    7106: (401, WrongTokenTypeError),
+    7107: (401, WalletWrongEnvironmentError),
+    7201: (404, UserNotFoundError),
+    7202: (400, OtpInvalidError),
+    7203: (400, OtpExpiredError),
+    7204: (429, OtpAttemptsExceededError),
+    7205: (400, ResetTokenInvalidError),
+    7206: (400, PasswordMismatchError),
+    7207: (400, PasswordTooWeakError),
+    7301: (404, CardNotFoundError),
+    7302: (409, CardNotActiveError),
+    7303: (422, InsufficientFundsError),
+    7304: (400, InvalidAmountError),
+    7305: (409, CurrencyMismatchError),
+    7306: (400, SameCardError),
+    7307: (409, CardNotFundableError),
+    7308: (409, CardAlreadyLinkedError),
+    7309: (400, LinkingTokenInvalidError),
+    7401: (403, CardPermissionDeniedError),
+    7402: (404, PermissionNotFoundError),
+    7501: (403, CvvTokenInvalidError),
+    7502: (403, CvvNeedsUserSessionError),
+    7601: (401, UnknownMerchantError),
+    7604: (401, InvalidSignatureError),
+    7616: (401, KeysExpiredError),
+}
+for _code, (_status, _cls) in WALLET_ERRORS.items():
+    OWN_CODE_ERRORS[(_status, _code)] = _cls
 
 
 def error_class_for(status_code: int, own_code: int | None) -> type[APIError]:

@@ -64,7 +64,11 @@ __all__ = [
 T = TypeVar("T")
 
 Base: TypeAlias = Literal["base", "wallet", "cms"]
-Auth: TypeAlias = Literal["raw", "bearer", "none"]
+#: ``raw``/``bearer``: the merchant token (D9); ``wallet_app``/``wallet_user``: a wallet access token
+#: (application or user session) supplied by the client's token manager; ``none``: no credentials.
+Auth: TypeAlias = Literal["raw", "bearer", "wallet_app", "wallet_user", "none"]
+#: Operation auth kinds that send a wallet access token as ``Bearer``.
+WALLET_AUTH: Final = frozenset({"wallet_app", "wallet_user"})
 #: What one attempt produced: an answer, or the httpx error raised while sending.
 Outcome: TypeAlias = httpx.Response | httpx.RequestError
 
@@ -133,7 +137,9 @@ class Operation(Generic[T]):
     when the request is built. ``parse`` turns the Decimal-exact JSON of a success answer into the result.
     ``idempotent`` defaults from the method (GET/PUT/DELETE). ``uses_idempotency_keys`` is false for
     endpoints that never honour keys (the sandbox control plane), whatever the environment says.
-    ``expected`` lists the success statuses (``None``: any 2xx, decision D2).
+    ``expected`` lists the success statuses (``None``: any 2xx, decision D2). ``headers`` are extra
+    request headers (values may be :class:`~paysdk.Secret`, e.g. ``X-User-Token``; never in a repr).
+    ``auth`` ``wallet_app``/``wallet_user`` takes the bearer token given to :func:`build_request`.
     """
 
     method: str
@@ -148,6 +154,7 @@ class Operation(Generic[T]):
     idempotency_key: str | None = field(default=None, repr=False)
     timeout: httpx.Timeout | None = None
     expected: frozenset[int] | None = None
+    headers: Mapping[str, str | Secret] | None = field(default=None, repr=False)
 
     @property
     def is_idempotent(self) -> bool:
@@ -343,7 +350,12 @@ def idempotency_key_for(op: Operation[Any], config: ClientConfig, *, mint: Calla
 
 
 def build_request(
-    op: Operation[Any], config: ClientConfig, idempotency_key: str | None, *, attempt: int = 1
+    op: Operation[Any],
+    config: ClientConfig,
+    idempotency_key: str | None,
+    *,
+    attempt: int = 1,
+    bearer: Secret | None = None,
 ) -> httpx.Request:
     """The :class:`httpx.Request` of one attempt.
 
@@ -352,6 +364,8 @@ def build_request(
     for ``auth="raw"``, ``Bearer <token>`` for ``auth="bearer"``, decision D9), ``Idempotency-Key``
     when one was decided, and ``X-Paysdk-Retry-Count`` on retries. Raises
     :class:`~paysdk.ValidationError` (``merchant_token``) when the operation needs a token and none is set.
+    Wallet operations (``auth`` ``wallet_app``/``wallet_user``) send ``Bearer <bearer>``
+    (:class:`~paysdk.ValidationError` ``wallet`` without one); ``op.headers`` come last.
     """
     headers: dict[str, str] = {"Accept": "application/json", "User-Agent": config.user_agent}
     for name, value in config.default_headers:
@@ -360,7 +374,11 @@ def build_request(
     if op.json is not None:
         content = _json.dumps(reveal_secrets(op.json))
         headers["Content-Type"] = "application/json"
-    if op.auth != "none":
+    if op.auth in WALLET_AUTH:
+        if bearer is None:
+            raise ValidationError("wallet", "this call needs a wallet access token")
+        headers["Authorization"] = f"Bearer {bearer.reveal()}"
+    elif op.auth != "none":
         if config.merchant_token is None:
             raise ValidationError(
                 "merchant_token",
@@ -372,6 +390,9 @@ def build_request(
         headers[IDEMPOTENCY_HEADER] = idempotency_key
     if attempt > 1:
         headers[RETRY_COUNT_HEADER] = str(attempt - 1)
+    if op.headers:
+        for extra, given in op.headers.items():
+            headers[extra] = given.reveal() if isinstance(given, Secret) else given
     timeout = op.timeout or config.timeout
     return httpx.Request(
         op.method.upper(),

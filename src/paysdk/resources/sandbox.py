@@ -8,7 +8,8 @@ advancing the clock twice by accident would be a bug in a test.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,6 +34,22 @@ from paysdk.contracts.sandbox import (
     SandboxTransaction,
     SimulateRequest,
     TestCard,
+)
+from paysdk.contracts.wallet import (
+    Card,
+    Cardholder,
+    OutboxMessage,
+    SandboxCharge,
+    SandboxChargeCreate,
+    SandboxLinkingToken,
+    SandboxLinkingTokenCreate,
+    SandboxRefund,
+    SandboxRefundCreate,
+    SandboxStockCardCreate,
+    SandboxUserCreate,
+    SandboxWalletKeys,
+    SandboxWalletKeysCreate,
+    UserProfile,
 )
 from paysdk.resources._validation import check_amount, check_str, path_segment, validation_error_from
 
@@ -68,6 +85,96 @@ def health_operation() -> Operation[Health]:
 def reset_operation() -> Operation[None]:
     """``POST /_sandbox/reset``: forget every client, transaction, callback and fault."""
     return _op("POST", "/reset", no_result)
+
+
+def _bare(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The control plane answers bare models; a ``{"data": ...}`` envelope is accepted too."""
+
+    def unwrap(body: Any) -> Any:
+        if isinstance(body, dict) and set(body) == {"data"}:
+            body = body["data"]
+        return parse(body)
+
+    return unwrap
+
+
+def _wallet_amount(value: object, field: str = "amount") -> Decimal:
+    from paysdk.resources.wallet import check_wallet_amount  # wallet amounts: 4 places
+
+    return check_wallet_amount(value, field)
+
+
+def rotate_wallet_keys_operation(
+    slug: str, public_key: str | None = None, expires_at: datetime | None = None
+) -> Operation[SandboxWalletKeys]:
+    """``POST /_sandbox/clients/{slug}/keys``: generate (or register ``public_key``) and rotate."""
+    body = _wire(SandboxWalletKeysCreate, public_key=public_key, expires_at=expires_at)
+    path = f"/clients/{path_segment(slug, 'slug')}/keys"
+    return _op("POST", path, _bare(SandboxWalletKeys.model_validate), json=body)
+
+
+def create_user_operation(
+    merchant: str,
+    username: str,
+    email: str,
+    password: str,
+    profile: UserProfile | Mapping[str, Any] | None = None,
+) -> Operation[Cardholder]:
+    """``POST /_sandbox/users``: a wallet user (cardholder) of ``merchant``."""
+    if isinstance(profile, UserProfile):
+        profile = profile.model_dump(by_alias=True, exclude_none=True)
+    fields = {"merchant": merchant, "username": username, "email": email, "password": password}
+    body = _wire(SandboxUserCreate, profile=profile, **fields)
+    return _op("POST", "/users", _bare(Cardholder.model_validate), json=body)
+
+
+def create_stock_card_operation(
+    merchant: str, currency: str | Currency = "GTQ", balance: Decimal | int | str | None = None
+) -> Operation[Card]:
+    """``POST /_sandbox/cards``: an issued physical card no one holds yet."""
+    amount = None if balance is None else _wallet_amount(balance, "balance")
+    body = _wire(SandboxStockCardCreate, merchant=merchant, currency=currency, balance=amount)
+    return _op("POST", "/cards", _bare(Card.model_validate), json=body)
+
+
+def create_linking_token_operation(pan: str, expiry: str) -> Operation[SandboxLinkingToken]:
+    """``POST /_sandbox/linking-tokens``: what a third party's tokenization would hand the wallet."""
+    body = _wire(SandboxLinkingTokenCreate, pan=pan, expiry=expiry)
+    return _op("POST", "/linking-tokens", _bare(SandboxLinkingToken.model_validate), json=body)
+
+
+def charge_operation(
+    card_id: str, amount: Decimal | int | str, capture: bool = False
+) -> Operation[SandboxCharge]:
+    """``POST /_sandbox/cards/{cardId}/charges``: a card payment (pending debit unless ``capture``)."""
+    body = _wire(SandboxChargeCreate, amount=_wallet_amount(amount), capture=capture)
+    path = f"/cards/{path_segment(card_id, 'card_id')}/charges"
+    return _op("POST", path, _bare(SandboxCharge.model_validate), json=body)
+
+
+def capture_operation(charge_id: str) -> Operation[SandboxCharge]:
+    """``POST /_sandbox/charges/{chargeId}/capture``."""
+    path = f"/charges/{path_segment(charge_id, 'charge_id')}/capture"
+    return _op("POST", path, _bare(SandboxCharge.model_validate))
+
+
+def refund_operation(charge_id: str, amount: Decimal | int | str | None = None) -> Operation[SandboxRefund]:
+    """``POST /_sandbox/charges/{chargeId}/refunds`` (a pending credit)."""
+    body = _wire(SandboxRefundCreate, amount=None if amount is None else _wallet_amount(amount))
+    path = f"/charges/{path_segment(charge_id, 'charge_id')}/refunds"
+    return _op("POST", path, _bare(SandboxRefund.model_validate), json=body)
+
+
+def clear_refund_operation(refund_id: str) -> Operation[SandboxRefund]:
+    """``POST /_sandbox/refunds/{refundId}/clear``: the credit reaches the balance."""
+    path = f"/refunds/{path_segment(refund_id, 'refund_id')}/clear"
+    return _op("POST", path, _bare(SandboxRefund.model_validate))
+
+
+def outbox_operation(to: str | None = None) -> Operation[list[OutboxMessage]]:
+    """``GET /_sandbox/outbox[?to=]``: the emails (OTP codes) the sandbox would have sent."""
+    params = None if to is None else {"to": check_str(to, "to")}
+    return _op("GET", "/outbox", _bare(list_of(OutboxMessage.model_validate)), params=params)
 
 
 def create_client_operation(**fields: Any) -> Operation[SandboxClient]:
@@ -162,7 +269,8 @@ def test_cards_operation() -> Operation[list[TestCard]]:
 
 # unasync: begin
 class AsyncSandbox:
-    """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults.
+    """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults,
+    and the wallet's keys, users, stock cards, linking tokens, card payments and email outbox.
 
     Works only against ``paysdk serve`` (the local reference server); needs no merchant token.
     """
@@ -193,10 +301,17 @@ class AsyncSandbox:
         callback_header_name: str | None = None,
         callback_header_value: str | None = None,
         three_ds: bool | None = None,
+        signing_public_key: str | None = None,
+        keys_expire_at: datetime | None = None,
+        user_access_token_ttl: int | None = None,
+        user_refresh_token_ttl: int | None = None,
     ) -> SandboxClient:
         """Onboard a merchant client; every field is optional (the server picks defaults).
 
         The answer holds the client's sandbox and production tokens and hook keys (its repr hides them).
+        Wallet: the server generates the client's Ed25519 key pair (``signing_private_key`` in the
+        answer, once) unless you register ``signing_public_key``; ``keys_expire_at`` (virtual clock)
+        and the user-token lifetimes in seconds are optional.
         """
         op = create_client_operation(
             slug=slug,
@@ -211,6 +326,10 @@ class AsyncSandbox:
             callback_header_name=callback_header_name,
             callback_header_value=callback_header_value,
             three_ds=three_ds,
+            signing_public_key=signing_public_key,
+            keys_expire_at=keys_expire_at,
+            user_access_token_ttl=user_access_token_ttl,
+            user_refresh_token_ttl=user_refresh_token_ttl,
         )
         return await self._client._request(op)
 
@@ -278,6 +397,55 @@ class AsyncSandbox:
         """The test card numbers and the outcome each drives."""
         return await self._client._request(test_cards_operation())
 
+    async def rotate_wallet_keys(
+        self, slug: str, public_key: str | None = None, expires_at: datetime | None = None
+    ) -> SandboxWalletKeys:
+        """Rotate client ``slug``'s wallet signing key: generate a pair (``private_key`` in the
+        answer, masked repr) or register ``public_key``; ``expires_at`` on the virtual clock."""
+        return await self._client._request(rotate_wallet_keys_operation(slug, public_key, expires_at))
+
+    async def create_user(
+        self,
+        merchant: str,
+        username: str,
+        email: str,
+        password: str,
+        profile: UserProfile | Mapping[str, Any] | None = None,
+    ) -> Cardholder:
+        """Create a wallet user (cardholder) of ``merchant``; ``auth_user_id`` is its ``userId``."""
+        op = create_user_operation(merchant, username, email, password, profile)
+        return await self._client._request(op)
+
+    async def create_stock_card(
+        self, merchant: str, currency: str | Currency = "GTQ", balance: Decimal | int | str | None = None
+    ) -> Card:
+        """An issued physical card no one holds yet (link it with ``wallet.cards.link``)."""
+        return await self._client._request(create_stock_card_operation(merchant, currency, balance))
+
+    async def create_linking_token(self, pan: str, expiry: str) -> SandboxLinkingToken:
+        """A single-use linking token for an external card (``pan`` digits, ``expiry`` ``MM/YY``)."""
+        return await self._client._request(create_linking_token_operation(pan, expiry))
+
+    async def charge(self, card_id: str, amount: Decimal | int | str, capture: bool = False) -> SandboxCharge:
+        """A card payment: an authorization holding a pending debit, captured at once if ``capture``."""
+        return await self._client._request(charge_operation(card_id, amount, capture))
+
+    async def capture(self, charge_id: str) -> SandboxCharge:
+        """Capture an authorization: the pending debit reduces the balance."""
+        return await self._client._request(capture_operation(charge_id))
+
+    async def refund(self, charge_id: str, amount: Decimal | int | str | None = None) -> SandboxRefund:
+        """Refund part (``amount``) or all of a captured charge: a pending credit."""
+        return await self._client._request(refund_operation(charge_id, amount))
+
+    async def clear_refund(self, refund_id: str) -> SandboxRefund:
+        """Clear a refund: the credit reaches the balance."""
+        return await self._client._request(clear_refund_operation(refund_id))
+
+    async def outbox(self, to: str | None = None) -> list[OutboxMessage]:
+        """The emails the sandbox would have sent (OTP codes), all or those to ``to``."""
+        return await self._client._request(outbox_operation(to))
+
 
 # unasync: end
 
@@ -285,7 +453,8 @@ class AsyncSandbox:
 # unasync: generated begin
 # Generated by scripts/unasync.py from the async code above. Do not edit by hand.
 class Sandbox:
-    """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults.
+    """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults,
+    and the wallet's keys, users, stock cards, linking tokens, card payments and email outbox.
 
     Works only against ``paysdk serve`` (the local reference server); needs no merchant token.
     """
@@ -316,10 +485,17 @@ class Sandbox:
         callback_header_name: str | None = None,
         callback_header_value: str | None = None,
         three_ds: bool | None = None,
+        signing_public_key: str | None = None,
+        keys_expire_at: datetime | None = None,
+        user_access_token_ttl: int | None = None,
+        user_refresh_token_ttl: int | None = None,
     ) -> SandboxClient:
         """Onboard a merchant client; every field is optional (the server picks defaults).
 
         The answer holds the client's sandbox and production tokens and hook keys (its repr hides them).
+        Wallet: the server generates the client's Ed25519 key pair (``signing_private_key`` in the
+        answer, once) unless you register ``signing_public_key``; ``keys_expire_at`` (virtual clock)
+        and the user-token lifetimes in seconds are optional.
         """
         op = create_client_operation(
             slug=slug,
@@ -334,6 +510,10 @@ class Sandbox:
             callback_header_name=callback_header_name,
             callback_header_value=callback_header_value,
             three_ds=three_ds,
+            signing_public_key=signing_public_key,
+            keys_expire_at=keys_expire_at,
+            user_access_token_ttl=user_access_token_ttl,
+            user_refresh_token_ttl=user_refresh_token_ttl,
         )
         return self._client._request(op)
 
@@ -400,4 +580,53 @@ class Sandbox:
     def test_cards(self) -> list[TestCard]:
         """The test card numbers and the outcome each drives."""
         return self._client._request(test_cards_operation())
+
+    def rotate_wallet_keys(
+        self, slug: str, public_key: str | None = None, expires_at: datetime | None = None
+    ) -> SandboxWalletKeys:
+        """Rotate client ``slug``'s wallet signing key: generate a pair (``private_key`` in the
+        answer, masked repr) or register ``public_key``; ``expires_at`` on the virtual clock."""
+        return self._client._request(rotate_wallet_keys_operation(slug, public_key, expires_at))
+
+    def create_user(
+        self,
+        merchant: str,
+        username: str,
+        email: str,
+        password: str,
+        profile: UserProfile | Mapping[str, Any] | None = None,
+    ) -> Cardholder:
+        """Create a wallet user (cardholder) of ``merchant``; ``auth_user_id`` is its ``userId``."""
+        op = create_user_operation(merchant, username, email, password, profile)
+        return self._client._request(op)
+
+    def create_stock_card(
+        self, merchant: str, currency: str | Currency = "GTQ", balance: Decimal | int | str | None = None
+    ) -> Card:
+        """An issued physical card no one holds yet (link it with ``wallet.cards.link``)."""
+        return self._client._request(create_stock_card_operation(merchant, currency, balance))
+
+    def create_linking_token(self, pan: str, expiry: str) -> SandboxLinkingToken:
+        """A single-use linking token for an external card (``pan`` digits, ``expiry`` ``MM/YY``)."""
+        return self._client._request(create_linking_token_operation(pan, expiry))
+
+    def charge(self, card_id: str, amount: Decimal | int | str, capture: bool = False) -> SandboxCharge:
+        """A card payment: an authorization holding a pending debit, captured at once if ``capture``."""
+        return self._client._request(charge_operation(card_id, amount, capture))
+
+    def capture(self, charge_id: str) -> SandboxCharge:
+        """Capture an authorization: the pending debit reduces the balance."""
+        return self._client._request(capture_operation(charge_id))
+
+    def refund(self, charge_id: str, amount: Decimal | int | str | None = None) -> SandboxRefund:
+        """Refund part (``amount``) or all of a captured charge: a pending credit."""
+        return self._client._request(refund_operation(charge_id, amount))
+
+    def clear_refund(self, refund_id: str) -> SandboxRefund:
+        """Clear a refund: the credit reaches the balance."""
+        return self._client._request(clear_refund_operation(refund_id))
+
+    def outbox(self, to: str | None = None) -> list[OutboxMessage]:
+        """The emails the sandbox would have sent (OTP codes), all or those to ``to``."""
+        return self._client._request(outbox_operation(to))
 # unasync: generated end
