@@ -3,9 +3,11 @@
 ``$PAYSDK_CONFIG_DIR`` wins; otherwise ``platformdirs.user_config_dir("paysdk")``. The profiles file is
 ``profiles.json``::
 
-    {"profiles": {"default": {"base_url": "http://127.0.0.1:8000", "client": "acme"}}}
+    {"profiles": {"default": {"base_url": "http://127.0.0.1:8000", "client": "acme", "merchant": "acme"}}}
 
-It never holds a token: tokens live in the OS keyring (or the 0600 fallback file, see ``_secrets``).
+``client`` is the payment-link client slug, ``merchant`` the wallet merchant slug (``paysdk wallet
+login``); on the reference server both are the client's slug. It never holds a token or key: those
+live in the OS keyring (or the 0600 fallback file) and under ``wallet/`` (see ``_secrets``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ __all__ = [
 
 PROFILE_FILE = "profiles.json"
 #: The keys a profile may hold. None of them is a secret.
-PROFILE_KEYS = ("base_url", "client")
+PROFILE_KEYS = ("base_url", "client", "merchant")
 
 
 def config_dir() -> Path:
@@ -74,6 +76,8 @@ def write_private_file(path: Path, data: dict[str, Any]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle, indent=2, sort_keys=True)
             handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())  # durable before it replaces the old file (rotated tokens)
         os.chmod(temp, 0o600)
         os.replace(temp, path)
     except BaseException:

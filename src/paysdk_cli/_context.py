@@ -21,7 +21,18 @@ from paysdk_cli._state import OutputFormat, State
 if TYPE_CHECKING:
     import paysdk
 
-__all__ = ["CLIENT_OPTIONS", "State", "configure_logging", "open_client", "require_client_slug", "state"]
+__all__ = [
+    "CLIENT_OPTIONS",
+    "State",
+    "configure_logging",
+    "environment",
+    "load_wallet_key",
+    "open_client",
+    "open_wallet_client",
+    "require_client_slug",
+    "require_merchant",
+    "state",
+]
 
 #: Extra keyword arguments for :class:`paysdk.Client` (a test seam: tests put an httpx mock transport
 #: and ``max_retries`` here).
@@ -85,7 +96,7 @@ def require_client_slug(st: State, given: str | None) -> str:
     return slug
 
 
-def _environment(st: State) -> paysdk.Environment:
+def environment(st: State) -> paysdk.Environment:
     from paysdk import Environment
 
     environ = dict(os.environ)
@@ -118,7 +129,85 @@ def open_client(st: State, *, token_required: bool = True) -> Iterator[paysdk.Cl
         "profile=%s base_url=%s token_source=%s", st.profile, st.base_url, stored.source if stored else None
     )
     token = paysdk.Secret(stored.value) if stored is not None else paysdk.Secret("")
-    client = paysdk.Client(token, _environment(st), **CLIENT_OPTIONS)
+    client = paysdk.Client(token, environment(st), **CLIENT_OPTIONS)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def require_merchant(st: State, given: str | None = None) -> str:
+    """``--merchant``, else the profile's wallet merchant, else its client slug; a usage error otherwise."""
+    slug = given or st.settings.get("merchant") or st.settings.get("client")
+    if not slug:
+        raise CLIError(
+            f"no wallet merchant: pass --merchant, or run "
+            f"`paysdk --profile {st.profile} wallet login --merchant SLUG`",
+            ExitCode.USAGE,
+        )
+    return slug
+
+
+def load_wallet_key(st: State) -> tuple[str, str]:
+    """The profile's wallet signing key and where it came from; exit 4 with a hint when there is none."""
+    from paysdk_cli._secrets import WALLET_KEY, load_secret
+
+    stored = load_secret(WALLET_KEY, st.profile)
+    if stored is None:
+        raise CLIError(
+            f"no wallet signing key for profile {st.profile!r}: run "
+            f"`paysdk --profile {st.profile} wallet login --key-file FILE` or set {WALLET_KEY.env}",
+            ExitCode.AUTH,
+        )
+    return stored.value, stored.source
+
+
+@contextmanager
+def open_wallet_client(
+    st: State, *, merchant: str | None = None, private_key: str | None = None
+) -> Iterator[paysdk.Client]:
+    """A :class:`paysdk.Client` with the profile's wallet credentials and its token store, closed after.
+
+    The signing key comes from ``private_key`` or the profile's secret store (``_secrets``); the
+    application token pair lives in the SDK's ``FileTokenStore`` at ``_secrets.wallet_token_path``
+    (0600, locked across processes, so concurrent invocations reuse one pair and refresh it once).
+    The merchant token is used when one is configured, but the wallet does not need it.
+    """
+    from paysdk_cli._secrets import load_token, wallet_token_path
+
+    slug = require_merchant(st, merchant)
+    source = "argument"
+    if private_key is None:
+        private_key, source = load_wallet_key(st)
+    import paysdk
+
+    path = wallet_token_path(st.profile)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    logging.getLogger("paysdk_cli").debug(
+        "profile=%s base_url=%s merchant=%s key_source=%s token_store=%s",
+        st.profile,
+        st.base_url,
+        slug,
+        source,
+        path,
+    )
+    stored = load_token(st.profile)
+    try:
+        credentials = paysdk.WalletCredentials(slug, paysdk.Secret(private_key))
+    except paysdk.ValidationError as exc:
+        if exc.field != "private_key":
+            raise
+        raise CLIError(
+            f"the wallet signing key ({source}) is unusable: {exc.message}",
+            ExitCode.USAGE if source == "argument" else ExitCode.AUTH,
+        ) from None
+    client = paysdk.Client(
+        paysdk.Secret(stored.value) if stored is not None else paysdk.Secret(""),
+        environment(st),
+        wallet=credentials,
+        token_store=paysdk.FileTokenStore(path),
+        **CLIENT_OPTIONS,
+    )
     try:
         yield client
     finally:

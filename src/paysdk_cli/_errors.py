@@ -62,7 +62,7 @@ def exit_code_for(exc: BaseException) -> int:
     errors = _sdk_errors()
     if errors is not None:
         if isinstance(exc, errors.ValidationError):
-            return ExitCode.AUTH if exc.field == "merchant_token" else ExitCode.USAGE
+            return ExitCode.AUTH if exc.field in _CREDENTIAL_FIELDS else ExitCode.USAGE
         if isinstance(exc, errors.APIError):
             status = int(exc.status_code)
             if status in (401, 403):
@@ -77,6 +77,30 @@ def exit_code_for(exc: BaseException) -> int:
     return ExitCode.ERROR
 
 
+#: SDK validation fields that are about credentials, not about an option: exit 4, not 2.
+_CREDENTIAL_FIELDS = frozenset({"merchant_token", "wallet", "private_key", "session"})
+
+#: Wallet own codes (D31) that call for logging in again, and those about the signing key.
+_WALLET_RANGE = range(7000, 8100)
+_WALLET_TOKEN_CODES = frozenset({7102, 7103, 7104, 7105, 7107})
+_WALLET_KEY_CODES = frozenset({7601, 7604, 7616})
+
+
+def _auth_hint(status: int, own_code: int | None) -> str | None:
+    """What to do about a 401/403: merchant token, wallet login, signing key, or nothing to log in to."""
+    if status not in (401, 403):
+        return None
+    if own_code is None or own_code not in _WALLET_RANGE:
+        return "check the merchant token: paysdk login, or PAYSDK_MERCHANT_TOKEN"
+    if own_code == 7106:
+        return "this call takes the other kind of token: add or drop --as-user (application vs user)"
+    if own_code in _WALLET_TOKEN_CODES:
+        return "log in again: paysdk wallet login (or paysdk users login for --as-user)"
+    if own_code in _WALLET_KEY_CODES:
+        return "check the merchant slug and signing key: paysdk wallet login --merchant SLUG --key-file FILE"
+    return None
+
+
 def _describe(exc: BaseException, verbose: bool) -> list[str]:
     if isinstance(exc, CLIError):
         return [exc.message]
@@ -85,6 +109,8 @@ def _describe(exc: BaseException, verbose: bool) -> list[str]:
         if isinstance(exc, errors.ValidationError):
             if exc.field == "merchant_token":
                 return [f"the stored merchant token is unusable: {exc.message}"]
+            if exc.field in _CREDENTIAL_FIELDS:
+                return [f"wallet credentials: {exc.message}", f"  {_auth_hint(401, 7102)}"]
             return [f"invalid value for {_option_name(exc.field)}: {exc.message}"]
         if isinstance(exc, errors.APIError):
             code = f" ownCode {exc.own_code}" if exc.own_code is not None else ""
@@ -94,8 +120,9 @@ def _describe(exc: BaseException, verbose: bool) -> list[str]:
             for detail in details if isinstance(details, list) else []:
                 if isinstance(detail, dict):
                     lines.append(f"  {detail.get('field', '?')}: {detail.get('message', '')}")
-            if exc.status_code in (401, 403):
-                lines.append("  check the merchant token: paysdk login, or PAYSDK_MERCHANT_TOKEN")
+            hint = _auth_hint(exc.status_code, exc.own_code)
+            if hint:
+                lines.append(f"  {hint}")
             if verbose:
                 where = f"{exc.method} {exc.path}".strip()
                 lines.append(

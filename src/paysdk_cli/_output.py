@@ -113,7 +113,16 @@ def _print_table(
         names = list(columns) if columns else list(dict.fromkeys(k for row in rows for k in row))
         table = Table(title=title, box=box.SIMPLE)
         for name in names:
-            table.add_column(name, overflow="fold")
+            # Amounts and counts are never folded across lines (a split "74.5001" misreads).
+            numeric = all(
+                isinstance(row.get(name), Decimal | int) and not isinstance(row.get(name), bool)
+                for row in rows
+                if row.get(name) is not None
+            ) and any(row.get(name) is not None for row in rows)
+            if numeric:
+                table.add_column(name, justify="right", no_wrap=True)
+            else:
+                table.add_column(name, overflow="fold")
         for row in rows:
             table.add_row(*(_cell(row.get(name)) for name in names))
     console.print(table)

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import typer
 
-__all__ = ["parse_amount", "parse_json_object", "parse_key_values"]
+__all__ = [
+    "WALLET_PLACES",
+    "parse_amount",
+    "parse_date",
+    "parse_json_object",
+    "parse_key_values",
+    "parse_wallet_amount",
+    "read_secret",
+]
 
 
 def parse_amount(text: str, option: str = "--amount") -> Decimal:
@@ -45,4 +54,50 @@ def parse_json_object(text: str | None, option: str) -> dict[str, Any] | None:
         raise typer.BadParameter(f"not valid JSON: {exc}", param_hint=option) from None
     if not isinstance(value, dict):
         raise typer.BadParameter("must be a JSON object", param_hint=option)
+    return value
+
+
+#: Wallet balances and amounts carry at most 4 decimal places (spec 2.5, D41).
+WALLET_PLACES = 4
+
+
+def parse_wallet_amount(text: str, option: str = "--amount") -> Decimal:
+    """A wallet amount: an exact decimal string, finite, > 0, at most 4 decimal places (D41)."""
+    value = parse_amount(text, option)
+    if value <= 0:
+        raise typer.BadParameter(f"{text!r} must be greater than zero", param_hint=option)
+    if value.adjusted() >= 14:
+        raise typer.BadParameter(f"{text!r} is too large", param_hint=option)
+    if value != value.quantize(Decimal(1).scaleb(-WALLET_PLACES)):
+        raise typer.BadParameter(f"{text!r} has more than {WALLET_PLACES} decimal places", param_hint=option)
+    return value
+
+
+def parse_date(text: str | None, option: str) -> date | None:
+    """``YYYY-MM-DD`` as a :class:`datetime.date` (``None`` stays ``None``)."""
+    if text is None:
+        return None
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is not a date in the form YYYY-MM-DD", param_hint=option
+        ) from None
+
+
+def read_secret(prompt: str, *, from_stdin: bool, confirm: bool = False) -> str:
+    """A secret from one line of standard input, or from a hidden prompt (on stderr); never an argument.
+
+    Empty input is a usage error.
+    """
+    import sys
+
+    from paysdk_cli._errors import CLIError, ExitCode
+
+    if from_stdin:
+        value = sys.stdin.readline().rstrip("\r\n")
+    else:
+        value = str(typer.prompt(prompt, hide_input=True, err=True, confirmation_prompt=confirm))
+    if not value.strip():
+        raise CLIError(f"no {prompt.lower()} given", ExitCode.USAGE)
     return value

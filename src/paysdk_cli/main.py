@@ -28,6 +28,16 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
     "links": ("paysdk_cli.commands.payment_links", "app", "Payment links: hosted checkout pages."),
     "alt": ("paysdk_cli.commands.alternative_payments", "app", "Alternative payments on direct rails."),
     "callbacks": ("paysdk_cli.commands.callbacks", "app", "Merchant callbacks: run a local receiver."),
+    "wallet": (
+        "paysdk_cli.commands.wallet",
+        "app",
+        "The wallet session: application login with the merchant's Ed25519 key.",
+    ),
+    "users": ("paysdk_cli.commands.users", "app", "Wallet users: sessions, one-time codes, password reset."),
+    "cards": ("paysdk_cli.commands.cards", "app", "Wallet cards: list, issue, link, block, movements."),
+    "funds": ("paysdk_cli.commands.funds", "app", "Card funds: the issuer adds or withdraws money."),
+    "transfers": ("paysdk_cli.commands.transfers", "app", "Card-to-card transfers."),
+    "permissions": ("paysdk_cli.commands.permissions", "app", "Card permissions of authorized users."),
     "sandbox": ("paysdk_cli.commands.sandbox", "app", "Control plane of the local reference server."),
     "serve": ("paysdk_cli.commands.serve", "app", "Run the local reference server."),
 }
@@ -37,12 +47,13 @@ Exit codes:
   0  success
   1  error
   2  usage (bad option or argument, or input refused before sending)
-  4  authentication (HTTP 401/403, or no merchant token)
+  4  authentication (HTTP 401/403, or no merchant token / wallet key)
   6  the API refused the request (other HTTP 4xx)
   7  the API failed (HTTP 5xx) or could not be reached
 \b
 Environment: PAYSDK_PROFILE, PAYSDK_BASE_URL, PAYSDK_MERCHANT_TOKEN (overrides the
-stored token), PAYSDK_CONFIG_DIR, PAYSDK_CALLBACK_HEADER_VALUE. See docs/cli.md.
+stored token), PAYSDK_WALLET_PRIVATE_KEY (overrides the stored wallet key),
+PAYSDK_CONFIG_DIR, PAYSDK_CALLBACK_HEADER_VALUE. See docs/cli.md.
 """
 
 
@@ -88,7 +99,7 @@ class _PaysdkGroup(TyperGroup):
 app = typer.Typer(
     name="paysdk",
     cls=_PaysdkGroup,
-    help="Payment links, alternative payments, callbacks and the local reference server.",
+    help="Payment links, alternative payments, the wallet, callbacks and the local reference server.",
     epilog=EPILOG,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
@@ -125,7 +136,7 @@ def main(
         bool, typer.Option("-v", "--verbose", help="Debug lines (request metadata) and tracebacks on stderr.")
     ] = False,
 ) -> None:
-    """Payment links, alternative payments, callbacks and the local reference server."""
+    """Payment links, alternative payments, the wallet, callbacks and the local reference server."""
     if output is None:
         output = OutputFormat.table if sys.stdout.isatty() else OutputFormat.json
     ctx.obj = State(profile=profile, base_url_option=base_url or None, output=output, verbose=verbose)

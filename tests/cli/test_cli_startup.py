@@ -152,6 +152,24 @@ def test_command_tree() -> None:
         "requests",
         "faults",
         "test-cards",
+        "outbox",
+        "users",
+        "cards",
     }
     assert set(sandbox.commands["faults"].commands) == {"add", "list", "clear"}
     assert set(load_family("alt").commands) == {"create", "process", "intent", "dismiss"}
+    assert set(load_family("wallet").commands) == {"login", "whoami", "logout"}
+    assert set(load_family("users").commands) == {"login", "logout", "list", "otp", "reset-password"}
+    assert set(load_family("cards").commands) >= {
+        "list",
+        "summary",
+        "issue",
+        "link",
+        "link-external",
+        "block",
+        "unblock",
+        "movements",
+    }
+    assert set(load_family("funds").commands) == {"add", "withdraw"}
+    assert set(load_family("transfers").commands) == {"create"}
+    assert set(load_family("permissions").commands) == {"grant", "update", "list"}
