@@ -6,6 +6,8 @@
 2. Reference server ``POST /transactions`` throughput vs a bare Starlette endpoint, same uvicorn
    settings, same load generator. Goal >= 0.5x.
 3. ``paysdk --help`` wall time vs ``python -c "import typer"``. Goal <= 1.3x.
+4. 1,000 concurrent fund operations (adds and withdrawals) on one wallet card: throughput, and the
+   lost updates (expected minus final balance), which must be zero.
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike.
@@ -175,6 +177,53 @@ def bench_server() -> tuple[float, float, float]:
     return bare, ours, ours / bare
 
 
+def bench_funds(operations: int = 1000) -> tuple[float, int, int]:
+    """``operations`` concurrent fund operations on ONE card (half adds, half withdrawals) against the
+    reference server over a real socket. Returns (operations per second, lost updates, movements).
+
+    Lost updates = |expected balance - final balance| in units of the smallest amount; every
+    operation must also leave exactly one movement.
+    """
+
+    async def main(url: str) -> tuple[float, int, int]:
+        env = paysdk.Environment.local(url)
+        async with paysdk.AsyncClient(environment=env) as control:
+            merchant = await control.sandbox.create_client(slug="bench-wallet")
+            user = await control.sandbox.create_user(
+                merchant.slug, "bench-user", "bench@example.com", "bench-password"
+            )
+        assert merchant.signing_private_key is not None
+        wallet = paysdk.WalletCredentials(merchant.slug, merchant.signing_private_key)
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+        http = httpx.AsyncClient(timeout=120, limits=limits)
+        async with paysdk.AsyncClient(
+            environment=env, wallet=wallet, http_client=http, max_retries=0
+        ) as client:
+            card = await client.wallet.cards.issue_virtual(user.auth_user_id)
+            start_balance = Decimal("1000000")
+            await client.wallet.funds.add(card.card_id, start_balance)
+            add, withdraw = Decimal("1.0001"), Decimal("0.9999")
+            started = time.perf_counter()
+            await asyncio.gather(
+                *(
+                    client.wallet.funds.add(card.card_id, add)
+                    if i % 2 == 0
+                    else client.wallet.funds.withdraw(card.card_id, withdraw)
+                    for i in range(operations)
+                )
+            )
+            elapsed = time.perf_counter() - started
+            final = (await client.wallet.cards.get(card.card_id)).balance
+            movements = len(await client.wallet.cards.movements(card.card_id))
+        await http.aclose()
+        expected = start_balance + (operations // 2) * add - (operations - operations // 2) * withdraw
+        lost = int(abs(expected - final) / Decimal("0.0001"))
+        return operations / elapsed, lost, movements - 1
+
+    with serve("reference") as url:
+        return asyncio.run(main(url))
+
+
 def bench_cli(runs: int = 9) -> tuple[float, float, float]:
     venv_bin = Path(sys.executable).parent
     paysdk_cmd = [str(venv_bin / "paysdk"), "--help"]
@@ -222,6 +271,15 @@ def main() -> None:
             f"{ours:.0f} vs {bare:.0f} req/s",
             f"{ratio:.3f}x",
             ">= 0.5x",
+        )
+    )
+    rate, lost, movements = bench_funds()
+    rows.append(
+        (
+            "1,000 concurrent fund ops on one card",
+            f"{rate:.0f} ops/s, {movements} movements",
+            f"{lost} lost",
+            "0 lost",
         )
     )
     base, ours_cli, ratio = bench_cli()

@@ -115,3 +115,21 @@ def test_fastapi_receiver_processes_each_event_once(live_server: str, tmp_path: 
         output, _ = receiver.communicate(timeout=10)
     assert output.count(link.reference) == 1, output  # logged once: the duplicate was not processed
     assert header_value not in output
+
+
+def test_wallet_cards(live_server: str) -> None:
+    sandbox = paysdk.Client(environment=paysdk.Environment.local(live_server))
+    merchant = sandbox.sandbox.create_client()
+    user = sandbox.sandbox.create_user(merchant.slug, "ana", "ana@example.com", "a-long-password")
+    assert merchant.signing_private_key is not None
+    env = {
+        "PAYSDK_BASE_URL": live_server,
+        "PAYSDK_WALLET_MERCHANT": merchant.slug,
+        "PAYSDK_WALLET_PRIVATE_KEY": merchant.signing_private_key,
+        "PAYSDK_WALLET_USER_ID": user.auth_user_id,
+    }
+    out = _run("wallet_cards.py", env).stdout
+    assert "balance 100.0001" in out
+    assert "overdraw refused: HTTP 422 ownCode 7303" in out
+    assert "main 60.0000, savings 40.0001" in out
+    assert merchant.signing_private_key not in out
