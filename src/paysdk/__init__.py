@@ -85,7 +85,7 @@ from paysdk._token_stores import (
 )
 from paysdk._tokens import StoredTokens
 from paysdk._types import NOT_GIVEN, NotGiven
-from paysdk._wallet_auth import UserSession, WalletCredentials
+from paysdk._wallet_auth import UserSession, WalletCredentials, wallet_store_key
 
 __all__ = [
     "NOT_GIVEN",
@@ -158,4 +158,5 @@ __all__ = [
     "WrongEnvironmentError",
     "WrongTokenTypeError",
     "__version__",
+    "wallet_store_key",
 ]

@@ -6,8 +6,9 @@ credential must share a store, and refresh only while holding the store's lock:
 
 * :class:`MemoryTokenStore` (default): one process; a lock per key.
 * :class:`FileTokenStore`: one host, any number of processes (the CLI's store). A JSON file, mode
-  0600, replaced atomically; the lock is ``fcntl.flock`` on ``<path>.lock``.
-* :class:`RedisTokenStore` / :class:`AsyncRedisTokenStore`: several hosts. The pair is one key
+  0600, replaced atomically; the lock of a key is ``fcntl.flock`` on a lock file of that key.
+* :class:`RedisTokenStore` / :class:`AsyncRedisTokenStore`: several hosts (the sync store is generated
+  from the asyncio one by ``scripts/unasync.py``). The pair is one key
   (``<prefix><key>``); the lock is ``SET <prefix><key>:lock <random> NX PX <ttl>``, released by a Lua
   compare-and-delete so a holder whose lease ran out never frees another holder's lock.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import hashlib
 import inspect
 import json
 import os
@@ -169,13 +171,20 @@ class FileTokenStore:
 
     The file maps credential keys to pairs; every write replaces it atomically (temporary file,
     ``fsync``, ``os.replace``), so a reader never sees half a file. ``lock(key)`` takes an exclusive
-    ``fcntl.flock`` on ``<path>.lock`` (one lock for the whole file); it is released when the holder
-    exits, even by a crash. The refresh tokens are in clear in the file: keep it in a private directory.
+    ``fcntl.flock`` on ``<path>.<hash of key>.lock`` (one lock per key, so the holder of a user
+    session's lock can still refresh the application pair it needs, in the same file); ``save`` and
+    ``delete`` also take ``<path>.lock`` for their short read-modify-write of the file. Locks are released
+    when the holder exits, even by a crash. The refresh tokens are in clear in the file: keep it in a
+    private directory.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = Path(path)
         self._lock_path = self._path.with_name(self._path.name + ".lock")
+
+    def _key_lock_path(self, key: str) -> Path:
+        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+        return self._path.with_name(f"{self._path.name}.{digest}.lock")
 
     @property
     def path(self) -> Path:
@@ -224,30 +233,40 @@ class FileTokenStore:
 
     def save(self, key: str, tokens: StoredTokens) -> None:
         """See :meth:`TokenStore.save` (call it holding :meth:`lock`)."""
-        data = self._read()
-        data[_check_key(key)] = tokens.to_json()
-        self._write(data)
+        key = _check_key(key)
+        with _flock(self._lock_path):  # the file's read-modify-write, whatever key is locked
+            data = self._read()
+            data[key] = tokens.to_json()
+            self._write(data)
 
     def delete(self, key: str) -> None:
         """See :meth:`TokenStore.delete` (call it holding :meth:`lock`)."""
-        data = self._read()
-        if data.pop(_check_key(key), None) is not None:
-            self._write(data)
+        key = _check_key(key)
+        with _flock(self._lock_path):
+            data = self._read()
+            if data.pop(key, None) is not None:
+                self._write(data)
 
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         """See :meth:`TokenStore.lock`: every thread and process of this host using the same path."""
-        _check_key(key)
-        self._lock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        with _flock(self._key_lock_path(_check_key(key))):
+            yield
+
+
+@contextlib.contextmanager
+def _flock(path: Path) -> Iterator[None]:
+    """An exclusive ``fcntl.flock`` on ``path`` (created 0600 in a 0700 directory); not reentrant."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+            yield
         finally:
-            os.close(fd)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 # ------------------------------------------------------------------------------------------- redis
@@ -292,8 +311,73 @@ def _lock_timeout(key: str, wait: float) -> TimeoutError:
     return TimeoutError(f"the token lock of {key!r} was not free within {wait:g} s")
 
 
+# unasync: begin
+class AsyncRedisTokenStore:
+    """Token pairs in Redis (a ``redis.asyncio.Redis`` client, for :class:`~paysdk.AsyncClient`), shared
+    by every instance of a service (``pip install paysdk[redis]``).
+
+    ``lock_ttl``: seconds before a lock whose holder died frees itself (keep it above the client's
+    timeout, so a slow refresh keeps its lock); ``lock_wait``: seconds a caller waits for the lock
+    before :class:`TimeoutError`. Works with ``decode_responses`` on or off.
+    """
+
+    def __init__(
+        self,
+        client: redis.asyncio.Redis,
+        prefix: str = DEFAULT_TOKEN_PREFIX,
+        *,
+        lock_ttl: float = DEFAULT_LOCK_TTL,
+        lock_wait: float = DEFAULT_LOCK_WAIT,
+    ) -> None:
+        self._client = client
+        self._keys = _RedisKeys(prefix, lock_ttl, lock_wait)
+
+    @property
+    def prefix(self) -> str:
+        """The key prefix."""
+        return self._keys.prefix
+
+    def __repr__(self) -> str:
+        return f"AsyncRedisTokenStore(prefix={self.prefix!r})"
+
+    async def load(self, key: str) -> StoredTokens | None:
+        """See :meth:`AsyncTokenStore.load`."""
+        return self._keys.parse(await self._client.get(self._keys.key(key)))
+
+    async def save(self, key: str, tokens: StoredTokens) -> None:
+        """See :meth:`AsyncTokenStore.save`."""
+        value, ttl_ms = self._keys.value(tokens)
+        await self._client.set(self._keys.key(key), value, px=ttl_ms)
+
+    async def delete(self, key: str) -> None:
+        """See :meth:`AsyncTokenStore.delete`."""
+        await self._client.delete(self._keys.key(key))
+
+    @contextlib.asynccontextmanager
+    async def lock(self, key: str) -> AsyncIterator[None]:
+        """See :meth:`AsyncTokenStore.lock`: ``SET NX PX`` with a random value, Lua compare-and-delete."""
+        name, token = self._keys.lock_key(key), secrets.token_hex(16)
+        deadline = time.monotonic() + self._keys.lock_wait
+        delay = 0.005
+        while not await self._client.set(name, token, nx=True, px=self._keys.lock_ttl_ms):
+            if time.monotonic() > deadline:
+                raise _lock_timeout(key, self._keys.lock_wait)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        try:
+            yield
+        finally:
+            await self._client.eval(_RELEASE_SCRIPT, 1, name, token)
+
+
+# unasync: end
+
+
+# unasync: generated begin
+# Generated by scripts/unasync.py from the async code above. Do not edit by hand.
 class RedisTokenStore:
-    """Token pairs in Redis, shared by every instance of a service (``pip install paysdk[redis]``).
+    """Token pairs in Redis (a ``redis.Redis`` client, for :class:`~paysdk.Client`), shared
+    by every instance of a service (``pip install paysdk[redis]``).
 
     ``lock_ttl``: seconds before a lock whose holder died frees itself (keep it above the client's
     timeout, so a slow refresh keeps its lock); ``lock_wait``: seconds a caller waits for the lock
@@ -347,58 +431,7 @@ class RedisTokenStore:
             yield
         finally:
             self._client.eval(_RELEASE_SCRIPT, 1, name, token)
-
-
-class AsyncRedisTokenStore:
-    """:class:`RedisTokenStore` on ``redis.asyncio.Redis``, for :class:`~paysdk.AsyncClient`."""
-
-    def __init__(
-        self,
-        client: redis.asyncio.Redis,
-        prefix: str = DEFAULT_TOKEN_PREFIX,
-        *,
-        lock_ttl: float = DEFAULT_LOCK_TTL,
-        lock_wait: float = DEFAULT_LOCK_WAIT,
-    ) -> None:
-        self._client = client
-        self._keys = _RedisKeys(prefix, lock_ttl, lock_wait)
-
-    @property
-    def prefix(self) -> str:
-        """The key prefix."""
-        return self._keys.prefix
-
-    def __repr__(self) -> str:
-        return f"AsyncRedisTokenStore(prefix={self.prefix!r})"
-
-    async def load(self, key: str) -> StoredTokens | None:
-        """See :meth:`AsyncTokenStore.load`."""
-        return self._keys.parse(await self._client.get(self._keys.key(key)))
-
-    async def save(self, key: str, tokens: StoredTokens) -> None:
-        """See :meth:`AsyncTokenStore.save`."""
-        value, ttl_ms = self._keys.value(tokens)
-        await self._client.set(self._keys.key(key), value, px=ttl_ms)
-
-    async def delete(self, key: str) -> None:
-        """See :meth:`AsyncTokenStore.delete`."""
-        await self._client.delete(self._keys.key(key))
-
-    @contextlib.asynccontextmanager
-    async def lock(self, key: str) -> AsyncIterator[None]:
-        """See :meth:`AsyncTokenStore.lock`."""
-        name, token = self._keys.lock_key(key), secrets.token_hex(16)
-        deadline = time.monotonic() + self._keys.lock_wait
-        delay = 0.005
-        while not await self._client.set(name, token, nx=True, px=self._keys.lock_ttl_ms):
-            if time.monotonic() > deadline:
-                raise _lock_timeout(key, self._keys.lock_wait)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.05)
-        try:
-            yield
-        finally:
-            await self._client.eval(_RELEASE_SCRIPT, 1, name, token)
+# unasync: generated end
 
 
 # ---------------------------------------------------------------------------------------- adapters

@@ -52,6 +52,7 @@ __all__ = [
     "StoredTokens",
     "TokenFlow",
     "is_fresh",
+    "newer_pair",
     "tokens_from_pair",
 ]
 
@@ -156,6 +157,15 @@ def tokens_from_pair(
 def is_fresh(tokens: StoredTokens, now: float, policy: RefreshPolicy) -> bool:
     """Whether the access token can be sent as is (more than the policy's margin left)."""
     return now < tokens.access_expires_at - policy.margin(tokens.lifetime)
+
+
+def newer_pair(stored: StoredTokens | None, candidate: StoredTokens) -> StoredTokens:
+    """Of what a store holds and a pair offered to it (e.g. a user session given to a view), the one to
+    keep: ``candidate`` when the store is empty or holds an older pair (obtained earlier: the candidate
+    is a newer login), else ``stored`` (e.g. the candidate's own rotation, saved by another holder)."""
+    if stored is None or candidate.obtained_at > stored.obtained_at:
+        return candidate
+    return stored
 
 
 def refresh_usable(tokens: StoredTokens, now: float) -> bool:

@@ -32,6 +32,7 @@ from paysdk._tokens import (
     StoredTokens,
     TokenFlow,
     is_fresh,
+    newer_pair,
     tokens_from_pair,
 )
 from paysdk.contracts.wallet import TokenPair
@@ -50,7 +51,9 @@ __all__ = [
     "app_refresh_operation",
     "application_key",
     "pair_from_stored",
+    "user_key",
     "user_refresh_operation",
+    "wallet_store_key",
 ]
 
 
@@ -184,6 +187,27 @@ def application_key(environment: Environment, merchant: str) -> str:
     return f"{environment.name}|{environment.wallet_base_url}|app|{merchant}"
 
 
+def user_key(application: str, name: str) -> str:
+    """The store key of the user session ``name`` of the application whose store key is ``application``."""
+    return f"{application}|user|{name}"
+
+
+def wallet_store_key(environment: Environment, merchant: str, user: str | None = None) -> str:
+    """The key under which a :class:`~paysdk.TokenStore` holds a wallet token pair: the application's
+    (``merchant`` in ``environment``) or, with ``user``, the user session of that name (a user id, or
+    any name of yours; :meth:`paysdk.Client.wallet.user_key <paysdk.resources.wallet.Wallet.user_key>`
+    gives the same key). Read a pair with ``store.load(key)``; change one only holding
+    ``store.lock(key)``, e.g. ``with store.lock(key): store.delete(key)`` to forget it."""
+    if not isinstance(merchant, str) or not merchant.strip():
+        raise ValidationError("merchant", "must be the non-empty merchant (client) slug")
+    key = application_key(environment, merchant.strip())
+    if user is None:
+        return key
+    if not isinstance(user, str) or not user.strip():
+        raise ValidationError("user", "must be a non-empty string")
+    return user_key(key, user.strip())
+
+
 def _token_op(path: str, body: dict[str, Any], auth: str = "none") -> Operation[TokenPair]:
     # Login and refresh are never replayed once their bytes may have arrived: a refresh spends the
     # refresh token (a replay would present a used one and revoke the family), hence no idempotency
@@ -252,6 +276,9 @@ class AsyncTokenManager:
     ``login`` builds the login operation (``None``: this credential cannot log in, e.g. a user
     session); ``refresh`` the refresh operation for a refresh token. ``via`` is the manager whose
     token those operations need as bearer (user sessions refresh with the application token).
+    ``seed``: a pair (e.g. a user session from a login) saved into the store on first use, under the
+    lock, unless the store already holds a pair obtained at the same time or later (see
+    :func:`paysdk._tokens.newer_pair`).
     """
 
     def __init__(
@@ -265,6 +292,7 @@ class AsyncTokenManager:
         via: AsyncTokenManager | None = None,
         policy: RefreshPolicy | None = None,
         initial: StoredTokens | None = None,
+        seed: StoredTokens | None = None,
     ) -> None:
         self._client = client
         self._key = key
@@ -275,6 +303,7 @@ class AsyncTokenManager:
         self._policy = policy or RefreshPolicy()
         self._lock = asyncio.Lock()
         self._current = initial
+        self._seed = seed
 
     @property
     def key(self) -> str:
@@ -306,11 +335,29 @@ class AsyncTokenManager:
         """Log in now (even when a valid pair is stored) and store the new pair."""
         return await self._acquire(None, None, None, force_login=True)
 
-    async def forget(self) -> None:
-        """Drop the cached and the stored pair (e.g. after a logout)."""
+    async def stored(self) -> StoredTokens | None:
+        """The pair in the store now (read under the lock; nothing is refreshed or sent)."""
         async with self._lock, self._store.lock(self._key):
+            return await self._load()
+
+    async def forget(self) -> bool:
+        """Drop the cached and the stored pair (e.g. after a logout); whether a pair was stored."""
+        async with self._lock, self._store.lock(self._key):
+            found = await self._store.load(self._key) is not None
             await self._store.delete(self._key)
             self._current = None
+            self._seed = None
+            return found
+
+    async def _load(self) -> StoredTokens | None:
+        # Call it holding the locks: the seed goes in first, unless the store holds a newer pair.
+        stored = await self._store.load(self._key)
+        seed = self._seed
+        if seed is not None and newer_pair(stored, seed) is seed:
+            await self._store.save(self._key, seed)  # persist BEFORE use
+            stored = seed
+        self._seed = None
+        return stored
 
     async def _send(self, op: Operation[TokenPair]) -> TokenPair:
         if self._via is None:
@@ -327,7 +374,7 @@ class AsyncTokenManager:
         force_login: bool = False,
     ) -> StoredTokens:
         async with self._lock, self._store.lock(self._key):
-            stored = await self._store.load(self._key)
+            stored = await self._load()
             flow = TokenFlow(
                 stored,
                 self._client._now(),
@@ -387,6 +434,9 @@ class TokenManager:
     ``login`` builds the login operation (``None``: this credential cannot log in, e.g. a user
     session); ``refresh`` the refresh operation for a refresh token. ``via`` is the manager whose
     token those operations need as bearer (user sessions refresh with the application token).
+    ``seed``: a pair (e.g. a user session from a login) saved into the store on first use, under the
+    lock, unless the store already holds a pair obtained at the same time or later (see
+    :func:`paysdk._tokens.newer_pair`).
     """
 
     def __init__(
@@ -400,6 +450,7 @@ class TokenManager:
         via: TokenManager | None = None,
         policy: RefreshPolicy | None = None,
         initial: StoredTokens | None = None,
+        seed: StoredTokens | None = None,
     ) -> None:
         self._client = client
         self._key = key
@@ -410,6 +461,7 @@ class TokenManager:
         self._policy = policy or RefreshPolicy()
         self._lock = threading.Lock()
         self._current = initial
+        self._seed = seed
 
     @property
     def key(self) -> str:
@@ -441,11 +493,29 @@ class TokenManager:
         """Log in now (even when a valid pair is stored) and store the new pair."""
         return self._acquire(None, None, None, force_login=True)
 
-    def forget(self) -> None:
-        """Drop the cached and the stored pair (e.g. after a logout)."""
+    def stored(self) -> StoredTokens | None:
+        """The pair in the store now (read under the lock; nothing is refreshed or sent)."""
         with self._lock, self._store.lock(self._key):
+            return self._load()
+
+    def forget(self) -> bool:
+        """Drop the cached and the stored pair (e.g. after a logout); whether a pair was stored."""
+        with self._lock, self._store.lock(self._key):
+            found = self._store.load(self._key) is not None
             self._store.delete(self._key)
             self._current = None
+            self._seed = None
+            return found
+
+    def _load(self) -> StoredTokens | None:
+        # Call it holding the locks: the seed goes in first, unless the store holds a newer pair.
+        stored = self._store.load(self._key)
+        seed = self._seed
+        if seed is not None and newer_pair(stored, seed) is seed:
+            self._store.save(self._key, seed)  # persist BEFORE use
+            stored = seed
+        self._seed = None
+        return stored
 
     def _send(self, op: Operation[TokenPair]) -> TokenPair:
         if self._via is None:
@@ -462,7 +532,7 @@ class TokenManager:
         force_login: bool = False,
     ) -> StoredTokens:
         with self._lock, self._store.lock(self._key):
-            stored = self._store.load(self._key)
+            stored = self._load()
             flow = TokenFlow(
                 stored,
                 self._client._now(),

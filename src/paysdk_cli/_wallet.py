@@ -3,13 +3,15 @@
 * :func:`wallet_api` opens the profile's wallet client (``_context.open_wallet_client``) and yields a
   :class:`Caller`: ``caller(lambda w: w.cards.list(user_id))`` runs the SDK call either as the
   application (``client.wallet``) or, with ``--as-user NAME``, as a stored user session
-  (``client.wallet.as_user(session)``). The application's token pair is the SDK's business (its
-  ``FileTokenStore`` refreshes single-flight across processes). For a user session the CLI holds the
-  session file's lock for the duration of the call, so the SDK's user view refreshes an expired
-  token at most once across invocations, and the rotated pair is saved before the lock is released.
-* User sessions (``paysdk users login``) are kept per profile in ``_secrets.user_sessions_path`` (JSON,
-  mode 0600 in a 0700 directory, ``fcntl``-locked across processes), by username. Nothing here ever
-  prints a token.
+  (``client.wallet.as_user(store=..., key=...)``).
+* Every token pair lives in the profile's ``FileTokenStore`` (``_secrets.wallet_token_path``, 0600, one
+  ``fcntl`` lock per key): the application's under :func:`paysdk.wallet_store_key` of the merchant, each
+  user session under the key of ``username:<name>``. The SDK writes a refreshed pair to the file BEFORE
+  using it, holding that key's lock, so concurrent invocations acting as the same user refresh once
+  and a crash never loses a rotated pair; the CLI holds no lock across a call.
+* ``paysdk users login`` also records the session in a small index (``_secrets.user_sessions_path``,
+  0600, ``fcntl``-locked): username -> user id and store key, no tokens, for ``users list`` and
+  ``--as-user``. Nothing here ever prints a token.
 
 Nothing here imports ``paysdk`` at module level.
 """
@@ -34,6 +36,7 @@ from paysdk_cli._state import State
 
 if TYPE_CHECKING:
     import paysdk
+    from paysdk.resources.wallet import WalletUserView
 
 __all__ = [
     "AS_USER",
@@ -42,10 +45,12 @@ __all__ = [
     "SessionStore",
     "describe_token",
     "forget_app_tokens",
-    "session_from_record",
-    "session_record",
+    "save_user_session",
     "session_store",
+    "session_tokens",
     "stored_app_tokens",
+    "token_store",
+    "user_view",
     "wallet_api",
 ]
 
@@ -63,10 +68,11 @@ AsUser = Annotated[str | None, AS_USER]
 
 
 class SessionStore:
-    """The profile's user sessions: ``{"sessions": {username: record}}`` in a 0600 JSON file.
+    """The profile's index of user sessions: ``{"sessions": {username: record}}`` in a 0600 JSON file,
+    a record being ``{"username", "userId", "key"}`` (the tokens are in :func:`token_store`).
 
     Every read-modify-write holds an exclusive ``fcntl`` lock on ``<file>.lock``, so two invocations
-    never lose each other's writes, and a refresh happens once.
+    never lose each other's writes.
     """
 
     def __init__(self, path: Path) -> None:
@@ -139,26 +145,70 @@ def session_store(st: State) -> SessionStore:
     return SessionStore(user_sessions_path(st.profile))
 
 
-# ------------------------------------------------------------------ SDK UserSession <-> record
+# ------------------------------------------------------------------------- user sessions <-> store
 
 
-def session_record(username: str, session: paysdk.UserSession) -> dict[str, Any]:
-    """What is stored for a user session: its :class:`paysdk.StoredTokens` (tokens in clear: the
-    file is 0600) plus the username and user id."""
-    return {"username": username, "userId": session.user_id, **session.stored.to_json()}
+def token_store(st: State) -> paysdk.FileTokenStore:
+    """The profile's token store: the application pair and every user session's pair."""
+    import paysdk
+    from paysdk_cli._secrets import wallet_token_path
+
+    return paysdk.FileTokenStore(wallet_token_path(st.profile))
 
 
-def session_from_record(record: dict[str, Any]) -> paysdk.UserSession:
-    """The SDK user session a stored record describes (exit 4 when the record is unusable)."""
+def user_session_key(st: State, username: str) -> str:
+    """The store key of ``username``'s session (the profile's environment and merchant)."""
+    import paysdk
+    from paysdk_cli._context import environment, require_merchant
+
+    return paysdk.wallet_store_key(environment(st), require_merchant(st), "username:" + username)
+
+
+def save_user_session(
+    st: State, client: paysdk.Client, username: str, session: paysdk.UserSession
+) -> dict[str, Any]:
+    """Put a new session (``users login``) in the token store, under its key's lock, and index it."""
+    key = user_session_key(st, username)
+    client.wallet.as_user(session, store=token_store(st), key=key).stored_session()  # writes it now
+    record = {"username": username, "userId": session.user_id, "key": key}
+    session_store(st).put(username, record)
+    return record
+
+
+def _legacy_session(record: dict[str, Any]) -> paysdk.UserSession | None:
+    """The session of an index record written by an older CLI (tokens in the record), else ``None``."""
     import paysdk
 
+    if "accessToken" not in record:
+        return None
     try:
         return paysdk.UserSession.from_stored(paysdk.StoredTokens.from_json(record))
     except ValueError:
-        raise CLIError(
-            f"the stored session of {record.get('username')!r} is unusable: run `paysdk users login` again",
-            ExitCode.AUTH,
-        ) from None
+        return None
+
+
+def user_view(st: State, client: paysdk.Client, username: str, record: dict[str, Any]) -> WalletUserView:
+    """``client.wallet.as_user`` on the token store under the session's key (a record of an older CLI,
+    with the tokens in it, is moved to the store on the way; the store keeps the newer pair)."""
+    key = record.get("key")
+    legacy = _legacy_session(record)
+    if not isinstance(key, str) or legacy is not None:
+        key = key if isinstance(key, str) else user_session_key(st, username)
+        view = client.wallet.as_user(legacy, store=token_store(st), key=key)
+        view.stored_session()
+        userid = legacy.user_id if legacy is not None else record.get("userId")
+        session_store(st).put(username, {"username": username, "userId": userid, "key": key})
+        return view
+    return client.wallet.as_user(store=token_store(st), key=key)
+
+
+def session_tokens(st: State, record: dict[str, Any]) -> paysdk.StoredTokens | None:
+    """The stored pair of an index record (``None`` when the store has none)."""
+    key = record.get("key")
+    if isinstance(key, str):
+        return token_store(st).load(key)
+    legacy = _legacy_session(record)
+    return legacy.stored if legacy is not None else None
 
 
 # ------------------------------------------------------------------------------ acting as someone
@@ -193,9 +243,15 @@ class Caller:
     """Runs SDK wallet calls as the application or as one stored user session (see the module doc)."""
 
     client: paysdk.Client
+    st: State
     username: str | None = None
-    store: SessionStore | None = None
-    user_id: str | None = None
+    record: dict[str, Any] | None = None
+
+    @property
+    def user_id(self) -> str | None:
+        """The acting user's id (``None`` when acting as the application)."""
+        user_id = self.record.get("userId") if self.record is not None else None
+        return str(user_id) if user_id else None
 
     def default_user_id(self, given: str | None) -> str:
         """``--user-id``, else the acting user's own id; a usage error when neither."""
@@ -207,32 +263,14 @@ class Caller:
         return user_id
 
     def __call__(self, operation: Callable[[Any], T]) -> T:
-        if self.username is None or self.store is None:
+        if self.username is None or self.record is None:
             return operation(self.client.wallet)
-        return self._as_user(self.username, self.store, operation)
-
-    def _as_user(self, username: str, store: SessionStore, operation: Callable[[Any], T]) -> T:
-        """Run ``operation`` on ``client.wallet.as_user(session)`` holding the session file's lock.
-
-        The SDK's user view refreshes an expired access token by itself (in memory); holding the
-        lock for the call means no other invocation can present the same single-use refresh token,
-        and the rotated pair is saved before the lock is released (even when the call then fails).
-        """
-        with store.locked():
-            record = store.read().get(username)
-            if record is None:
-                raise CLIError(f"the session of {username!r} was logged out meanwhile", ExitCode.AUTH)
-            session = session_from_record(record)
-            view = self.client.wallet.as_user(session)
-            try:
-                return operation(view)
-            finally:
-                current = view.session
-                if current.stored.access_token != session.stored.access_token:
-                    _log.debug("saving the refreshed session of %s", username)
-                    sessions = store.read()
-                    sessions[username] = session_record(username, current)
-                    store.write(sessions)
+        view = user_view(self.st, self.client, self.username, self.record)
+        # The SDK refreshes an expired token by itself, single-flight on the store key's lock, and
+        # saves the rotated pair to the file before using it.
+        if view.stored_session() is None:
+            raise CLIError(f"the session of {self.username!r} was logged out meanwhile", ExitCode.AUTH)
+        return operation(view)
 
 
 @contextmanager
@@ -240,44 +278,32 @@ def wallet_api(st: State, as_user: str | None = None) -> Iterator[Caller]:
     """The profile's wallet client and who acts (``--as-user``), closed afterwards."""
     from paysdk_cli._context import open_wallet_client
 
-    store = None
-    user_id = None
+    record = None
     if as_user is not None:
-        store = session_store(st)
-        record = store.get(as_user)
+        record = session_store(st).get(as_user)
         if record is None:
             raise CLIError(
                 f"no stored session for user {as_user!r} in profile {st.profile!r}: run "
                 f"`paysdk --profile {st.profile} users login --username {as_user}`",
                 ExitCode.AUTH,
             )
-        user_id = str(record.get("userId") or "") or None
     with open_wallet_client(st) as client:
-        yield Caller(client, as_user, store, user_id)
+        yield Caller(client, st, as_user, record)
 
 
 # ------------------------------------------------------------------------ the application token pair
 
 
-@contextmanager
-def app_token_store(st: State) -> Iterator[tuple[Any, str]]:
-    """The profile's ``FileTokenStore`` and the SDK's key of the current merchant and environment,
-    with that key's lock held."""
+def _app_key(st: State) -> str:
     import paysdk
-    from paysdk._wallet_auth import application_key
     from paysdk_cli._context import environment, require_merchant
-    from paysdk_cli._secrets import wallet_token_path
 
-    store = paysdk.FileTokenStore(wallet_token_path(st.profile))
-    key = application_key(environment(st), require_merchant(st))
-    with store.lock(key):
-        yield store, key
+    return paysdk.wallet_store_key(environment(st), require_merchant(st))
 
 
 def stored_app_tokens(st: State) -> tuple[str, str] | None:
     """The stored application (access, refresh) tokens, or ``None``: for ``whoami``, never printed."""
-    with app_token_store(st) as (store, key):
-        stored = store.load(key)
+    stored = token_store(st).load(_app_key(st))
     if stored is None:
         return None
     return stored.access_token.reveal(), stored.refresh_token.reveal()
@@ -285,7 +311,9 @@ def stored_app_tokens(st: State) -> tuple[str, str] | None:
 
 def forget_app_tokens(st: State) -> bool:
     """Delete the stored application token pair; whether there was one."""
-    with app_token_store(st) as (store, key):
+    key = _app_key(st)
+    store = token_store(st)
+    with store.lock(key):
         had = store.load(key) is not None
         store.delete(key)
     return had

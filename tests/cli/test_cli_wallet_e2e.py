@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import paysdk
-from paysdk_cli._secrets import WALLET_KEY, load_secret
+from paysdk_cli._secrets import WALLET_KEY, load_secret, user_sessions_path, wallet_token_path
 
 from .conftest import run_cli, subprocess_env
 
@@ -197,17 +197,45 @@ def test_two_processes_after_expiry_refresh_once(cli_server: str, config_dir: Pa
         assert proc.returncode == 0, stderr
         assert len(json.loads(stdout)) == 1
 
-    procs = [_spawn(config_dir, cli_server, "cards", "list", "--as-user", "ana") for _ in range(2)]
-    results = [p.communicate(timeout=60) for p in procs]
-    for proc, (stdout, stderr) in zip(procs, results, strict=True):
-        out.texts += [stdout, stderr]
-        assert proc.returncode == 0, stderr
+    # the user's pair lives in the profile's token store (the SDK's FileTokenStore), not in the index
+    store = paysdk.FileTokenStore(wallet_token_path("default"))
+    index = user_sessions_path("default").read_text()
+    assert "eyJ" not in index
+    key = json.loads(index)["sessions"]["ana"]["key"]
+    assert key.endswith(f"|app|{slug}|user|username:ana")
+    first = store.load(key)
+    assert first is not None
 
+    def two_as_ana() -> None:
+        procs = [_spawn(config_dir, cli_server, "cards", "list", "--as-user", "ana") for _ in range(2)]
+        results = [p.communicate(timeout=60) for p in procs]
+        for proc, (stdout, stderr) in zip(procs, results, strict=True):
+            out.texts += [stdout, stderr]
+            assert proc.returncode == 0, stderr
+            assert len(json.loads(stdout)) == 1
+
+    two_as_ana()
     requests = out.run("sandbox", "requests")
     assert _count(requests, "POST", "/rest/auth/refresh") == 1
     assert _count(requests, "POST", "/rest/auth/login") == 1
     assert _count(requests, "POST", "/rest/users/refresh") == 1
     assert all(r["statusCode"] != 401 or r["path"] != "/rest/auth/refresh" for r in requests)
+    rotated = store.load(key)
+    assert rotated is not None
+    assert rotated.refresh_token != first.refresh_token  # saved by the SDK before it was used
+
+    # only the user's token expires now (15 min; the application's refreshed one lasts 30 min): two
+    # processes acting as ana refresh it once, with no refused refresh, and the store has the new pair
+    out.run("sandbox", "clock", "advance", "960")
+    two_as_ana()
+    requests = out.run("sandbox", "requests")
+    assert _count(requests, "POST", "/rest/users/refresh") == 2
+    assert _count(requests, "POST", "/rest/auth/refresh") == 1
+    assert all(r["statusCode"] == 200 for r in requests if r["path"] == "/rest/users/refresh")
+    latest = store.load(key)
+    assert latest is not None
+    assert latest.refresh_token not in (first.refresh_token, rotated.refresh_token)
+    assert out.run("users", "list")[0]["username"] == "ana"
 
     stored_key = load_secret(WALLET_KEY, "default")
     assert stored_key is not None

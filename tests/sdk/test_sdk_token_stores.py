@@ -86,8 +86,30 @@ def test_file_store_mode_0600_and_round_trip(tmp_path: Path) -> None:
     assert store.load("app") is None
     assert store.load("other") is not None
     assert "access" not in repr(store)
-    leftovers = [p.name for p in (tmp_path / "sub").iterdir()]
-    assert sorted(leftovers) == ["tokens.json", "tokens.json.lock"]  # no temporary files left
+    leftovers = sorted(p.name for p in (tmp_path / "sub").iterdir())
+    # no temporary files left: the file, its write lock and the lock of key "app"
+    assert leftovers[0] == "tokens.json"
+    assert leftovers[-1] == "tokens.json.lock"
+    assert len(leftovers) == 3
+    assert leftovers[1].startswith("tokens.json.")
+    assert leftovers[1].endswith(".lock")
+    assert stat.S_IMODE((tmp_path / "sub" / leftovers[1]).stat().st_mode) == 0o600
+
+
+def test_file_store_locks_are_per_key(tmp_path: Path) -> None:
+    """Holding one key's lock (a user session refreshing) never blocks another key of the same file
+    (the application pair it needs), in this process or another, and both writes survive."""
+    path = tmp_path / "tokens.json"
+    store = paysdk.FileTokenStore(path)
+    with store.lock("user"):
+        with paysdk.FileTokenStore(path).lock("app"):  # a second holder: would deadlock on one lock
+            store.save("app", pair(1))
+        store.save("user", pair(2))
+    loaded_app, loaded_user = store.load("app"), store.load("user")
+    assert loaded_app is not None
+    assert loaded_app.access_token == "access-1"
+    assert loaded_user is not None
+    assert loaded_user.access_token == "access-2"
 
 
 def test_file_store_corrupt_file_counts_as_empty(tmp_path: Path) -> None:

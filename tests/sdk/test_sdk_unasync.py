@@ -48,6 +48,10 @@ def test_every_async_file_is_covered() -> None:
         "src/paysdk/resources/payment_links.py",
         "src/paysdk/resources/alternative_payments.py",
         "src/paysdk/resources/sandbox.py",
+        "src/paysdk/resources/wallet.py",
+        "src/paysdk/_wallet_auth.py",
+        "src/paysdk/_token_stores.py",
+        "src/paysdk/callbacks/_redis.py",
     } <= names
 
 
@@ -92,6 +96,10 @@ def test_hand_edit_of_generated_block_detected(tmp_path: Path) -> None:
         ("MyAsyncThing, Asynchronous, acloser", "MyAsyncThing, Asynchronous, acloser"),
         ("    timeout: float = 1,  # noqa: ASYNC109 (why)", "    timeout: float = 1,"),
         ("The API client, for ``asyncio`` code::", "The API client, for blocking code::"),
+        ("@contextlib.asynccontextmanager", "@contextlib.contextmanager"),
+        ("client: redis.asyncio.Redis,", "client: redis.Redis,"),
+        ("import redis.asyncio  # extra", "import redis  # extra"),
+        ("myredis.asyncio_x, asynccontextmanagers", "myredis.asyncio_x, asynccontextmanagers"),  # boundaries
     ],
 )
 def test_transform_rules(source: str, expected: str) -> None:

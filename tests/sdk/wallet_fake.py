@@ -139,7 +139,7 @@ class FakeWallet:
             self.calls[route] += 1
             self.seen_headers.append(request.headers)
         body = _json.loads(request.content) if request.content else {}
-        if route == "POST /auth/refresh" and self.refresh_delay:
+        if route in ("POST /auth/refresh", "POST /users/refresh") and self.refresh_delay:
             time.sleep(self.refresh_delay)
         with self.lock:
             if route == "POST /auth/login":

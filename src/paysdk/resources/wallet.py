@@ -24,13 +24,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from paysdk._errors import ValidationError
 from paysdk._pipeline import Operation, data_envelope, list_of, no_result
 from paysdk._secret import Secret
-from paysdk._token_stores import AsyncStoreAdapter, MemoryTokenStore, StoreAdapter
-from paysdk._tokens import RECOVERABLE_CODES, REPLAY_CODES
+from paysdk._token_stores import (
+    AsyncStoreAdapter,
+    AsyncTokenStore,
+    MemoryTokenStore,
+    StoreAdapter,
+    TokenStore,
+)
+from paysdk._tokens import RECOVERABLE_CODES, REPLAY_CODES, StoredTokens
 from paysdk._wallet_auth import (
     AsyncTokenManager,
     TokenManager,
     UserSession,
     pair_from_stored,
+    user_key,
     user_refresh_operation,
 )
 from paysdk.contracts.common import Currency
@@ -400,6 +407,7 @@ def user_view_key(session: UserSession) -> str:
     return f"user|{session.user_id}|{id(session):x}"
 
 
+
 def _session(value: object) -> UserSession:
     if not isinstance(value, UserSession):
         raise ValidationError("session", "must be a paysdk.UserSession (from wallet.users.login)")
@@ -615,36 +623,90 @@ class AsyncWalletUserView:
     refreshed with the session's refresh token by the same single-flight machinery as the application
     token (a user session cannot log in again: a dead session raises the typed error, e.g.
     :class:`~paysdk.TokenRevokedError`). :attr:`session` is the current, possibly rotated, session.
+
+    Without ``store`` the pair lives in this view only (a private :class:`~paysdk.MemoryTokenStore`).
+    With a shared ``store`` (:class:`~paysdk.FileTokenStore`, :class:`~paysdk.RedisTokenStore`, ...)
+    under ``key`` (default :meth:`AsyncWallet.user_key` of the session's user id), the pair lives in
+    the store: ``session`` is written to it on first use, under ``store.lock(key)``, unless the store
+    already holds a pair obtained later (its own rotation, saved by another holder); every refreshed
+    pair is saved BEFORE it is used, and holders of the same key refresh only once between them. With
+    a store and a key, ``session`` may be left out: the view acts as whatever session the store holds.
     """
 
-    def __init__(self, client: AsyncClient, session: UserSession) -> None:
-        store = MemoryTokenStore()
-        key = user_view_key(session)
-        store.save(key, session.stored)
-        self._user_id = session.user_id
-        self._tokens = AsyncTokenManager(
-            client,
-            key=key,
-            store=AsyncStoreAdapter.of(store),
-            refresh=user_refresh_operation,
-            via=client._wallet_manager(),
-            initial=session.stored,
-        )
+    def __init__(
+        self,
+        client: AsyncClient,
+        session: UserSession | None,
+        store: TokenStore | AsyncTokenStore | None = None,
+        key: str | None = None,
+    ) -> None:
+        via = client._wallet_manager()
+        if store is None:
+            if key is not None:
+                raise ValidationError("key", "names an entry of a shared store: pass store= too")
+            session = _session(session)
+            private = MemoryTokenStore()
+            key = user_view_key(session)
+            private.save(key, session.stored)
+            self._user_id: str | None = session.user_id
+            self._tokens = AsyncTokenManager(
+                client,
+                key=key,
+                store=AsyncStoreAdapter.of(private),
+                refresh=user_refresh_operation,
+                via=via,
+                initial=session.stored,
+            )
+        else:
+            if session is not None:
+                session = _session(session)
+            if key is None:
+                if session is None:
+                    raise ValidationError("key", "is needed when no session is given")
+                key = user_key(via.key, session.user_id)
+            self._user_id = session.user_id if session is not None else None
+            self._tokens = AsyncTokenManager(
+                client,
+                key=check_str(key, "key"),
+                store=AsyncStoreAdapter.of(store),
+                refresh=user_refresh_operation,
+                via=via,
+                seed=session.stored if session is not None else None,
+            )
         self.cards = AsyncCards(client, self._tokens)
         self.funds = AsyncFunds(client, self._tokens)
         self.transfers = AsyncTransfers(client, self._tokens)
         self.permissions = AsyncPermissions(client, self._tokens)
 
     @property
+    def key(self) -> str:
+        """The store key of this view's session."""
+        return self._tokens.key
+
+    @property
     def session(self) -> UserSession:
-        """The current session (after an automatic refresh, the rotated one)."""
+        """The current session (after an automatic refresh, the rotated one). A view on a store
+        without a given session has none before its first call (or :meth:`stored_session`)."""
         current = self._tokens.current
-        if current is None:  # pragma: no cover - seeded at construction
-            raise ValidationError("session", "the view has no session")
+        if current is None:
+            raise ValidationError("session", "not loaded yet: make a call or await stored_session() first")
         return UserSession.from_stored(current)
 
+    async def stored_session(self) -> UserSession | None:
+        """The session in the store now (``session`` given to the view written first, as on first use);
+        ``None`` when there is none. Nothing is refreshed or sent."""
+        stored = await self._tokens.stored()
+        return None if stored is None else UserSession.from_stored(stored)
+
+    async def forget_tokens(self) -> bool:
+        """Remove the session's pair from the store (after :meth:`AsyncWalletUsers.logout`, or to
+        drop a dead session); whether one was stored. The server is not told: log out first."""
+        return await self._tokens.forget()
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(user_id={self._user_id!r})"
+        current = self._tokens.current
+        user_id = UserSession.from_stored(current).user_id if current is not None else self._user_id
+        return f"{type(self).__name__}(user_id={user_id!r}, key={self._tokens.key!r})"
 
 
 class AsyncWallet(AsyncWalletResource):
@@ -669,13 +731,36 @@ class AsyncWallet(AsyncWalletResource):
         stored = await self._client._wallet_manager().login()
         return pair_from_stored(stored)
 
+    async def stored_tokens(self) -> StoredTokens | None:
+        """The application's token pair as the client's ``token_store`` holds it now (``None``: not
+        logged in). Read under the store's lock; nothing is refreshed or sent. Masked repr."""
+        return await self._client._wallet_manager().stored()
+
+    async def forget_tokens(self) -> bool:
+        """Remove the application's token pair from the ``token_store`` (the next call logs in again);
+        whether one was stored. The server is not told (application tokens simply expire)."""
+        return await self._client._wallet_manager().forget()
+
+    def user_key(self, name: str) -> str:
+        """The store key of the user session ``name`` (a user id, or any name of yours, such as a
+        username) for this client's environment and merchant (as :func:`paysdk.wallet_store_key`);
+        :meth:`as_user`'s default is ``user_key(session.user_id)``."""
+        return user_key(self._client._wallet_manager().key, check_str(name, "name"))
+
     async def jwks(self) -> Jwks:
         """The public keys the wallet signs tokens with (``GET /.well-known/jwks.json``, no token)."""
         return await self._client._request(jwks_operation())
 
-    def as_user(self, session: UserSession) -> AsyncWalletUserView:
-        """A view whose calls carry ``session``'s access token (see :class:`AsyncWalletUserView`)."""
-        return AsyncWalletUserView(self._client, _session(session))
+    def as_user(
+        self,
+        session: UserSession | None = None,
+        *,
+        store: TokenStore | AsyncTokenStore | None = None,
+        key: str | None = None,
+    ) -> AsyncWalletUserView:
+        """A view whose calls carry ``session``'s access token, kept in ``store`` under ``key`` when
+        given (see :class:`AsyncWalletUserView`)."""
+        return AsyncWalletUserView(self._client, session, store, key)
 
 
 # unasync: end
@@ -891,36 +976,90 @@ class WalletUserView:
     refreshed with the session's refresh token by the same single-flight machinery as the application
     token (a user session cannot log in again: a dead session raises the typed error, e.g.
     :class:`~paysdk.TokenRevokedError`). :attr:`session` is the current, possibly rotated, session.
+
+    Without ``store`` the pair lives in this view only (a private :class:`~paysdk.MemoryTokenStore`).
+    With a shared ``store`` (:class:`~paysdk.FileTokenStore`, :class:`~paysdk.RedisTokenStore`, ...)
+    under ``key`` (default :meth:`Wallet.user_key` of the session's user id), the pair lives in
+    the store: ``session`` is written to it on first use, under ``store.lock(key)``, unless the store
+    already holds a pair obtained later (its own rotation, saved by another holder); every refreshed
+    pair is saved BEFORE it is used, and holders of the same key refresh only once between them. With
+    a store and a key, ``session`` may be left out: the view acts as whatever session the store holds.
     """
 
-    def __init__(self, client: Client, session: UserSession) -> None:
-        store = MemoryTokenStore()
-        key = user_view_key(session)
-        store.save(key, session.stored)
-        self._user_id = session.user_id
-        self._tokens = TokenManager(
-            client,
-            key=key,
-            store=StoreAdapter.of(store),
-            refresh=user_refresh_operation,
-            via=client._wallet_manager(),
-            initial=session.stored,
-        )
+    def __init__(
+        self,
+        client: Client,
+        session: UserSession | None,
+        store: TokenStore | TokenStore | None = None,
+        key: str | None = None,
+    ) -> None:
+        via = client._wallet_manager()
+        if store is None:
+            if key is not None:
+                raise ValidationError("key", "names an entry of a shared store: pass store= too")
+            session = _session(session)
+            private = MemoryTokenStore()
+            key = user_view_key(session)
+            private.save(key, session.stored)
+            self._user_id: str | None = session.user_id
+            self._tokens = TokenManager(
+                client,
+                key=key,
+                store=StoreAdapter.of(private),
+                refresh=user_refresh_operation,
+                via=via,
+                initial=session.stored,
+            )
+        else:
+            if session is not None:
+                session = _session(session)
+            if key is None:
+                if session is None:
+                    raise ValidationError("key", "is needed when no session is given")
+                key = user_key(via.key, session.user_id)
+            self._user_id = session.user_id if session is not None else None
+            self._tokens = TokenManager(
+                client,
+                key=check_str(key, "key"),
+                store=StoreAdapter.of(store),
+                refresh=user_refresh_operation,
+                via=via,
+                seed=session.stored if session is not None else None,
+            )
         self.cards = Cards(client, self._tokens)
         self.funds = Funds(client, self._tokens)
         self.transfers = Transfers(client, self._tokens)
         self.permissions = Permissions(client, self._tokens)
 
     @property
+    def key(self) -> str:
+        """The store key of this view's session."""
+        return self._tokens.key
+
+    @property
     def session(self) -> UserSession:
-        """The current session (after an automatic refresh, the rotated one)."""
+        """The current session (after an automatic refresh, the rotated one). A view on a store
+        without a given session has none before its first call (or :meth:`stored_session`)."""
         current = self._tokens.current
-        if current is None:  # pragma: no cover - seeded at construction
-            raise ValidationError("session", "the view has no session")
+        if current is None:
+            raise ValidationError("session", "not loaded yet: make a call or stored_session() first")
         return UserSession.from_stored(current)
 
+    def stored_session(self) -> UserSession | None:
+        """The session in the store now (``session`` given to the view written first, as on first use);
+        ``None`` when there is none. Nothing is refreshed or sent."""
+        stored = self._tokens.stored()
+        return None if stored is None else UserSession.from_stored(stored)
+
+    def forget_tokens(self) -> bool:
+        """Remove the session's pair from the store (after :meth:`WalletUsers.logout`, or to
+        drop a dead session); whether one was stored. The server is not told: log out first."""
+        return self._tokens.forget()
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(user_id={self._user_id!r})"
+        current = self._tokens.current
+        user_id = UserSession.from_stored(current).user_id if current is not None else self._user_id
+        return f"{type(self).__name__}(user_id={user_id!r}, key={self._tokens.key!r})"
 
 
 class Wallet(WalletResource):
@@ -945,11 +1084,34 @@ class Wallet(WalletResource):
         stored = self._client._wallet_manager().login()
         return pair_from_stored(stored)
 
+    def stored_tokens(self) -> StoredTokens | None:
+        """The application's token pair as the client's ``token_store`` holds it now (``None``: not
+        logged in). Read under the store's lock; nothing is refreshed or sent. Masked repr."""
+        return self._client._wallet_manager().stored()
+
+    def forget_tokens(self) -> bool:
+        """Remove the application's token pair from the ``token_store`` (the next call logs in again);
+        whether one was stored. The server is not told (application tokens simply expire)."""
+        return self._client._wallet_manager().forget()
+
+    def user_key(self, name: str) -> str:
+        """The store key of the user session ``name`` (a user id, or any name of yours, such as a
+        username) for this client's environment and merchant (as :func:`paysdk.wallet_store_key`);
+        :meth:`as_user`'s default is ``user_key(session.user_id)``."""
+        return user_key(self._client._wallet_manager().key, check_str(name, "name"))
+
     def jwks(self) -> Jwks:
         """The public keys the wallet signs tokens with (``GET /.well-known/jwks.json``, no token)."""
         return self._client._request(jwks_operation())
 
-    def as_user(self, session: UserSession) -> WalletUserView:
-        """A view whose calls carry ``session``'s access token (see :class:`WalletUserView`)."""
-        return WalletUserView(self._client, _session(session))
+    def as_user(
+        self,
+        session: UserSession | None = None,
+        *,
+        store: TokenStore | TokenStore | None = None,
+        key: str | None = None,
+    ) -> WalletUserView:
+        """A view whose calls carry ``session``'s access token, kept in ``store`` under ``key`` when
+        given (see :class:`WalletUserView`)."""
+        return WalletUserView(self._client, session, store, key)
 # unasync: generated end

@@ -1,8 +1,9 @@
 """``paysdk users``: wallet user sessions, one-time codes and password reset (spec 4.3, 5.3.6-5.3.8).
 
 Every call here uses the application's wallet session (``paysdk wallet login``) as bearer. A user's
-session (token pair) is stored in the profile's session file (``_wallet.SessionStore``, 0600) so that
-``--as-user USERNAME`` on the card, transfer and permission commands acts as that user.
+session (token pair) is stored in the profile's token store (the SDK's ``FileTokenStore``, 0600, next to
+the application pair) and indexed by username (``_wallet.SessionStore``), so that ``--as-user USERNAME``
+on the card, transfer and permission commands acts as that user.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ def _end_session(wallet: Any, session: Any) -> None:
     wallet.users.logout(session)
 
 
-def _session_view(record: dict[str, Any]) -> dict[str, Any]:
-    """A stored session without its tokens."""
+def _session_view(record: dict[str, Any], tokens: Any) -> dict[str, Any]:
+    """A stored session without its tokens (``tokens``: its :class:`paysdk.StoredTokens` or ``None``)."""
     from paysdk_cli._wallet import describe_token
 
-    access = describe_token(record.get("accessToken"))
-    refresh = describe_token(record.get("refreshToken"))
+    access = describe_token(tokens.access_token.reveal() if tokens is not None else None)
+    refresh = describe_token(tokens.refresh_token.reveal() if tokens is not None else None)
     return {
         "username": record.get("username"),
         "userId": record.get("userId"),
@@ -67,7 +68,7 @@ def login(
     The password comes from a hidden prompt or, with --password-stdin, from standard input; it is
     never an argument and never stored.
     """
-    from paysdk_cli._wallet import session_record, session_store, wallet_api
+    from paysdk_cli._wallet import save_user_session, wallet_api
 
     st = state(ctx)
     password = read_secret("Password", from_stdin=password_stdin)
@@ -80,10 +81,9 @@ def login(
                 refresh_token_ttl=refresh_token_ttl,
             )
         )
-    record = session_record(username, session)
-    session_store(st).put(username, record)
+        record = save_user_session(st, call.client, username, session)
     info(f"User {username!r} logged in; session stored in profile {st.profile!r} (use --as-user {username}).")
-    emit(st.output, _session_view(record), title="User session")
+    emit(st.output, _session_view(record, session.stored), title="User session")
 
 
 @app.command("logout")
@@ -96,7 +96,7 @@ def logout(
 ) -> None:
     """End a user's session on the server and forget it here."""
     import paysdk
-    from paysdk_cli._wallet import session_from_record, session_store, wallet_api
+    from paysdk_cli._wallet import session_store, user_view, wallet_api
 
     st = state(ctx)
     store = session_store(st)
@@ -124,14 +124,17 @@ def logout(
                 raise CLIError(
                     f"no stored session for user {name!r} in profile {st.profile!r}", ExitCode.USAGE
                 )
-            session = session_from_record(record)
-            try:
-                call(functools.partial(_end_session, session=session))
-            except paysdk.AuthenticationError as exc:
-                # The session was already dead (expired, revoked): forgetting it is all that is left.
-                if exc.own_code not in (7102, 7103, 7104, 7105):
-                    raise
-                warn(f"the session of {name!r} had already ended (ownCode {exc.own_code})")
+            view = user_view(st, call.client, name, record)
+            session = view.stored_session()
+            if session is not None:
+                try:
+                    call(functools.partial(_end_session, session=session))
+                except paysdk.AuthenticationError as exc:
+                    # The session was already dead (expired, revoked): forgetting it is all that is left.
+                    if exc.own_code not in (7102, 7103, 7104, 7105):
+                        raise
+                    warn(f"the session of {name!r} had already ended (ownCode {exc.own_code})")
+                view.forget_tokens()
             store.remove(name)
             info(f"Logged out user {name!r}.")
 
@@ -139,13 +142,13 @@ def logout(
 @app.command("list")
 def list_sessions(ctx: typer.Context) -> None:
     """List the user sessions stored in this profile (never their tokens)."""
-    from paysdk_cli._wallet import session_store
+    from paysdk_cli._wallet import session_store, session_tokens
 
     st = state(ctx)
     records = session_store(st).all()
     emit(
         st.output,
-        [_session_view(record) for _, record in sorted(records.items())],
+        [_session_view(record, session_tokens(st, record)) for _, record in sorted(records.items())],
         title="User sessions",
     )
 
