@@ -190,3 +190,190 @@ async def test_fast_path_rows_read_back_exactly(
     await asgi_client.post("/_sandbox/clock/advance", json={"seconds": 86400 + 1})
     for uid in (link["uid"], payment["uid"]):
         assert body(await asgi_client.get(f"/_sandbox/transactions/{uid}"))["status"] == "expired"
+
+
+# ------------------------------------------------------------------------------------- group commit
+
+_FAILING_PHONE = "+50299999999"
+
+
+# The group commit batches calls on SQLite only (PostgreSQL creates run one transaction each), so the
+# batch-failure tests are generated for SQLite alone: nothing is skipped at run time.
+sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
+
+def _refuse_phone_at_insert(app: FastAPI) -> None:
+    """A trigger making the transaction insert of one phone number fail inside the database."""
+    with app.state.paysdk.db.engine.begin() as connection:
+        connection.exec_driver_sql(
+            "CREATE TRIGGER refuse_phone BEFORE INSERT ON transactions "
+            f"WHEN NEW.user_id = '{_FAILING_PHONE}' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+
+
+@sqlite_only
+async def test_a_call_failing_at_insert_time_does_not_fail_its_batch(
+    app: FastAPI, merchant: SandboxClient
+) -> None:
+    assert app.state.paysdk.db.dialect == "sqlite"
+    _refuse_phone_at_insert(app)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)  # the 500 as a client sees it
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as asgi_client:
+        await _one_failing_among_fifty(asgi_client, merchant)
+
+
+async def _one_failing_among_fifty(asgi_client: httpx.AsyncClient, merchant: SandboxClient) -> None:
+    failing = dumps(link_body(merchant, userId=_FAILING_PHONE))
+    alone = await asgi_client.post("/transactions", content=failing, headers=auth(merchant))
+    assert alone.status_code == 500
+    bodies = [
+        failing if index == 17 else dumps(link_body(merchant, externalId=f"ext-{index}"))
+        for index in range(50)
+    ]
+    answers = await asyncio.gather(
+        *(
+            asgi_client.post(f"/transactions?n={index}", content=content, headers=auth(merchant))
+            for index, content in enumerate(bodies)
+        )
+    )
+    assert answers[17].status_code == alone.status_code
+    assert answers[17].json() == alone.json()
+    ok = [answer for index, answer in enumerate(answers) if index != 17]
+    assert [answer.status_code for answer in ok] == [200] * 49
+    uids = [body(answer)["uid"] for answer in ok]
+    assert len(set(uids)) == 49
+    for index, answer in enumerate(answers):  # each got its own transaction
+        if index == 17:
+            continue
+        stored = SandboxTransaction.model_validate(
+            body(await asgi_client.get(f"/_sandbox/transactions/{body(answer)['uid']}"))
+        )
+        assert stored.external_id == f"ext-{index}"
+        assert stored.amount == Decimal("10.50")
+    logged = body(await asgi_client.get("/_sandbox/requests"))
+    assert len(logged) == 51
+    assert sorted(entry["statusCode"] for entry in logged).count(500) == 2
+
+
+async def test_problems_and_successes_mixed_in_one_batch_each_get_their_own_answer(
+    app: FastAPI, asgi_client: httpx.AsyncClient, merchant: SandboxClient
+) -> None:
+    cases = [
+        (dumps(link_body(merchant)), auth(merchant), 200),
+        (dumps(link_body(merchant, amount=Decimal("0.10"))), auth(merchant), 400),
+        (b"{not json", auth(merchant), 400),
+        (b"{not json", {"Authorization": "0" * 64}, 401),  # the token is checked before the body
+        (dumps(link_body(merchant, userId="12")), auth(merchant), 409),
+        (dumps(link_body(merchant)), auth(merchant, production=True), 401),
+        (dumps(link_body(merchant, client="other")), auth(merchant), 409),
+    ]
+    alone = [
+        await asgi_client.post("/transactions", content=content, headers=headers)
+        for content, headers, _ in cases
+    ]
+    together = await asyncio.gather(
+        *(
+            asgi_client.post("/transactions", content=content, headers=headers)
+            for _ in range(4)
+            for content, headers, _ in cases
+        )
+    )
+    for index, answer in enumerate(together):
+        expected = alone[index % len(cases)]
+        assert answer.status_code == expected.status_code == cases[index % len(cases)][2]
+        if answer.status_code != 200:
+            assert answer.json() == expected.json()
+
+
+@sqlite_only
+async def test_a_lost_batch_runs_every_call_and_log_entry_again(
+    app: FastAPI, asgi_client: httpx.AsyncClient, merchant: SandboxClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert app.state.paysdk.db.dialect == "sqlite"
+    from paysdk.server import context as context_module
+
+    failures = {"left": 3}
+    original = context_module._run_together
+
+    def broken(connection: Any, calls: Any) -> bool:
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise context_module._Broken()  # the batch transaction is lost: nothing of it commits
+        return original(connection, calls)
+
+    monkeypatch.setattr(context_module, "_run_together", broken)
+    answers = await asyncio.gather(
+        *(
+            asgi_client.post(
+                f"/transactions?n={index}", content=dumps(link_body(merchant)), headers=auth(merchant)
+            )
+            for index in range(20)
+        )
+    )
+    assert [answer.status_code for answer in answers] == [200] * 20
+    assert failures["left"] == 0
+    for answer in answers:
+        assert (await asgi_client.get(f"/_sandbox/transactions/{body(answer)['uid']}")).status_code == 200
+    paths = sorted(entry["path"] for entry in body(await asgi_client.get("/_sandbox/requests")))
+    assert [path for path in paths if path.startswith("/transactions")] == sorted(
+        f"/transactions?n={index}" for index in range(20)
+    )
+
+
+async def test_a_log_entry_that_cannot_be_written_loses_no_other(
+    app: FastAPI, asgi_client: httpx.AsyncClient, merchant: SandboxClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from paysdk.server import middleware
+
+    original = middleware.mask_headers
+
+    def mask(raw: list[tuple[bytes, bytes]], extra: set[str]) -> dict[str, str]:
+        if any(value == b"poison" for _, value in raw):
+            raise RuntimeError("cannot store this entry")
+        return original(raw, extra)
+
+    monkeypatch.setattr(middleware, "mask_headers", mask)
+    answers = await asyncio.gather(
+        *(
+            asgi_client.post(
+                f"/transactions?n={index}",
+                content=dumps(link_body(merchant)),
+                headers={**auth(merchant), "X-Trace": "poison" if index == 3 else "fine"},
+            )
+            for index in range(10)
+        )
+    )
+    assert [answer.status_code for answer in answers] == [200] * 10
+    paths = sorted(entry["path"] for entry in body(await asgi_client.get("/_sandbox/requests")))
+    assert paths == sorted(f"/transactions?n={index}" for index in range(10) if index != 3)
+
+
+async def test_idempotent_creates_replay_under_concurrency(
+    asgi_client: httpx.AsyncClient, merchant: SandboxClient
+) -> None:
+    async def send(index: int) -> httpx.Response:
+        return await asgi_client.post(
+            "/transactions",
+            content=dumps(link_body(merchant, externalId=f"idem-{index}")),
+            headers={**auth(merchant), "Idempotency-Key": f"key-{index}"},
+        )
+
+    first = await asyncio.gather(*(send(index) for index in range(20)))
+    again = await asyncio.gather(*(send(index) for index in range(20)))
+    assert [answer.status_code for answer in first] == [200] * 20
+    assert len({body(answer)["uid"] for answer in first}) == 20
+    for original, replay in zip(first, again, strict=True):
+        assert replay.status_code == 200
+        assert replay.headers["Idempotent-Replayed"] == "true"
+        assert replay.content == original.content
+
+
+async def test_alternative_payments_are_created_in_batches_too(
+    asgi_client: httpx.AsyncClient, merchant: SandboxClient
+) -> None:
+    created = await asyncio.gather(*(create_alternative(asgi_client, merchant) for _ in range(20)))
+    assert len({item["uid"] for item in created}) == 20
+    for item in created:
+        stored = body(await asgi_client.get(f"/_sandbox/transactions/{item['uid']}"))
+        assert stored["kind"] == "alternative_payment"
+        assert stored["amount"] == Decimal("25.00")

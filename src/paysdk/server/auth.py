@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from paysdk._secret import constant_time_equals
 from paysdk.contracts.common import OwnCode
-from paysdk.server.context import Statement
+from paysdk.server.context import Statement, batch_cached
 from paysdk.server.db import ClientRow
 from paysdk.server.errors import APIProblem
 
@@ -162,7 +162,10 @@ def authenticate_token_core(
     """:func:`authenticate_token` with one Core query; the client is a read-only stand-in holding the
     columns :data:`_COLUMNS` only (enough to check and create a transaction)."""
     token = _token(credentials)
-    rows = _BY_TOKEN.rows(connection, {"digest": sha256_hex(token)})
+    digest = sha256_hex(token)
+    rows = batch_cached(
+        connection, (_BY_TOKEN, digest), lambda: _BY_TOKEN.rows(connection, {"digest": digest})
+    )
     if not rows:
         raise _unauthorized("Unknown merchant token.")
     client = _transient(rows[0])

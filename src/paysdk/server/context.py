@@ -1,12 +1,45 @@
-"""The state of one server instance shared by routers, services, middleware and the scheduler."""
+"""The state of one server instance shared by routers, services, middleware and the scheduler.
+
+Group commit (:class:`GroupCommit`, :meth:`ServerContext.run_grouped`, :meth:`ServerContext.append`): the
+writes of the hot path (transaction creation: the transaction row and its expiry job) and the request log
+share database transactions. Work that arrives while a batch is being written joins the next batch, and
+a batch is ONE transaction (one ``BEGIN IMMEDIATE``/``COMMIT``, one trip to the SQLite worker thread)
+for every request in it, instead of one transaction per request. Each caller awaits the commit of its
+batch before it answers, so an answer is never sent before what it reports is stored.
+
+* First the calls of a batch run together (the fast way): their inserts (:meth:`Statement.insert`) are
+  not executed but collected, and written at the end with one ``executemany`` per statement, inside one
+  savepoint. A call that raises (an ``APIProblem``: unknown token, bad body, amount out of range...)
+  has written nothing: its caller gets its exception and the others go on. When writing the collected
+  inserts fails (a constraint, e.g. a reference drawn twice), the savepoint is rolled back and the calls
+  run again one by one (the safe way), each inside its own ``SAVEPOINT``: a call that raises is rolled
+  back to it and its caller gets its own exception (the database error a lone transaction would have
+  raised); the other calls of the batch go on and commit.
+* Appended items (request-log entries) are written together, after the calls, in one savepoint; when
+  that fails they are written one by one, each in its own savepoint, and the failing ones reported to
+  their sink (the log never breaks an answer).
+* When the batch transaction itself cannot be used (``BEGIN``/``COMMIT`` fails, or a savepoint cannot be
+  rolled back), nothing of it was committed: every call then runs again in a transaction of its own and
+  the items are written again in one, then one by one, so each caller still gets exactly the answer it
+  would have got alone.
+* Inside a batch, reads that no batched call can change (the clock offset, the client of a token, the
+  callback header names) are made once per batch (:func:`batch_cached`): the batch holds SQLite's write
+  lock, and batched calls only insert transactions, jobs and log entries.
+* Batches are per event loop; calls run in arrival order. On PostgreSQL calls are not batched (each runs
+  in its own transaction on the thread pool, where row locks order writers); appended items are.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import anyio.to_thread
 import httpx
@@ -20,9 +53,21 @@ from paysdk.server.db import Database
 if TYPE_CHECKING:
     from paysdk.server.scheduler import Scheduler
 
-__all__ = ["EnvironmentName", "ServerContext", "Statement", "get_context"]
+__all__ = [
+    "EnvironmentName",
+    "GroupCommit",
+    "ServerContext",
+    "Sink",
+    "Statement",
+    "batch_cached",
+    "deferring",
+    "get_context",
+]
+
+log = logging.getLogger("paysdk.server")
 
 T = TypeVar("T")
+X = TypeVar("X")
 EnvironmentName = Literal["sandbox", "production"]
 
 
@@ -44,6 +89,7 @@ class ServerContext:
         self.http_transport = http_transport
         self.callback_timeout = callback_timeout
         self.scheduler: Scheduler  # set by create_app
+        self.group_commit = GroupCommit(self)
 
     def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(session, *args)`` in one database transaction (blocking; use :meth:`run` from async)."""
@@ -70,6 +116,20 @@ class ServerContext:
         """
         return await self._off_loop(functools.partial(self.call_core, fn, *args))
 
+    async def run_grouped(self, fn: Callable[..., T], *args: Any) -> T:
+        """:meth:`run_core` through the group commit: ``fn(connection, *args)`` in a savepoint of a
+        transaction shared with the concurrent requests (SQLite; see the module docstring). Returns once
+        committed. On PostgreSQL it is :meth:`run_core`."""
+        if self.db.executor is None:
+            return await self.run_core(fn, *args)
+        result: T = await self.group_commit.call(fn, *args)
+        return result
+
+    async def append(self, sink: Sink[X], item: X) -> None:
+        """Write ``item`` with ``sink`` in the next group commit; returns once committed (or reported to
+        ``sink.failed``). Never raises for a database error."""
+        await self.group_commit.append(sink, item)
+
     async def _off_loop(self, call: Callable[[], T]) -> T:
         if self.db.executor is not None:
             return await asyncio.get_running_loop().run_in_executor(self.db.executor, call)
@@ -84,6 +144,258 @@ class ServerContext:
         if self.http_transport is not None:
             return httpx.AsyncClient(transport=self.http_transport, timeout=timeout), False
         return httpx.AsyncClient(timeout=timeout, follow_redirects=False), True
+
+
+class Sink(Protocol[X]):
+    """Where appended items of a group commit go (the request log)."""
+
+    def write(self, connection: Connection, items: list[X]) -> None:
+        """Write ``items`` (inside the batch's transaction)."""
+
+    def failed(self, item: X) -> None:
+        """``item`` could not be written even alone (called from an ``except`` block)."""
+
+
+_scope = threading.local()
+
+
+def deferring(connection: Connection) -> bool:
+    """Whether inserts on ``connection`` are collected for the end of a batch (see the module docstring);
+    checks that an insert's constraint already makes (a reference drawn twice) may then be left to it."""
+    return getattr(_scope, "writes", None) is not None and _scope.connection is connection
+
+
+def batch_cached(connection: Connection, key: Any, compute: Callable[[], T]) -> T:
+    """``compute()``, made once per group-commit batch when ``connection`` is a batch's connection (see
+    the module docstring: only for values no batched call changes); otherwise every time."""
+    if getattr(_scope, "connection", None) is not connection:
+        return compute()
+    cache: dict[Any, Any] = _scope.cache
+    if key in cache:
+        value: T = cache[key]
+        return value
+    value = cache[key] = compute()
+    return value
+
+
+class _Broken(Exception):
+    """The batch transaction cannot be used any more (nothing of it will be committed)."""
+
+
+@dataclass(slots=True)
+class _Call:
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    done: asyncio.Future[Any]
+    ok: bool = False
+    result: Any = None
+    error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class _Pending:
+    calls: list[_Call] = field(default_factory=list)
+    items: dict[Any, list[tuple[Any, asyncio.Future[None]]]] = field(default_factory=dict)
+    flusher: asyncio.Task[None] | None = None
+
+
+@contextlib.contextmanager
+def _savepoint(connection: Connection, name: str = "paysdk_item") -> Iterator[None]:
+    """A savepoint around one call or write: rolled back (and the exception re-raised) when it raises;
+    :class:`_Broken` when the rollback itself fails."""
+    if connection.dialect.name != "sqlite":
+        nested = connection.begin_nested()
+        try:
+            yield
+        except BaseException:
+            try:
+                nested.rollback()
+            except Exception as exc:
+                raise _Broken() from exc
+            raise
+        nested.commit()
+        return
+    raw = connection.connection.driver_connection
+    assert raw is not None
+    raw.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        try:
+            raw.execute(f"ROLLBACK TO {name}")
+            raw.execute(f"RELEASE {name}")
+        except Exception as exc:
+            raise _Broken() from exc
+        raise
+    raw.execute(f"RELEASE {name}")
+
+
+class GroupCommit:
+    """The group commit of one server instance (see the module docstring). One batch per event loop."""
+
+    def __init__(self, context: ServerContext) -> None:
+        self._context = context
+        self._pending: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pending] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _batch(self, loop: asyncio.AbstractEventLoop) -> _Pending:
+        pending = self._pending.get(loop)
+        if pending is None:
+            pending = self._pending[loop] = _Pending()
+        if pending.flusher is None:
+            pending.flusher = loop.create_task(self._flush(pending))
+        return pending
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(connection, *args)`` in the next batch; its result or its exception."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Any] = loop.create_future()
+        self._batch(loop).calls.append(_Call(fn, args, done))
+        return await done
+
+    async def append(self, sink: Sink[X], item: X) -> None:
+        """Write ``item`` with ``sink`` in the next batch."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._batch(loop).items.setdefault(sink, []).append((item, done))
+        await done
+
+    async def _flush(self, pending: _Pending) -> None:
+        calls: list[_Call] = []
+        items: dict[Any, list[tuple[Any, asyncio.Future[None]]]] = {}
+        try:
+            while pending.calls or pending.items:
+                calls, items = pending.calls, pending.items
+                pending.calls, pending.items = [], {}
+                batch = [(sink, [item for item, _ in entries]) for sink, entries in items.items()]
+                await self._context._off_loop(functools.partial(self._write, calls, batch))
+                for call in calls:
+                    if call.done.done():
+                        continue
+                    if call.ok:
+                        call.done.set_result(call.result)
+                    else:
+                        assert call.error is not None
+                        call.done.set_exception(call.error)
+                _release(items)
+                calls, items = [], {}
+        finally:
+            pending.flusher = None
+            # Only when cancelled (the loop is shutting down): never leave a caller waiting.
+            for call in [*calls, *pending.calls]:
+                if not call.done.done():
+                    call.done.cancel()
+            _release(items)
+            _release(pending.items)
+            pending.calls, pending.items = [], {}
+
+    # -- on the worker thread
+
+    def _write(self, calls: list[_Call], batch: list[tuple[Sink[Any], list[Any]]]) -> None:
+        db = self._context.db
+        try:
+            with db.transaction() as connection:
+                _scope.connection, _scope.cache = connection, {}
+                try:
+                    if not _run_together(connection, calls):
+                        for call in calls:
+                            _run_call(connection, call)
+                    for sink, items in batch:
+                        _write_items(connection, sink, items)
+                finally:
+                    _scope.connection, _scope.cache = None, {}
+            return
+        except Exception:  # the batch is lost: each call and the items again, on their own
+            log.debug("group commit of %d calls failed; running them one by one", len(calls), exc_info=True)
+        for call in calls:  # exactly :meth:`ServerContext.call_core`: the answer the call gets alone
+            call.ok, call.result, call.error = False, None, None
+            try:
+                with db.transaction() as connection:
+                    call.result = call.fn(connection, *call.args)
+                call.ok = True
+            except Exception as exc:
+                call.error = exc
+        for sink, items in batch:
+            try:
+                with db.transaction() as connection:
+                    sink.write(connection, items)
+            except Exception:
+                for item in items:
+                    try:
+                        with db.transaction() as connection:
+                            sink.write(connection, [item])
+                    except Exception:  # the log must never break an answer
+                        sink.failed(item)
+
+
+def _run_together(connection: Connection, calls: list[_Call]) -> bool:
+    """The fast way (see the module docstring); ``False`` when the calls must run one by one."""
+    if not calls:
+        return True
+    try:
+        with _savepoint(connection, "paysdk_batch"):
+            inserts: dict[Statement, list[Mapping[str, Any]]] = {}
+            for call in calls:
+                writes: list[tuple[Statement, Mapping[str, Any]]] = []
+                _scope.writes = writes
+                try:
+                    call.ok, call.result, call.error = True, call.fn(connection, *call.args), None
+                except Exception as exc:
+                    call.ok, call.result, call.error = False, None, exc
+                    continue
+                finally:
+                    _scope.writes = None
+                for statement, params in writes:
+                    inserts.setdefault(statement, []).append(params)
+            for statement, rows in inserts.items():
+                statement.run_many(connection, rows)
+    except _Broken:
+        raise
+    except Exception:
+        log.debug("group commit: writing %d calls together failed", len(calls), exc_info=True)
+        return False
+    return True
+
+
+def _run_call(connection: Connection, call: _Call) -> None:
+    try:
+        with _savepoint(connection):
+            result = call.fn(connection, *call.args)
+    except _Broken:
+        raise
+    except Exception as exc:
+        call.ok, call.error = False, exc
+        return
+    call.ok, call.result = True, result
+
+
+def _write_items(connection: Connection, sink: Sink[Any], items: list[Any]) -> None:
+    try:
+        with _savepoint(connection):
+            sink.write(connection, items)
+        return
+    except _Broken:
+        raise
+    except Exception:  # one bad item must not lose the others: one by one
+        if len(items) == 1:
+            sink.failed(items[0])
+            return
+    for item in items:
+        try:
+            with _savepoint(connection):
+                sink.write(connection, [item])
+        except _Broken:
+            raise
+        except Exception:
+            sink.failed(item)
+
+
+def _release(items: dict[Any, list[tuple[Any, asyncio.Future[None]]]]) -> None:
+    for entries in items.values():
+        for _, done in entries:
+            if not done.done():
+                done.set_result(None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +478,14 @@ class Statement:
             compiled.sql, self._values(compiled, params or {})
         )
         return int(cursor.rowcount)
+
+    def insert(self, connection: Connection, params: Mapping[str, Any]) -> None:
+        """Run an ``INSERT`` whose row count nobody reads; in a group-commit batch it is collected and
+        written with the batch's other rows of this statement (:func:`deferring`)."""
+        if deferring(connection):
+            _scope.writes.append((self, params))
+            return
+        self.run(connection, params)
 
     def run_many(self, connection: Connection, params: Sequence[Mapping[str, Any]]) -> None:
         """Run an ``INSERT`` once per parameter dict (``executemany``)."""

@@ -5,8 +5,10 @@ control plane (``/_sandbox``) and the API documentation are never logged, faulte
 
 * Request log: method, path (+ query), status and headers of every public request, stored when the
   answer is complete, before its last byte is sent (so a client that has its answer finds it logged).
-  Concurrent requests share the log's transactions (group commit: entries that arrive while one is
-  being written go into the next), which keeps the log off the throughput of the public endpoints.
+  Concurrent requests share the log's transactions (the group commit of
+  :class:`paysdk.server.context.GroupCommit`: entries that arrive while a batch is being written go into
+  the next, with the transaction inserts of the hot path), which keeps the log off the throughput of
+  the public endpoints.
   Bodies are never stored, so body credentials (``privateKey``/``publicKey``) never appear;
   ``Authorization``, cookies, idempotency keys, every header whose name suggests a credential and every
   client's registered callback header are masked as ``****``. A dropped connection is logged with
@@ -32,8 +34,7 @@ import asyncio
 import hashlib
 import logging
 import sys
-import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
 from typing import cast
@@ -47,7 +48,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk._environment import WALLET_PREFIX
 from paysdk.server.clock import Clock
-from paysdk.server.context import ServerContext, Statement
+from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
 from paysdk.server.errors import APIProblem, ConnectionDropped
 from paysdk.server.services import faults
@@ -135,7 +136,10 @@ _HEADER_NAMES = Statement(select(_CLIENTS.c.callback_header_name).distinct())
 
 def _write_log(connection: Connection, clock: Clock, entries: list[_Entry]) -> None:
     """Insert log entries in one transaction (one look at the callback header names, one clock read)."""
-    names = {str(name).lower() for (name,) in _HEADER_NAMES.rows(connection)}
+    names = {
+        str(name).lower()
+        for (name,) in batch_cached(connection, _HEADER_NAMES, lambda: _HEADER_NAMES.rows(connection))
+    }
     at = virtual_now(connection, clock)
     _INSERT_LOG.run_many(
         connection,
@@ -152,76 +156,28 @@ def _write_log(connection: Connection, clock: Clock, entries: list[_Entry]) -> N
     )
 
 
-@dataclass(slots=True)
-class _Batch:
-    pending: list[tuple[_Entry, asyncio.Future[None]]] = field(default_factory=list)
-    flusher: asyncio.Task[None] | None = None
+class _LogSink:
+    """The request log as a sink of the group commit (:class:`paysdk.server.context.GroupCommit`).
 
-
-class _LogWriter:
-    """Group commit of the request log of one app instance.
-
-    :meth:`write` returns once the entry is committed, so the log still holds a request before the last
-    byte of its answer leaves. Entries that arrive while a write is in flight join the next one: under
-    load, one transaction records many requests instead of one each. One batch per event loop.
+    Entries are written in the transaction of the next batch, together with the concurrent requests'
+    transaction inserts and the other entries that arrived meanwhile; :meth:`ServerContext.append`
+    returns once the entry is committed, so the log holds a request before the last byte of its answer
+    leaves. An entry that cannot be written even alone is reported and dropped: the answer goes on.
     """
 
     def __init__(self, context: ServerContext) -> None:
-        self._context = context
-        self._batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batch] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._clock = context.clock
 
-    async def write(self, entry: _Entry) -> None:
-        loop = asyncio.get_running_loop()
-        batch = self._batches.get(loop)
-        if batch is None:
-            batch = self._batches[loop] = _Batch()
-        done: asyncio.Future[None] = loop.create_future()
-        batch.pending.append((entry, done))
-        if batch.flusher is None:
-            batch.flusher = loop.create_task(self._flush(batch))
-        await done
+    def write(self, connection: Connection, items: list[_Entry]) -> None:
+        _write_log(connection, self._clock, items)
 
-    async def _flush(self, batch: _Batch) -> None:
-        taken: list[tuple[_Entry, asyncio.Future[None]]] = []
-        try:
-            while batch.pending:
-                taken, batch.pending = batch.pending, []
-                await self._store([entry for entry, _ in taken])
-                _resolve(taken)
-        finally:
-            batch.flusher = None
-            _resolve(taken)  # only when cancelled: never leave a request waiting
-            if batch.pending:  # pragma: no cover - cancelled (loop shutting down)
-                _resolve(batch.pending)
-                batch.pending = []
-
-    async def _store(self, entries: list[_Entry]) -> None:
-        clock = self._context.clock
-        try:
-            await self._context.run_core(_write_log, clock, entries)
-            return
-        except Exception:  # one bad entry must not lose the others: write them one by one
-            if len(entries) == 1:
-                _log_failure(entries[0])
-                return
-        for entry in entries:
-            try:
-                await self._context.run_core(_write_log, clock, [entry])
-            except Exception:  # the log must never break an answer
-                _log_failure(entry)
+    def failed(self, item: _Entry) -> None:
+        _log_failure(item)
 
 
 def _log_failure(entry: _Entry) -> None:
     # The path without its query, which may hold anything.
     log.exception("could not record request %s %s", entry.method, entry.path.partition("?")[0])
-
-
-def _resolve(waiting: list[tuple[_Entry, asyncio.Future[None]]]) -> None:
-    for _, done in waiting:
-        if not done.done():
-            done.set_result(None)
 
 
 def _path_with_query(scope: Scope) -> str:
@@ -239,7 +195,7 @@ class RequestLogMiddleware:
     def __init__(self, app: ASGIApp, context: ServerContext) -> None:
         self.app = app
         self.context = context
-        self._writer = _LogWriter(context)
+        self._sink = _LogSink(context)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or is_control_path(scope["path"]):
@@ -256,7 +212,7 @@ class RequestLogMiddleware:
             entry = _Entry(
                 str(scope["method"]), _path_with_query(scope), status, list(scope.get("headers", []))
             )
-            await self._writer.write(entry)  # never raises for a database error: the answer goes on
+            await self.context.append(self._sink, entry)  # never raises for a database error
 
         async def send_wrapper(message: Message) -> None:
             nonlocal status

@@ -70,8 +70,12 @@ async def create_alternative_payment(request: Request) -> Response:
     """Create a transaction to be paid on a rail; ``expireAt`` is epoch milliseconds (D10)."""
     context = get_context(request)
     raw = await request.body()
-    payment = await context.run_core(
-        alternative_payments.create, context.clock, context.environment, credentials(request), raw
+    payment = await context.run_grouped(
+        alternative_payments.create,
+        context.clock,
+        context.environment,
+        credentials(request),
+        alternative_payments.parse(raw),
     )
     return JSONResponse({"data": payment.to_wire()}, status_code=201)
 

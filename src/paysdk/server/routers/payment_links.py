@@ -31,12 +31,12 @@ async def create_payment_link(request: Request) -> Response:
     """Create a payment-link transaction. ``Authorization: <merchant token>`` (``Bearer `` accepted, D9)."""
     context = get_context(request)
     raw = await request.body()
-    link = await context.run_core(
+    link = await context.run_grouped(
         payment_links.create,
         context.clock,
         context.environment,
         credentials(request),
-        raw,
+        payment_links.parse(raw),
         webview_url(request),
     )
     return JSONResponse(link.to_wire())
@@ -53,7 +53,9 @@ async def create_payment_link_hook(request: Request) -> Response:
     """Create a payment link with the body key pair ``privateKey``/``publicKey`` (D14). CORS enabled."""
     context = get_context(request)
     raw = await request.body()
-    link = await context.run_core(payment_links.create_from_hook, context.clock, raw, webview_url(request))
+    link = await context.run_grouped(
+        payment_links.create_from_hook, context.clock, payment_links.parse_hook(raw), webview_url(request)
+    )
     return JSONResponse(link.to_wire())
 
 

@@ -43,6 +43,7 @@ from paysdk.server.db import ClientRow, TransactionRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.services import transactions
 from paysdk.server.services.common import check_against_client
+from paysdk.server.services.payment_links import Parsed
 from paysdk.server.services.transactions import (
     KIND_ALTERNATIVE,
     add_job_core,
@@ -55,6 +56,7 @@ __all__ = [
     "create",
     "dismiss",
     "epoch_ms",
+    "parse",
     "payment_intent",
     "process",
     "qr_png_data_uri",
@@ -82,16 +84,23 @@ def qr_png_data_uri(content: str) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def parse(raw_body: bytes) -> Parsed:
+    """The create body parsed and validated on the event loop; its error is raised by :func:`create`
+    after authentication, as before (see :mod:`paysdk.server.services.payment_links`)."""
+    return Parsed(lambda: validate(AlternativePaymentCreate, parse_json_object(raw_body)))
+
+
 def create(
     connection: Connection,
     clock: Clock,
     environment: EnvironmentName,
     credentials: Credentials,
-    raw_body: bytes,
+    parsed: Parsed,
 ) -> AlternativePayment:
-    """``POST /api/v1/integrations/transactions`` (on a Core connection: :meth:`ServerContext.run_core`)."""
+    """``POST /api/v1/integrations/transactions`` in a group commit (a Core connection:
+    :meth:`ServerContext.run_grouped`). ``parsed``: :func:`parse` of the body."""
     client = authenticate_token_core(connection, credentials, environment)
-    body = validate(AlternativePaymentCreate, parse_json_object(raw_body))
+    body: AlternativePaymentCreate = parsed.get()
     checked = check_against_client(
         client,
         slug=body.client,

@@ -3,11 +3,19 @@ D14, D19, D22).
 
 A link is created ``pending`` with ``expire_at`` = creation + 24 h (virtual clock, D19) and an ``expire``
 job due then. Its ``URL`` is ``{webview_url}/?orderId=<uid>`` (spec 2.2).
+
+Creation is split for the group commit (:meth:`paysdk.server.context.ServerContext.run_grouped`): the
+body is parsed, validated and its phone checked on the event loop (:func:`parse`, :func:`parse_hook`),
+and what needs the database runs in the batch (:func:`create`, :func:`create_from_hook`). A body error
+is only raised in the batch, at the point where it was raised before, so the order of the checks (and
+so every answer) is unchanged: the token is checked before the body.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
@@ -25,9 +33,55 @@ from paysdk.server.db import ClientRow
 from paysdk.server.services.common import check_against_client, check_phone
 from paysdk.server.services.transactions import KIND_LINK, add_job_core, insert_pending, virtual_now
 
-__all__ = ["LINK_LIFETIME", "create", "create_from_hook"]
+__all__ = ["LINK_LIFETIME", "Parsed", "create", "create_from_hook", "parse", "parse_hook"]
 
 LINK_LIFETIME = timedelta(hours=24)
+
+
+class Parsed:
+    """The outcome of parsing a body before the database is asked: the value, or the exception that
+    parsing raised (raised again, in the batch, where the checks raised it before)."""
+
+    __slots__ = ("error", "value")
+
+    def __init__(self, step: Callable[[], Any]) -> None:
+        self.value: Any = None
+        self.error: Exception | None = None
+        try:
+            self.value = step()
+        except Exception as exc:
+            self.error = exc
+
+    def get(self) -> Any:
+        """The value, or raise the parse error."""
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def _link_body(raw_body: bytes) -> PaymentLinkCreate:
+    body = validate(PaymentLinkCreate, parse_json_object(raw_body))
+    check_phone(body.user_id)
+    return body
+
+
+def parse(raw_body: bytes) -> Parsed:
+    """The body of ``POST /transactions`` parsed, validated and its phone checked (on the event loop)."""
+    return Parsed(lambda: _link_body(raw_body))
+
+
+def _hook_body(data: dict[str, Any]) -> PaymentLinkHookCreate:
+    body = validate(PaymentLinkHookCreate, data)
+    check_phone(body.user_id)
+    return body
+
+
+def parse_hook(raw_body: bytes) -> tuple[Parsed, Parsed]:
+    """``POST /transactions-hook``: the JSON object, then the validated body (both may hold an error)."""
+    data = Parsed(lambda: parse_json_object(raw_body))
+    if data.error is not None:
+        return data, data
+    return data, Parsed(lambda: _hook_body(data.value))
 
 
 def _store(
@@ -69,23 +123,25 @@ def create(
     clock: Clock,
     environment: EnvironmentName,
     credentials: Credentials,
-    raw_body: bytes,
+    parsed: Parsed,
     webview_url: str,
 ) -> PaymentLink:
     """``POST /transactions``: authenticate (401/2007), parse (400/5000), slug (5004), range (2003).
 
-    Runs on a Core connection (:meth:`ServerContext.run_core`): the hot path of the server.
+    Runs on a Core connection in a group commit (:meth:`ServerContext.run_grouped`): the hot path of
+    the server. ``parsed``: :func:`parse` of the body.
     """
     client = authenticate_token_core(connection, credentials, environment)
-    body = validate(PaymentLinkCreate, parse_json_object(raw_body))
-    check_phone(body.user_id)
+    body: PaymentLinkCreate = parsed.get()
     return _store(connection, clock, client, body, webview_url)
 
 
-def create_from_hook(connection: Connection, clock: Clock, raw_body: bytes, webview_url: str) -> PaymentLink:
-    """``POST /transactions-hook``: the body's key pair identifies the client (D14); ``client`` optional."""
-    data = parse_json_object(raw_body)
+def create_from_hook(
+    connection: Connection, clock: Clock, parsed: tuple[Parsed, Parsed], webview_url: str
+) -> PaymentLink:
+    """``POST /transactions-hook``: the body's key pair identifies the client (D14); ``client`` optional.
+    ``parsed``: :func:`parse_hook` of the body."""
+    data: dict[str, Any] = parsed[0].get()
     client = authenticate_hook_keys_core(connection, data.get("privateKey"), data.get("publicKey"))
-    body = validate(PaymentLinkHookCreate, data)
-    check_phone(body.user_id)
+    body: PaymentLinkHookCreate = parsed[1].get()
     return _store(connection, clock, client, body, webview_url)

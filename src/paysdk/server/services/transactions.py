@@ -24,7 +24,7 @@ from paysdk import _json
 from paysdk.contracts.payment_links import TransactionStatus
 from paysdk.contracts.sandbox import SandboxTransaction
 from paysdk.server.clock import Clock
-from paysdk.server.context import Statement
+from paysdk.server.context import Statement, batch_cached, deferring
 from paysdk.server.db import ClientRow, ClockRow, JobRow, TransactionRow, from_cents
 from paysdk.server.errors import APIProblem
 
@@ -123,20 +123,23 @@ _INSERT_JOB = Statement(insert(_JOBS), ("kind", "ref", "due_at", "status", "crea
 
 def virtual_now(connection: Connection, clock: Clock) -> datetime:
     """:meth:`Clock.now` read through a Core connection (the same stored offset, one small query)."""
-    rows = _OFFSET.rows(connection)
+    rows = batch_cached(connection, _OFFSET, lambda: _OFFSET.rows(connection))
     return clock._wall() + timedelta(microseconds=rows[0][0] if rows else 0)
 
 
 def insert_pending(connection: Connection, prefix: str, values: dict[str, Any]) -> tuple[str, str]:
     """Insert a ``pending`` transaction (Core) with a fresh uid and a ``prefix`` reference.
 
-    ``values`` holds every other column. Returns ``(uid, reference)``.
+    ``values`` holds every other column. Returns ``(uid, reference)``. In a group commit's fast way the
+    insert is collected (:meth:`Statement.insert`) and the unique constraint stands in for the look at
+    the reference: a reference drawn twice fails the batch's inserts, and the calls run again one by one,
+    each looking as here.
     """
     uid = new_uid()
     reference = new_reference(prefix)
-    while _REFERENCE_TAKEN.rows(connection, {"reference": reference}):
+    while not deferring(connection) and _REFERENCE_TAKEN.rows(connection, {"reference": reference}):
         reference = new_reference(prefix)  # pragma: no cover - 50 random bits
-    _INSERT_TRANSACTION.run(
+    _INSERT_TRANSACTION.insert(
         connection, {"uid": uid, "reference": reference, "status": TransactionStatus.PENDING, **values}
     )
     return uid, reference
@@ -144,7 +147,7 @@ def insert_pending(connection: Connection, prefix: str, values: dict[str, Any]) 
 
 def add_job_core(connection: Connection, kind: str, ref: str, due_at: datetime, now: datetime) -> None:
     """:func:`add_job` through a Core connection."""
-    _INSERT_JOB.run(
+    _INSERT_JOB.insert(
         connection, {"kind": kind, "ref": ref, "due_at": due_at, "status": "pending", "created_at": now}
     )
 
