@@ -405,6 +405,24 @@ class _Compiled:
     defaults: dict[str, Any]  # literal values bound by the statement itself (``id == 1``)
     binds: tuple[Callable[[Any], Any] | None, ...]
     results: tuple[Callable[[Any], Any] | None, ...]
+    many: tuple[str, str]  # an INSERT as ("INSERT ... VALUES ", "(?, ...)"); ("", "") for anything else
+
+
+#: Bound values per multi-row INSERT (SQLite's historical SQLITE_MAX_VARIABLE_NUMBER: safe everywhere).
+_MAX_VARIABLES = 999
+
+
+def _multi_row(sql: str) -> tuple[str, str]:
+    head, found, group = sql.partition(" VALUES ")
+    if (
+        not found
+        or not head.startswith("INSERT INTO ")
+        or not (group.startswith("(") and group.endswith(")"))
+        or group.count("(") != 1
+        or " VALUES " in group
+    ):
+        return "", ""
+    return head + found, group
 
 
 class Statement:
@@ -439,7 +457,9 @@ class Statement:
             results = tuple(
                 column.type.result_processor(dialect, None) for column in self.statement.selected_columns
             )
-        entry = _Compiled(str(compiled), names, defaults, binds, results)
+        sql = str(compiled)
+        many = _multi_row(sql) if isinstance(self.statement, Insert) else ("", "")
+        entry = _Compiled(sql, names, defaults, binds, results, many)
         self._compiled[id(dialect)] = (dialect, entry)
         return entry
 
@@ -493,9 +513,20 @@ class Statement:
             connection.execute(self.statement, [dict(item) for item in params])
             return
         compiled = self._compile(connection.dialect)
-        connection.connection.driver_connection.executemany(  # type: ignore[union-attr]
-            compiled.sql, [self._values(compiled, item) for item in params]
-        )
+        raw = connection.connection.driver_connection
+        assert raw is not None
+        rows = [self._values(compiled, item) for item in params]
+        head, group = compiled.many
+        if not group or len(rows) < 2:
+            raw.executemany(compiled.sql, rows)
+            return
+        # One multi-row INSERT per chunk: one statement step (one release of the GIL) for all its rows,
+        # where executemany steps once per row; the rows, their order and a constraint's failure (of the
+        # whole statement, inside the batch's savepoint) are the same.
+        per_chunk = max(1, _MAX_VARIABLES // max(1, len(compiled.names)))
+        for start in range(0, len(rows), per_chunk):
+            chunk = rows[start : start + per_chunk]
+            raw.execute(head + ", ".join([group] * len(chunk)), [value for row in chunk for value in row])
 
 
 def get_context(connection: HTTPConnection) -> ServerContext:

@@ -1,7 +1,9 @@
 """ASGI middleware of the reference server: request log, fault injection, idempotency keys, hook CORS.
 
-Order, outermost first: hook CORS -> request log -> faults -> idempotency -> (FastAPI routing). The
-control plane (``/_sandbox``) and the API documentation are never logged, faulted or idempotent.
+One pure-ASGI layer (:class:`ServerMiddleware`) does it all, in this order: hook CORS -> request log ->
+faults -> idempotency -> the fast lane (the hot public creates, handed to their FastAPI route handlers
+without FastAPI's routing and dependency resolution) or FastAPI routing. The control plane
+(``/_sandbox``) and the API documentation are never logged, faulted or idempotent.
 
 * Request log: method, path (+ query), status and headers of every public request, stored when the
   answer is complete, before its last byte is sent (so a client that has its answer finds it logged).
@@ -32,17 +34,21 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import logging
 import sys
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import Table, delete, insert, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -55,10 +61,8 @@ from paysdk.server.services import faults
 from paysdk.server.services.transactions import virtual_now
 
 __all__ = [
-    "FaultMiddleware",
-    "HookCORSMiddleware",
-    "IdempotencyMiddleware",
-    "RequestLogMiddleware",
+    "Endpoint",
+    "ServerMiddleware",
     "is_control_path",
     "mask_headers",
 ]
@@ -189,49 +193,6 @@ def _path_with_query(scope: Scope) -> str:
     return path.replace("\x00", "%00")[:2000]
 
 
-class RequestLogMiddleware:
-    """Records every public request (see the module docstring)."""
-
-    def __init__(self, app: ASGIApp, context: ServerContext) -> None:
-        self.app = app
-        self.context = context
-        self._sink = _LogSink(context)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or is_control_path(scope["path"]):
-            await self.app(scope, receive, send)
-            return
-        status = 500
-        logged = False
-
-        async def record() -> None:
-            nonlocal logged
-            if logged:
-                return
-            logged = True
-            entry = _Entry(
-                str(scope["method"]), _path_with_query(scope), status, list(scope.get("headers", []))
-            )
-            await self.context.append(self._sink, entry)  # never raises for a database error
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            elif message["type"] == "http.response.body" and not message.get("more_body", False):
-                # Written before the last byte leaves, so a client that got the answer finds it logged.
-                await record()
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_wrapper)
-        except ConnectionDropped:
-            status = 0
-            raise
-        finally:
-            await record()
-
-
 # ------------------------------------------------------------------------------------------- faults
 
 
@@ -251,54 +212,6 @@ def _abort_uvicorn_connection() -> bool:
                 return True
         frame = frame.f_back
     return False
-
-
-class FaultMiddleware:
-    """Applies injected faults to public requests (see the module docstring)."""
-
-    def __init__(self, app: ASGIApp, context: ServerContext) -> None:
-        self.app = app
-        self.context = context
-        self._key = faults.database_key(context.db.engine.url)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or is_control_path(scope["path"]):
-            await self.app(scope, receive, send)
-            return
-        # Several server instances may share one database, and a fault created through any of them
-        # applies to all: the database is asked unless a look found none and no fault was created in
-        # this process since (see :mod:`paysdk.server.services.faults` for the one limit, other processes).
-        fault = (
-            await self.context.run_core(
-                faults.take_request_fault_core, self._key, str(scope["method"]), str(scope["path"])
-            )
-            if faults.request_faults_possible(self._key)
-            else None
-        )
-        if fault is None:
-            await self.app(scope, receive, send)
-            return
-        if fault.kind == "latency":
-            await asyncio.sleep((fault.latency_ms or 0) / 1000)
-            await self.app(scope, receive, send)
-        elif fault.kind == "error":
-            status = fault.status or 500
-            await _send_problem(APIProblem(status, None, "Injected server error."), scope, receive, send)
-        elif fault.kind == "rate_limit":
-            retry_after = str(fault.retry_after if fault.retry_after is not None else 1)
-            problem = APIProblem(
-                429, None, "Too many requests (injected).", headers={"Retry-After": retry_after}
-            )
-            await _send_problem(problem, scope, receive, send)
-        elif fault.kind == "drop":
-            if _abort_uvicorn_connection():
-                # Let uvicorn see the connection lost, then return: it sends nothing more.
-                for _ in range(3):
-                    await asyncio.sleep(0)
-                raise ConnectionDropped(f"connection dropped by an injected fault ({scope['path']})")
-            raise ConnectionDropped(f"connection dropped by an injected fault ({scope['path']})")
-        else:  # pragma: no cover - duplicate_callback faults are never taken here
-            await self.app(scope, receive, send)
 
 
 # -------------------------------------------------------------------------------------- idempotency
@@ -356,17 +269,170 @@ def _finish(
     row.response_body = body.decode("latin-1")
 
 
-class IdempotencyMiddleware:
-    """Honours ``Idempotency-Key`` on public API POSTs (D17, see the module docstring)."""
+async def _read_body(receive: Receive) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        parts.append(bytes(message.get("body", b"")))
+        if not message.get("more_body", False):
+            break
+    return b"".join(parts)
 
-    def __init__(self, app: ASGIApp, context: ServerContext) -> None:
+
+# ------------------------------------------------------------------------------------------- CORS
+
+
+_CORS_HEADERS = [
+    (b"access-control-allow-origin", b"*"),
+]
+_PREFLIGHT_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Content-Type, Idempotency-Key",
+    "Access-Control-Max-Age": "600",
+}
+
+
+# ------------------------------------------------------------------------------------ the one layer
+
+#: An endpoint of the fast lane: the FastAPI route handler itself, ``handler(request) -> Response``.
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class _Exchange:
+    """One public request seen by :class:`ServerMiddleware`: the status for the log, the log entry
+    written before the last body byte leaves, and the hook's CORS header (one ``send`` wrapper)."""
+
+    __slots__ = ("_layer", "_scope", "_send", "hook", "logged", "status")
+
+    def __init__(self, layer: ServerMiddleware, scope: Scope, send: Send, hook: bool) -> None:
+        self._layer = layer
+        self._scope = scope
+        self._send = send
+        self.hook = hook
+        self.status = 500
+        self.logged = False
+
+    async def record(self) -> None:
+        if self.logged:
+            return
+        self.logged = True
+        scope = self._scope
+        entry = _Entry(
+            str(scope["method"]), _path_with_query(scope), self.status, list(scope.get("headers", []))
+        )
+        await self._layer.context.append(self._layer._sink, entry)  # never raises for a database error
+
+    async def send(self, message: Message) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            self.status = int(message["status"])
+            if self.hook:
+                headers = [
+                    (k, v)
+                    for k, v in message.get("headers", [])
+                    if bytes(k).lower() != b"access-control-allow-origin"
+                ]
+                message = {**message, "headers": headers + _CORS_HEADERS}
+        elif kind == "http.response.body" and not message.get("more_body", False):
+            # Written before the last byte leaves, so a client that got the answer finds it logged.
+            await self.record()
+        await self._send(message)
+
+
+class ServerMiddleware:
+    """The ASGI layer of the public surface (see the module docstring), in this order: hook CORS ->
+    request log -> faults -> idempotency -> the fast lane or FastAPI.
+
+    The fast lane: a request whose method and path are a key of ``fast_lane`` (the hot public creates)
+    is handed to that route's FastAPI handler directly, skipping FastAPI's routing and dependency
+    resolution; the handler's exceptions go to the app's exception handlers as FastAPI would send them
+    (``exception_handlers``: the app's, read at the first request). The routes stay declared in FastAPI
+    (OpenAPI, and requests the fast lane does not take: another method, a ``root_path``).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        context: ServerContext,
+        fast_lane: Mapping[tuple[str, str], Endpoint] | None = None,
+        exception_handlers: Mapping[Any, Callable[..., Any]] | None = None,
+    ) -> None:
         self.app = app
         self.context = context
+        self._sink = _LogSink(context)
+        self._fault_key = faults.database_key(context.db.engine.url)
+        self._fast_lane = dict(fast_lane or {})
+        self._handler_source = exception_handlers if exception_handlers is not None else {}
+        self._handlers: tuple[dict[Any, Any], dict[int, Any]] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        key = _header(scope, b"idempotency-key") if scope["type"] == "http" else None
-        if key is None or scope["method"] != "POST" or not _is_api_path(scope["path"]):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        hook = path.rstrip("/") == HOOK_PATH
+        if hook and scope["method"] == "OPTIONS":
+            await Response(status_code=204, headers=_PREFLIGHT_HEADERS)(scope, receive, send)
+            return
+        if is_control_path(path):  # never the hook path
+            await self.app(scope, receive, send)
+            return
+        exchange = _Exchange(self, scope, send, hook)
+        try:
+            await self._faults(scope, receive, exchange.send)
+        except ConnectionDropped:
+            exchange.status = 0
+            raise
+        finally:
+            await exchange.record()
+
+    # -- faults
+
+    async def _faults(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Several server instances may share one database, and a fault created through any of them
+        # applies to all: the database is asked unless a look found none and no fault was created in
+        # this process since (see :mod:`paysdk.server.services.faults` for the one limit, other processes).
+        fault = (
+            await self.context.run_core(
+                faults.take_request_fault_core, self._fault_key, str(scope["method"]), str(scope["path"])
+            )
+            if faults.request_faults_possible(self._fault_key)
+            else None
+        )
+        if fault is None:
+            await self._idempotency(scope, receive, send)
+            return
+        if fault.kind == "latency":
+            await asyncio.sleep((fault.latency_ms or 0) / 1000)
+            await self._idempotency(scope, receive, send)
+        elif fault.kind == "error":
+            status = fault.status or 500
+            await _send_problem(APIProblem(status, None, "Injected server error."), scope, receive, send)
+        elif fault.kind == "rate_limit":
+            retry_after = str(fault.retry_after if fault.retry_after is not None else 1)
+            problem = APIProblem(
+                429, None, "Too many requests (injected).", headers={"Retry-After": retry_after}
+            )
+            await _send_problem(problem, scope, receive, send)
+        elif fault.kind == "drop":
+            if _abort_uvicorn_connection():
+                # Let uvicorn see the connection lost, then return: it sends nothing more.
+                for _ in range(3):
+                    await asyncio.sleep(0)
+                raise ConnectionDropped(f"connection dropped by an injected fault ({scope['path']})")
+            raise ConnectionDropped(f"connection dropped by an injected fault ({scope['path']})")
+        else:  # pragma: no cover - duplicate_callback faults are never taken here
+            await self._idempotency(scope, receive, send)
+
+    # -- idempotency
+
+    async def _idempotency(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = _header(scope, b"idempotency-key")
+        if key is None or scope["method"] != "POST" or not _is_api_path(scope["path"]):
+            await self._dispatch(scope, receive, send)
             return
         if not key.strip() or len(key) > 255 or not key.isascii():
             problem = APIProblem(
@@ -446,7 +512,7 @@ class IdempotencyMiddleware:
             await send(message)
 
         try:
-            await self.app(scope, replay_receive, capture)
+            await self._dispatch(scope, replay_receive, capture)
         except BaseException:
             if not stored:
                 await self.context.run(_finish, scope_hash, None, None, b"")
@@ -454,55 +520,53 @@ class IdempotencyMiddleware:
         if not stored:
             await self.context.run(_finish, scope_hash, status, content_type, b"".join(chunks))
 
+    # -- the fast lane
 
-async def _read_body(receive: Receive) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        parts.append(bytes(message.get("body", b"")))
-        if not message.get("more_body", False):
-            break
-    return b"".join(parts)
-
-
-# ------------------------------------------------------------------------------------------- CORS
-
-
-_CORS_HEADERS = [
-    (b"access-control-allow-origin", b"*"),
-]
-_PREFLIGHT_HEADERS = {
-    "Access-Control-Allow-Origin": "*",
-    "Access-Control-Allow-Methods": "POST, OPTIONS",
-    "Access-Control-Allow-Headers": "Content-Type, Idempotency-Key",
-    "Access-Control-Max-Age": "600",
-}
-
-
-class HookCORSMiddleware:
-    """CORS for ``/transactions-hook`` only (D14)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"].rstrip("/") != HOOK_PATH:
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint = None if scope.get("root_path") else self._fast_lane.get((scope["method"], scope["path"]))
+        if endpoint is None:
             await self.app(scope, receive, send)
             return
-        if scope["method"] == "OPTIONS":
-            await Response(status_code=204, headers=_PREFLIGHT_HEADERS)(scope, receive, send)
-            return
+        request = Request(scope, receive, send)
+        try:
+            response = await endpoint(request)
+        except Exception as exc:
+            # As FastAPI's route wrapper does (starlette's wrap_app_handling_exceptions): the app's
+            # handler for the exception answers; without one (500) the exception goes on.
+            handler = self._handler(exc)
+            if handler is None:
+                raise
+            answer = handler(request, exc)
+            response = await answer if inspect.isawaitable(answer) else answer
+            exc.__traceback__ = None
+            if response is None:
+                return
+        await response(scope, receive, send)
 
-        async def send_wrapper(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = [
-                    (k, v)
-                    for k, v in message.get("headers", [])
-                    if bytes(k).lower() != b"access-control-allow-origin"
-                ]
-                message = {**message, "headers": headers + _CORS_HEADERS}
-            await send(message)
-
-        await self.app(scope, receive, send_wrapper)
+    def _handler(self, exc: Exception) -> Callable[..., Any] | None:
+        if self._handlers is None:
+            # The app's own handler table (public ``app.exception_handlers``), split as Starlette's
+            # ExceptionMiddleware splits it: exception classes, and status codes for HTTPException.
+            # ``500``/``Exception`` belong to the outermost ServerErrorMiddleware, which this layer is
+            # inside of (as every user middleware), so they are left out here as there.
+            by_class = {
+                key: value
+                for key, value in self._handler_source.items()
+                if isinstance(key, type) and key is not Exception
+            }
+            by_status = {
+                key: value
+                for key, value in self._handler_source.items()
+                if isinstance(key, int) and key != 500
+            }
+            self._handlers = (by_class, by_status)
+        by_class, by_status = self._handlers
+        handler = None
+        if isinstance(exc, HTTPException):
+            handler = by_status.get(exc.status_code)
+        if handler is None:
+            for cls in type(exc).__mro__:
+                if cls in by_class:
+                    handler = by_class[cls]
+                    break
+        return handler

@@ -28,9 +28,31 @@ def base_url(request: Request) -> str:
     return str(request.base_url).rstrip("/")
 
 
+_WEBVIEW_URLS: dict[tuple[Any, ...], str] = {}
+_WEBVIEW_URLS_MAX = 256
+
+
 def webview_url(request: Request) -> str:
-    """``{webview_url}``: the base address + ``/checkout``."""
-    return base_url(request) + CHECKOUT_PREFIX
+    """``{webview_url}``: the base address + ``/checkout``.
+
+    Remembered per what the base address is made of (scheme, server, ``Host`` header, root path), so
+    the hot path does not build a URL per request; the same address as :func:`base_url` every time."""
+    scope = request.scope
+    host = next((value for key, value in scope["headers"] if key == b"host"), None)
+    server = scope.get("server")
+    key = (
+        scope.get("scheme", "http"),
+        tuple(server) if server is not None else None,
+        host,
+        scope.get("app_root_path", scope.get("root_path", "")),
+    )
+    url = _WEBVIEW_URLS.get(key)
+    if url is None:
+        url = base_url(request) + CHECKOUT_PREFIX
+        if len(_WEBVIEW_URLS) >= _WEBVIEW_URLS_MAX:
+            _WEBVIEW_URLS.clear()
+        _WEBVIEW_URLS[key] = url
+    return url
 
 
 def _inline(schema: dict[str, Any]) -> dict[str, Any]:

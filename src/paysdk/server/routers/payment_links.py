@@ -60,6 +60,6 @@ async def create_payment_link_hook(request: Request) -> Response:
 
 
 @router.options("/transactions-hook", include_in_schema=False)
-async def hook_preflight() -> Response:  # pragma: no cover - answered by HookCORSMiddleware
+async def hook_preflight() -> Response:  # pragma: no cover - answered by ServerMiddleware
     """CORS preflight (answered by the middleware before routing)."""
     return Response(status_code=204)
