@@ -255,7 +255,7 @@ def main() -> None:
         rows.append(
             (
                 "SDK sync overhead vs raw httpx",
-                f"{raw * 1e6 / PER_ROUND:.0f} us vs {sdk * 1e6 / PER_ROUND:.0f} us/req",
+                f"sdk {sdk * 1e6 / PER_ROUND:.0f} vs raw {raw * 1e6 / PER_ROUND:.0f} us/req",
                 f"{ratio:.3f}x",
                 "<= 1.10x",
             )
@@ -264,7 +264,7 @@ def main() -> None:
         rows.append(
             (
                 "SDK async (100 concurrent) vs raw httpx",
-                f"{raw * 1e6 / PER_ROUND:.0f} us vs {sdk * 1e6 / PER_ROUND:.0f} us/req",
+                f"sdk {sdk * 1e6 / PER_ROUND:.0f} vs raw {raw * 1e6 / PER_ROUND:.0f} us/req",
                 f"{ratio:.3f}x",
                 "<= 1.10x",
             )
@@ -273,7 +273,7 @@ def main() -> None:
     rows.append(
         (
             "Server POST /transactions vs bare Starlette",
-            f"{ours:.0f} vs {bare:.0f} req/s",
+            f"ours {ours:.0f} vs bare {bare:.0f} req/s",
             f"{ratio:.3f}x",
             ">= 0.5x",
         )
@@ -291,7 +291,7 @@ def main() -> None:
     rows.append(
         (
             "paysdk --help vs import typer",
-            f"{ours_cli * 1000:.0f} ms vs {base * 1000:.0f} ms",
+            f"paysdk {ours_cli * 1000:.0f} vs typer {base * 1000:.0f} ms",
             f"{ratio:.3f}x",
             "<= 1.3x",
         )
