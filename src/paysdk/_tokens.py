@@ -261,10 +261,7 @@ class TokenFlow:
     ) -> Decision:
         """The refresh answered a new pair: save it, then use it."""
         self.refreshes += 1
-        tokens = tokens_from_pair(
-            access_token, refresh_token, expires_in=expires_in, refresh_expires_in=refresh_expires_in, now=now
-        )
-        return Decision(Step.USE, tokens, save=True, reason="refreshed")
+        return _obtained(access_token, refresh_token, expires_in, refresh_expires_in, now, "refreshed")
 
     def refresh_failed(self, own_code: int | None) -> Decision:
         """The refresh was refused with ``own_code`` (``None``: no answer, or no ownCode)."""
@@ -284,12 +281,24 @@ class TokenFlow:
     ) -> Decision:
         """The login answered a pair: save it, then use it."""
         self.logins += 1
-        tokens = tokens_from_pair(
-            access_token, refresh_token, expires_in=expires_in, refresh_expires_in=refresh_expires_in, now=now
-        )
-        return Decision(Step.USE, tokens, save=True, reason="logged in")
+        return _obtained(access_token, refresh_token, expires_in, refresh_expires_in, now, "logged in")
 
     def login_failed(self, own_code: int | None) -> Decision:
         """The login was refused (7601, 7604, 7616, ...) or got no answer: give up, never retried."""
         self.logins += 1
         return Decision(Step.FAIL, reason=f"the login failed (ownCode {own_code})")
+
+
+def _obtained(
+    access_token: str,
+    refresh_token: str,
+    expires_in: float,
+    refresh_expires_in: float,
+    now: float,
+    reason: str,
+) -> Decision:
+    """A new pair from the server: saved to the store first (the old refresh token is spent), then used."""
+    tokens = tokens_from_pair(
+        access_token, refresh_token, expires_in=expires_in, refresh_expires_in=refresh_expires_in, now=now
+    )
+    return Decision(Step.USE, tokens, save=True, reason=reason)

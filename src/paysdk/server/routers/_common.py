@@ -55,7 +55,8 @@ def webview_url(request: Request) -> str:
     return url
 
 
-def _inline(schema: dict[str, Any]) -> dict[str, Any]:
+def inline_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its ``$defs`` references replaced by the definitions (OpenAPI fragments)."""
     definitions = schema.pop("$defs", {})
 
     def resolve(node: Any) -> Any:
@@ -75,7 +76,7 @@ def _inline(schema: dict[str, Any]) -> dict[str, Any]:
 
 def json_body(model: type[BaseModel], *, required: bool = True, description: str = "") -> dict[str, Any]:
     """``openapi_extra`` documenting a raw-parsed JSON body with the contract model's schema."""
-    schema = _inline(model.model_json_schema(by_alias=True, mode="validation"))
+    schema = inline_schema(model.model_json_schema(by_alias=True, mode="validation"))
     return {
         "requestBody": {
             "required": required,

@@ -7,7 +7,6 @@ never a 5xx. The bearer token may come with or without the ``Bearer `` prefix.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -19,6 +18,7 @@ from starlette.requests import Request
 from paysdk.contracts.common import ErrorBody
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.errors import APIProblem, JSONResponse
+from paysdk.server.routers._common import inline_schema
 from paysdk.server.services import wallet_tokens
 from paysdk.server.services.wallet_tokens import Kind
 
@@ -98,22 +98,7 @@ async def unauthed(request: Request, fn: Callable[[Session, ServerContext, datet
 
 
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    schema = model.model_json_schema(by_alias=True, mode="serialization")
-    definitions = schema.pop("$defs", {})
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                return resolve(copy.deepcopy(definitions[ref.removeprefix("#/$defs/")]))
-            return {key: resolve(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [resolve(item) for item in node]
-        return node
-
-    result = resolve(schema)
-    assert isinstance(result, dict)
-    return result
+    return inline_schema(model.model_json_schema(by_alias=True, mode="serialization"))
 
 
 _ERRORS = {

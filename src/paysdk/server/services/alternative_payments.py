@@ -22,7 +22,6 @@ import segno
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from paysdk import _json
 from paysdk.contracts.alternative_payments import (
     QR_RAILS,
     REFERENCE_RAILS,
@@ -42,14 +41,8 @@ from paysdk.server.clock import Clock
 from paysdk.server.db import ClientRow, TransactionRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.services import transactions
-from paysdk.server.services.common import check_against_client
 from paysdk.server.services.payment_links import Parsed
-from paysdk.server.services.transactions import (
-    KIND_ALTERNATIVE,
-    add_job_core,
-    insert_pending,
-    virtual_now,
-)
+from paysdk.server.services.transactions import KIND_ALTERNATIVE, create_pending
 
 __all__ = [
     "ALTERNATIVE_LIFETIME",
@@ -101,35 +94,9 @@ def create(
     :meth:`ServerContext.run_grouped`). ``parsed``: :func:`parse` of the body."""
     client = authenticate_token_core(connection, credentials, environment)
     body: AlternativePaymentCreate = parsed.get()
-    checked = check_against_client(
-        client,
-        slug=body.client,
-        channel=body.channel.value,
-        currency=body.currency.value if body.currency is not None else None,
-        amount=body.amount,
+    uid, _reference, expire_at = create_pending(
+        connection, clock, client, body, kind=KIND_ALTERNATIVE, prefix="AP-", lifetime=ALTERNATIVE_LIFETIME
     )
-    now = virtual_now(connection, clock)
-    expire_at = now + ALTERNATIVE_LIFETIME
-    uid, _reference = insert_pending(
-        connection,
-        "AP-",
-        {
-            "kind": KIND_ALTERNATIVE,
-            "client_id": client.id,
-            "amount_cents": checked.amount_cents,
-            "currency": checked.currency,
-            "channel": body.channel.value,
-            "user_id": body.user_id,
-            "external_id": body.external_id,
-            "custom_keys_json": _json.dumps(body.custom_keys).decode("utf-8")
-            if body.custom_keys is not None
-            else None,
-            "created_at": now,
-            "expire_at": expire_at,
-            "updated_at": now,
-        },
-    )
-    add_job_core(connection, "expire", uid, expire_at, now)
     return AlternativePayment(
         uid=uid, payment_methods=list(client.payment_methods), expire_at=epoch_ms(expire_at)
     )

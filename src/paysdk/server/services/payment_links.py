@@ -19,7 +19,6 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from paysdk import _json
 from paysdk.contracts.payment_links import PaymentLink, PaymentLinkCreate, PaymentLinkHookCreate
 from paysdk.server.auth import (
     Credentials,
@@ -30,8 +29,8 @@ from paysdk.server.auth import (
 from paysdk.server.bodies import parse_json_object, validate
 from paysdk.server.clock import Clock
 from paysdk.server.db import ClientRow
-from paysdk.server.services.common import check_against_client, check_phone
-from paysdk.server.services.transactions import KIND_LINK, add_job_core, insert_pending, virtual_now
+from paysdk.server.services.common import check_phone
+from paysdk.server.services.transactions import KIND_LINK, create_pending
 
 __all__ = ["LINK_LIFETIME", "Parsed", "create", "create_from_hook", "parse", "parse_hook"]
 
@@ -102,34 +101,9 @@ def parse_hook(raw_body: bytes) -> tuple[Parsed, Parsed]:
 def _store(
     connection: Connection, clock: Clock, client: ClientRow, body: PaymentLinkCreate, webview_url: str
 ) -> PaymentLink:
-    checked = check_against_client(
-        client,
-        slug=body.client,
-        channel=body.channel.value,
-        currency=body.currency.value if body.currency is not None else None,
-        amount=body.amount,
+    uid, reference, _ = create_pending(
+        connection, clock, client, body, kind=KIND_LINK, prefix="PL-", lifetime=LINK_LIFETIME
     )
-    now = virtual_now(connection, clock)
-    uid, reference = insert_pending(
-        connection,
-        "PL-",
-        {
-            "kind": KIND_LINK,
-            "client_id": client.id,
-            "amount_cents": checked.amount_cents,
-            "currency": checked.currency,
-            "channel": body.channel.value,
-            "user_id": body.user_id,
-            "external_id": body.external_id,
-            "custom_keys_json": _json.dumps(body.custom_keys).decode("utf-8")
-            if body.custom_keys is not None
-            else None,
-            "created_at": now,
-            "expire_at": now + LINK_LIFETIME,
-            "updated_at": now,
-        },
-    )
-    add_job_core(connection, "expire", uid, now + LINK_LIFETIME, now)
     return PaymentLink(uid=uid, reference=reference, url=f"{webview_url}/?orderId={uid}")
 
 

@@ -21,18 +21,21 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from paysdk import _json
-from paysdk.contracts.payment_links import TransactionStatus
+from paysdk.contracts.alternative_payments import AlternativePaymentCreate
+from paysdk.contracts.payment_links import PaymentLinkCreate, TransactionStatus
 from paysdk.contracts.sandbox import SandboxTransaction
 from paysdk.server.clock import Clock
 from paysdk.server.context import Statement, batch_cached, deferring
 from paysdk.server.db import ClientRow, ClockRow, JobRow, TransactionRow, from_cents
 from paysdk.server.errors import APIProblem
+from paysdk.server.services.common import check_against_client
 
 __all__ = [
     "KIND_ALTERNATIVE",
     "KIND_LINK",
     "add_job",
     "add_job_core",
+    "create_pending",
     "expire_if_due",
     "finish",
     "insert_pending",
@@ -143,6 +146,50 @@ def insert_pending(connection: Connection, prefix: str, values: dict[str, Any]) 
         connection, {"uid": uid, "reference": reference, "status": TransactionStatus.PENDING, **values}
     )
     return uid, reference
+
+
+def create_pending(
+    connection: Connection,
+    clock: Clock,
+    client: ClientRow,
+    body: PaymentLinkCreate | AlternativePaymentCreate,
+    *,
+    kind: str,
+    prefix: str,
+    lifetime: timedelta,
+) -> tuple[str, str, datetime]:
+    """A new ``pending`` transaction of ``client`` and its expiry job: the body checked against the
+    client (slug, channel, currency, amount range: decision D4), then inserted (Core, group-commit
+    aware). Returns ``(uid, reference, expire_at)``."""
+    checked = check_against_client(
+        client,
+        slug=body.client,
+        channel=body.channel.value,
+        currency=body.currency.value if body.currency is not None else None,
+        amount=body.amount,
+    )
+    now = virtual_now(connection, clock)
+    expire_at = now + lifetime
+    custom_keys = _json.dumps(body.custom_keys).decode("utf-8") if body.custom_keys is not None else None
+    uid, reference = insert_pending(
+        connection,
+        prefix,
+        {
+            "kind": kind,
+            "client_id": client.id,
+            "amount_cents": checked.amount_cents,
+            "currency": checked.currency,
+            "channel": body.channel.value,
+            "user_id": body.user_id,
+            "external_id": body.external_id,
+            "custom_keys_json": custom_keys,
+            "created_at": now,
+            "expire_at": expire_at,
+            "updated_at": now,
+        },
+    )
+    add_job_core(connection, "expire", uid, expire_at, now)
+    return uid, reference, expire_at
 
 
 def add_job_core(connection: Connection, kind: str, ref: str, due_at: datetime, now: datetime) -> None:
