@@ -296,3 +296,11 @@ def test_links_create_open_opens_the_browser(mock_api: MockAPI, monkeypatch: pyt
     assert opened == [LINK_ANSWER["URL"]]
     assert json.loads(result.stdout)["URL"] == LINK_ANSWER["URL"]  # stdout stays clean JSON
     assert "Opened" in result.stderr
+
+
+def test_invalid_value_names_an_option_the_command_has(mock_api: MockAPI) -> None:
+    # The SDK names its argument (card_number); the error must name the command's own option for it.
+    result = run_cli("sandbox", "pay", "some-uid", "--card", "1234")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: invalid value for --card-number:")
+    assert mock_api.requests == []  # refused before anything was sent

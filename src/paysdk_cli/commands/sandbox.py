@@ -245,7 +245,10 @@ def clock_advance(
 def pay(
     ctx: typer.Context,
     uid: Annotated[str, typer.Argument(help="Payment-link transaction uid.")],
-    card: Annotated[str, typer.Option("--card", help="Test card number (see `paysdk sandbox test-cards`).")],
+    card: Annotated[
+        str,
+        typer.Option("--card-number", "--card", help="Test card number (see `paysdk sandbox test-cards`)."),
+    ],
     three_ds: Annotated[
         ThreeDS | None, typer.Option("--3ds", help="Answer to a 3-D Secure challenge: approve or fail.")
     ] = None,
