@@ -23,7 +23,7 @@ from paysdk.server.routers import alternative_payments, payment_links
 LINKS = "/transactions"
 ALTERNATIVES = "/api/v1/integrations/transactions"
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_REFERENCE = re.compile(rb"(PL|AP)-[A-Z2-7]{10}")
+_REFERENCE = re.compile(rb"(PL|AP)-[A-Z2-7]{16}")
 _EXPIRE_AT = re.compile(rb'"expireAt":\s*\d+')
 
 

@@ -46,7 +46,7 @@ async def test_create_answers_201_with_rails_and_expiry_in_ms(
     assert data["paymentMethods"] == merchant.payment_methods
     stored = await transaction(asgi_client, data["uid"])
     assert stored.kind == "alternative_payment"
-    assert re.fullmatch(r"AP-[A-Z2-7]{10}", stored.reference)
+    assert re.fullmatch(r"AP-[A-Z2-7]{16}", stored.reference)
     assert stored.expire_at - stored.created_at == timedelta(minutes=15)
     assert data["expireAt"] == (stored.expire_at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(
         milliseconds=1

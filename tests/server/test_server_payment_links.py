@@ -26,7 +26,7 @@ async def test_create_link_answers_uid_reference_and_checkout_url(
     assert response.status_code == 200
     data = body(response)
     assert set(data) == {"uid", "reference", "URL"}
-    assert re.fullmatch(r"PL-[A-Z2-7]{10}", data["reference"])
+    assert re.fullmatch(r"PL-[A-Z2-7]{16}", data["reference"])
     assert data["URL"] == f"http://testserver/checkout/?orderId={data['uid']}"
     stored = await transaction(asgi_client, data["uid"])
     assert stored.status == "pending"

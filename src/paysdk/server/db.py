@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -59,6 +60,8 @@ __all__ = [
     "normalize_database_url",
     "to_cents",
 ]
+
+T = TypeVar("T")
 
 _CENT = Decimal("0.01")
 
@@ -340,6 +343,15 @@ class Database:
             if self.dialect == "sqlite"
             else None
         )
+        #: Held by whoever runs this instance's SQLite work: the worker thread (:meth:`exclusive`), or
+        #: the event loop for a group-commit batch when the worker is idle (see
+        #: :class:`paysdk.server.context.GroupCommit`), so the two never wait on SQLite's lock.
+        self.lock = threading.Lock()
+
+    def exclusive(self, call: Callable[[], T]) -> T:
+        """``call()`` holding :attr:`lock` (what the SQLite worker thread runs)."""
+        with self.lock:
+            return call()
 
     def create_schema(self) -> None:
         """Create the tables that do not exist yet (idempotent), the wallet's included."""

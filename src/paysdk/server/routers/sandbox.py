@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import anyio.to_thread
 from fastapi import APIRouter, Request
 from sqlalchemy.orm import Session
 from starlette.responses import Response
@@ -60,7 +59,7 @@ async def health(request: Request) -> Response:
 async def reset(request: Request) -> Response:
     """Wipe every client, transaction, callback, job, log entry, fault, idempotency record and the clock."""
     context = get_context(request)
-    await anyio.to_thread.run_sync(context.db.reset)
+    await context.offload(context.db.reset)
     return _json({"status": "reset"})
 
 
