@@ -320,7 +320,7 @@ class GroupCommit:
     def _write(self, calls: list[_Call], batch: list[tuple[Sink[Any], list[Any]]]) -> None:
         db = self._context.db
         try:
-            with db.transaction() as connection:
+            with db.batch_transaction() as connection:
                 _scope.connection, _scope.cache = connection, {}
                 try:
                     if not _run_together(connection, calls):

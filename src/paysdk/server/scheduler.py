@@ -2,6 +2,10 @@
 
 Jobs live in the ``jobs`` table (``kind``, ``ref``, ``due_at``, ``status``). A job is claimed with a
 conditional ``UPDATE ... WHERE status = 'pending'`` so it runs once even with several runners.
+Transaction expiries need no job row: a pending transaction is due at its ``expire_at`` (an index on
+``(status, expire_at)`` finds the next), and expiring it is the conditional ``pending -> expired`` move,
+so it happens once however many runners find it. Jobs and expiries run in one order: due time first,
+an expiry before a job due at the same moment.
 
 * :meth:`Scheduler.run_due` runs every job due at the current virtual time, oldest due first, including
   jobs that running a job creates (an expiry queues its callback, due at once).
@@ -19,16 +23,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from paysdk.contracts.payment_links import TransactionStatus
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
-from paysdk.server.db import JobRow
+from paysdk.server.db import JobRow, TransactionRow
 from paysdk.server.services import callbacks, payments
 
 __all__ = ["JOB_HANDLERS", "ClaimedJob", "Scheduler"]
@@ -42,17 +47,35 @@ JOB_HANDLERS: dict[str, Callable[[Session, Clock, str], None]] = {}
 
 @dataclass(frozen=True, slots=True)
 class ClaimedJob:
-    """A job this runner now owns."""
+    """A job this runner now owns, or a transaction expiry (``id`` ``None``, ``ref`` the uid)."""
 
-    id: int
+    id: int | None
     kind: str
     ref: str
     due_at: datetime
 
 
-def _claim_next(session: Session, until: datetime | None) -> ClaimedJob | None:
-    """Claim the oldest pending job due at ``until`` (``None``: the virtual now)."""
+def _next_expiry(session: Session, limit: datetime, skip: Collection[str]) -> ClaimedJob | None:
+    """The pending transaction that expires first, at ``limit`` or before (``skip``: uids left alone)."""
+    statement = (
+        select(TransactionRow.uid, TransactionRow.expire_at)
+        .where(TransactionRow.status == TransactionStatus.PENDING, TransactionRow.expire_at <= limit)
+        .order_by(TransactionRow.expire_at, TransactionRow.id)
+        .limit(1)
+    )
+    if skip:
+        statement = statement.where(TransactionRow.uid.not_in(list(skip)))
+    row = session.execute(statement).first()
+    return None if row is None else ClaimedJob(None, "expire", row.uid, row.expire_at)
+
+
+def _claim_next(
+    session: Session, until: datetime | None, skip: Collection[str] = ()
+) -> ClaimedJob | None:
+    """Claim the oldest pending job or transaction expiry due at ``until`` (``None``: the virtual now);
+    an expiry comes first on a tie. ``skip``: transaction uids whose expiry is left alone."""
     limit = until if until is not None else session.info["paysdk_now"]
+    expiry = _next_expiry(session, limit, skip)
     for _ in range(10):
         row = session.scalars(
             select(JobRow)
@@ -60,6 +83,8 @@ def _claim_next(session: Session, until: datetime | None) -> ClaimedJob | None:
             .order_by(JobRow.due_at, JobRow.id)
             .limit(1)
         ).first()
+        if expiry is not None and (row is None or expiry.due_at <= row.due_at):
+            return expiry
         if row is None:
             return None
         result = session.execute(
@@ -79,11 +104,14 @@ class Scheduler:
     def __init__(self, context: ServerContext) -> None:
         self._context = context
         self._lock = asyncio.Lock()
+        #: Transactions whose expiry failed: left alone from then on (as a failed job is marked done),
+        #: so one broken row cannot keep a runner busy.
+        self._failed_expiries: set[str] = set()
 
     def _claim(self, session: Session, until: datetime | None, move_clock: bool) -> ClaimedJob | None:
         clock = self._context.clock
         session.info["paysdk_now"] = clock.now(session)
-        job = _claim_next(session, until)
+        job = _claim_next(session, until, self._failed_expiries)
         if job is not None and move_clock:
             clock.move_to_at_least(session, job.due_at)
         return job
@@ -92,6 +120,7 @@ class Scheduler:
         context = self._context
         try:
             if job.kind == "callback":
+                assert job.id is not None  # only expiries have no job row
                 await callbacks.deliver_job(context, job.id, job.ref, job.due_at)
             elif job.kind == "expire":
                 await context.run(self._expire, job)
@@ -103,7 +132,10 @@ class Scheduler:
         except Exception:
             # A job must never stop the scheduler: log, mark it done so it does not loop forever.
             log.exception("job %s (%s) failed", job.id, job.kind)
-            await context.run(_finish_job, job.id)
+            if job.id is None:
+                self._failed_expiries.add(job.ref)
+            else:
+                await context.run(_finish_job, job.id)
 
     def _registered(self, session: Session, job: ClaimedJob) -> None:
         JOB_HANDLERS[job.kind](session, self._context.clock, job.ref)
@@ -111,7 +143,7 @@ class Scheduler:
 
     def _expire(self, session: Session, job: ClaimedJob) -> None:
         payments.expire_job(session, self._context.clock, job.ref)
-        _finish_job(session, job.id)
+        _finish_job(session, job.id)  # an ``expire`` job row of an older version; none now
 
     async def run_due(self) -> int:
         """Run every job due now (and those they make due). Returns how many ran."""
@@ -159,7 +191,9 @@ class Scheduler:
             await asyncio.sleep(interval)
 
 
-def _finish_job(session: Session, job_id: int) -> None:
+def _finish_job(session: Session, job_id: int | None) -> None:
+    if job_id is None:  # a transaction expiry: no job row
+        return
     job = session.get(JobRow, job_id)
     if job is not None:
         job.status = "done"

@@ -1,8 +1,8 @@
 """Alternative payments on direct rails (spec 2.3, 4.1; decisions D3, D4, D10-D13, D21, D22).
 
 * Create: ``201 {data: {uid, paymentMethods, expireAt}}``; ``paymentMethods`` are the client's rails,
-  ``expireAt`` Unix epoch milliseconds 15 minutes after creation (virtual clock, D10), with an ``expire``
-  job due then.
+  ``expireAt`` Unix epoch milliseconds 15 minutes after creation (virtual clock, D10), when the
+  scheduler expires it.
 * Process (D11): ``akisiQR``/``quickPayQR`` answer a real QR PNG (segno) as a ``data:image/png;base64,``
   URI encoding the rail page ``{webview_url}/rails/<processor>?orderId=<uid>``; ``zigi``/``bamPaymentButton``
   answer that page's URL; ``bancoIndustrial``/``pronet`` a 12-digit payment reference (kept per

@@ -1,8 +1,8 @@
 """Payment links: ``POST /transactions`` and ``POST /transactions-hook`` (spec 2.1, 2.2, 4.1; D2, D3, D4,
 D14, D19, D22).
 
-A link is created ``pending`` with ``expire_at`` = creation + 24 h (virtual clock, D19) and an ``expire``
-job due then. Its ``URL`` is ``{webview_url}/?orderId=<uid>`` (spec 2.2).
+A link is created ``pending`` with ``expire_at`` = creation + 24 h (virtual clock, D19); the scheduler
+expires it then. Its ``URL`` is ``{webview_url}/?orderId=<uid>`` (spec 2.2).
 
 Creation is split for the group commit (:meth:`paysdk.server.context.ServerContext.run_grouped`): the
 body is parsed, validated and its phone checked on the event loop (:func:`parse`, :func:`parse_hook`),

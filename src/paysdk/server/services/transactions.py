@@ -35,7 +35,6 @@ __all__ = [
     "KIND_ALTERNATIVE",
     "KIND_LINK",
     "add_job",
-    "add_job_core",
     "create_pending",
     "expire_if_due",
     "finish",
@@ -116,7 +115,6 @@ def load(
 
 
 _TRANSACTIONS = cast(Table, TransactionRow.__table__)
-_JOBS = cast(Table, JobRow.__table__)
 _CLOCK = cast(Table, ClockRow.__table__)
 _OFFSET = Statement(select(_CLOCK.c.offset_us).where(_CLOCK.c.id == 1))
 _REFERENCE_TAKEN = Statement(
@@ -139,7 +137,6 @@ _NEW_COLUMNS = (
     "updated_at",
 )
 _INSERT_TRANSACTION = Statement(insert(_TRANSACTIONS), _NEW_COLUMNS)
-_INSERT_JOB = Statement(insert(_JOBS), ("kind", "ref", "due_at", "status", "created_at"))
 
 
 def virtual_now(connection: Connection, clock: Clock) -> datetime:
@@ -176,9 +173,10 @@ def create_pending(
     prefix: str,
     lifetime: timedelta,
 ) -> tuple[str, str, datetime]:
-    """A new ``pending`` transaction of ``client`` and its expiry job: the body checked against the
-    client (slug, channel, currency, amount range: decision D4), then inserted (Core, group-commit
-    aware). Returns ``(uid, reference, expire_at)``."""
+    """A new ``pending`` transaction of ``client``: the body checked against the client (slug, channel,
+    currency, amount range: decision D4), then inserted (Core, group-commit aware). Its ``expire_at``
+    is its expiry: the scheduler expires pending transactions by it (no job row; see
+    :mod:`paysdk.server.scheduler`). Returns ``(uid, reference, expire_at)``."""
     checked = check_against_client(
         client,
         slug=body.client,
@@ -206,15 +204,7 @@ def create_pending(
             "updated_at": now,
         },
     )
-    add_job_core(connection, "expire", uid, expire_at, now)
     return uid, reference, expire_at
-
-
-def add_job_core(connection: Connection, kind: str, ref: str, due_at: datetime, now: datetime) -> None:
-    """:func:`add_job` through a Core connection."""
-    _INSERT_JOB.insert(
-        connection, {"kind": kind, "ref": ref, "due_at": due_at, "status": "pending", "created_at": now}
-    )
 
 
 def add_job(session: Session, kind: str, ref: str, due_at: datetime, now: datetime) -> None:
