@@ -137,6 +137,28 @@ class ServerContext:
         ``sink.failed``). Never raises for a database error."""
         await self.group_commit.append(sink, item)
 
+    async def run_brief(self, fn: Callable[..., T], *args: Any) -> T:
+        """:meth:`run_core` for work of a fraction of a millisecond (the request path's look for
+        injected faults): :meth:`brief` on the database's kept connection."""
+        return await self.brief(functools.partial(self._call_kept, fn, *args))
+
+    def _call_kept(self, fn: Callable[..., T], *args: Any) -> T:
+        with self.db.batch_transaction() as connection:
+            return fn(connection, *args)
+
+    async def brief(self, call: Callable[[], T]) -> T:
+        """``call()`` (a fraction of a millisecond of database work) on the event loop itself when
+        SQLite's worker thread is idle, holding the database's lock: cheaper than the two thread switches
+        and GIL hand-overs of a trip to the worker. Else (the worker is busy, or PostgreSQL, whose work
+        waits on the network) :meth:`offload`."""
+        db = self.db
+        if db.executor is not None and db.lock.acquire(blocking=False):
+            try:
+                return call()
+            finally:
+                db.lock.release()
+        return await self.offload(call)
+
     async def offload(self, call: Callable[[], T]) -> T:
         """``call()`` where this instance's database work runs: SQLite's worker thread (holding the
         database's lock), or a thread of the pool for PostgreSQL. The event loop never blocks."""
@@ -282,7 +304,7 @@ class GroupCommit:
                 calls, items = pending.calls, pending.items
                 pending.calls, pending.items = [], {}
                 batch = [(sink, [item for item, _ in entries]) for sink, entries in items.items()]
-                await self._run(functools.partial(self._write, calls, batch))
+                await self._context.brief(functools.partial(self._write, calls, batch))
                 for call in calls:
                     if call.done.done():
                         continue
@@ -303,19 +325,7 @@ class GroupCommit:
             _release(pending.items)
             pending.calls, pending.items = [], {}
 
-    async def _run(self, write: Callable[[], None]) -> None:
-        """Run a batch: on the event loop when SQLite's worker thread is idle (a batch takes a fraction
-        of a millisecond, less than two thread switches), else queued to that thread."""
-        db = self._context.db
-        if db.executor is not None and db.lock.acquire(blocking=False):
-            try:
-                write()
-            finally:
-                db.lock.release()
-            return
-        await self._context.offload(write)
-
-    # -- on the event loop or the worker thread (see :meth:`_run`)
+    # -- on the event loop or the worker thread (see :meth:`ServerContext.brief`)
 
     def _write(self, calls: list[_Call], batch: list[tuple[Sink[Any], list[Any]]]) -> None:
         db = self._context.db

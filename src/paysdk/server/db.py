@@ -392,7 +392,8 @@ class Database:
 
     @contextlib.contextmanager
     def batch_transaction(self) -> Iterator[Connection]:
-        """:meth:`transaction` for a group-commit batch (the caller holds :attr:`lock`).
+        """:meth:`transaction` for a group-commit batch or other brief work (the caller holds
+        :attr:`lock`; see :meth:`paysdk.server.context.ServerContext.brief`).
 
         On SQLite it runs on one connection kept for batches: its page cache stays warm from one batch to
         the next (a pooled connection finds it stale whenever another connection wrote), and it never

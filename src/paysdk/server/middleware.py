@@ -102,17 +102,32 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
     return None
 
 
+#: Header name as sent -> (its text, whether it names a credential by itself); bounded.
+_NAMES: dict[bytes, tuple[str, bool]] = {}
+_NAMES_MAX = 1024
+
+
+def _header_name(key: bytes) -> tuple[str, bool]:
+    known = _NAMES.get(key)
+    if known is None:
+        name = key.decode("latin-1").lower().replace("\x00", "")
+        known = (name, name in _SENSITIVE_NAMES or any(part in name for part in _SENSITIVE_PARTS))
+        if len(_NAMES) >= _NAMES_MAX:
+            _NAMES.clear()
+        _NAMES[bytes(key)] = known
+    return known
+
+
 def mask_headers(raw: list[tuple[bytes, bytes]], extra_sensitive: set[str]) -> dict[str, str]:
     """Headers as text (latin-1, truncated to 200 characters) with credentials masked."""
     result: dict[str, str] = {}
     for key_bytes, value_bytes in raw:
-        name = key_bytes.decode("latin-1").lower().replace("\x00", "")
-        sensitive = (
-            name in _SENSITIVE_NAMES
-            or name in extra_sensitive
-            or any(part in name for part in _SENSITIVE_PARTS)
+        name, sensitive = _header_name(key_bytes)
+        value = (
+            MASK
+            if sensitive or name in extra_sensitive
+            else value_bytes.decode("latin-1")[:200].replace("\x00", "")
         )
-        value = MASK if sensitive else value_bytes.decode("latin-1")[:200].replace("\x00", "")
         result[name] = value if name not in result else f"{result[name]}, {value}"
     return result
 
@@ -396,7 +411,7 @@ class ServerMiddleware:
         # applies to all: the database is asked unless a look found none and no fault was created in
         # this process since (see :mod:`paysdk.server.services.faults` for the one limit, other processes).
         fault = (
-            await self.context.run_core(
+            await self.context.run_brief(
                 faults.take_request_fault_core, self._fault_key, str(scope["method"]), str(scope["path"])
             )
             if faults.request_faults_possible(self._fault_key)
