@@ -10,7 +10,8 @@
    lost updates (expected minus final balance), which must be zero.
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
-a shared machine hits both sides alike.
+a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
+(when the machine has two), so a server never shares its core with the load it is measured under.
 """
 
 from __future__ import annotations

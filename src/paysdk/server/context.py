@@ -1,18 +1,19 @@
 """The state of one server instance shared by routers, services, middleware and the scheduler.
 
 Group commit (:class:`GroupCommit`, :meth:`ServerContext.run_grouped`, :meth:`ServerContext.append`): the
-writes of the hot path (transaction creation: the transaction row and its expiry job) and the request log
-share database transactions. A batch is taken one turn of the event loop after its first call (so the
-requests made ready in the same turn join it), work that arrives while it is written joins the next,
-and a batch is ONE transaction (one ``BEGIN IMMEDIATE``/``COMMIT``) for every request in it, instead of
-one transaction per request. Each caller awaits the commit of its batch before it answers, so an answer
+writes of the hot path (transaction creation) and the request log share database transactions. A batch
+is taken one turn of the event loop after its first call (so the requests made ready in the same turn
+join it), work that arrives while it is written joins the next, and a batch is ONE transaction (one
+``BEGIN IMMEDIATE``/``COMMIT``) for every request in it, instead of one transaction per request. Each
+caller awaits the commit of its batch before it answers, so an answer
 is never sent before what it reports is stored.
 
 On SQLite a batch runs on the event loop itself when the database's worker thread is idle: it takes a
 fraction of a millisecond, less than the two thread switches and the GIL hand-overs of a trip to the
 worker. The database's lock (:attr:`paysdk.server.db.Database.lock`, held by the worker for each unit
 of work) decides: when the worker is busy the batch is queued to it instead, so the event loop never
-waits for SQLite's write lock held by this process.
+waits for SQLite's write lock held by this server. (Another process writing the same file can still make
+a batch wait, on the event loop, for as long as its transaction lasts.)
 
 * First the calls of a batch run together (the fast way): their inserts (:meth:`Statement.insert`) are
   not executed but collected, and written at the end with one ``executemany`` per statement, inside one

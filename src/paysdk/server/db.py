@@ -354,8 +354,8 @@ class Database:
             else None
         )
         #: Held by whoever runs this instance's SQLite work: the worker thread (:meth:`exclusive`), or
-        #: the event loop for a group-commit batch when the worker is idle (see
-        #: :class:`paysdk.server.context.GroupCommit`), so the two never wait on SQLite's lock.
+        #: the event loop for brief work when the worker is idle (a group-commit batch, the fault look:
+        #: :meth:`paysdk.server.context.ServerContext.brief`), so the two never wait on SQLite's lock.
         self.lock = threading.Lock()
         self._batch_connection: Connection | None = None
         self._batches = 0
