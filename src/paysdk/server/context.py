@@ -5,8 +5,8 @@ writes of the hot path (transaction creation) and the request log share database
 is taken one turn of the event loop after its first call (so the requests made ready in the same turn
 join it), work that arrives while it is written joins the next, and a batch is ONE transaction (one
 ``BEGIN IMMEDIATE``/``COMMIT``) for every request in it, instead of one transaction per request. Each
-caller awaits the commit of its batch before it answers, so an answer
-is never sent before what it reports is stored.
+caller awaits the commit of its batch before it answers, so an answer is never sent before what it
+reports is stored.
 
 On SQLite a batch runs on the event loop itself when the database's worker thread is idle: it takes a
 fraction of a millisecond, less than the two thread switches and the GIL hand-overs of a trip to the
