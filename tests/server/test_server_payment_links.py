@@ -5,7 +5,9 @@ Spec 7 and decisions D1-D4, D9, D14, D20.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import uuid
 from decimal import Decimal
 from typing import Any
 
@@ -34,6 +36,23 @@ async def test_create_link_answers_uid_reference_and_checkout_url(
     assert stored.currency == "GTQ"  # the client's first currency (D3)
     assert stored.kind == "payment_link"
     assert stored.expire_at - stored.created_at == __import__("datetime").timedelta(hours=24)
+
+
+async def test_uids_and_references_are_unique_and_ordered_by_creation(
+    asgi_client: httpx.AsyncClient, merchant: SandboxClient
+) -> None:
+    # D22: a uid is a version-7 UUID and a reference starts with the creation time in milliseconds, so
+    # links made later sort later (and new rows append to their indexes).
+    links = []
+    for _ in range(5):
+        links.append(await create_link(asgi_client, merchant))
+        await asyncio.sleep(0.002)  # each link in a later millisecond
+    uids = [link["uid"] for link in links]
+    references = [link["reference"] for link in links]
+    assert all(uuid.UUID(uid).version == 7 and uuid.UUID(uid).variant == uuid.RFC_4122 for uid in uids)
+    assert uids == sorted(uids)
+    assert references == sorted(references)
+    assert len(set(uids)) == len(set(references)) == 5
 
 
 async def test_bearer_prefix_is_accepted(asgi_client: httpx.AsyncClient, merchant: SandboxClient) -> None:

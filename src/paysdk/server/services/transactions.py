@@ -54,6 +54,8 @@ _UID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MS_MASK = (1 << 48) - 1
 _REF_MS_MASK = (1 << 45) - 1
 _RAND_B_MASK = (1 << 62) - 1
+#: RFC 4648 base32 digits -> the same characters in ASCII order (value 0 is "2", value 31 is "Z").
+_SORTABLE_BASE32 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"234567ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 def new_uid() -> str:
@@ -73,11 +75,12 @@ def new_uid() -> str:
 
 
 def new_reference(prefix: str) -> str:
-    """``PL-`` or ``AP-`` + 16 uppercase base32 characters (D22): 45 bits of Unix time in milliseconds,
-    then 35 random bits. References made close in time sort close together, so a batch of new ones is
-    written to a few pages of the reference index instead of one random page each."""
+    """``PL-`` or ``AP-`` + 16 base32 characters (D22): 45 bits of Unix time in milliseconds, then 35
+    random bits, written with the digits ``2-7A-Z`` in that (ASCII) order, so references sort by creation
+    time and a batch of new ones is written to the end of the reference index instead of one random page
+    of it each."""
     value = (time.time_ns() // 1_000_000 & _REF_MS_MASK) << 35 | secrets.randbits(35)
-    return prefix + base64.b32encode(value.to_bytes(10, "big")).decode("ascii")
+    return prefix + base64.b32encode(value.to_bytes(10, "big")).translate(_SORTABLE_BASE32).decode("ascii")
 
 
 def new_transaction_id() -> str:
