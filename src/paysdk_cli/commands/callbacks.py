@@ -325,6 +325,8 @@ def listen(
     st = state(ctx)
     from paysdk.callbacks import CallbackReceiver, MemoryDedupStore, SQLiteDedupStore
 
+    _quiet_receiver_log()
+
     sandbox_value: str | None = None
     if sandbox_client is not None:
         sandbox_name, sandbox_value = _sandbox_header(st, sandbox_client)
@@ -354,6 +356,16 @@ def listen(
     info(f"{listener.events} event{'s' if listener.events != 1 else ''} received.")
     if timed_out and max_events is not None and listener.events < max_events:
         raise CLIError(f"timed out after {timeout:g} s with {listener.events} of {max_events} events")
+
+
+def _quiet_receiver_log() -> None:
+    """The listener reports each refused callback itself (one ``Warning:`` line). The receiver also
+    logs it as a warning, which, with no handler configured, Python's last-resort handler would print
+    on stderr a second time; a ``NullHandler`` on its logger stops that (with ``-v`` it still shows as
+    a debug line)."""
+    receiver_log = logging.getLogger("paysdk.callbacks")
+    if not any(isinstance(handler, logging.NullHandler) for handler in receiver_log.handlers):
+        receiver_log.addHandler(logging.NullHandler())
 
 
 def _serve(listener: _Listener, host: str, port: int, timeout: float | None, description: str) -> bool:
