@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from datetime import date
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any
 
 import typer
 
 __all__ = [
     "WALLET_PLACES",
+    "expand_path",
     "parse_amount",
     "parse_date",
     "parse_json_object",
@@ -55,6 +57,15 @@ def parse_json_object(text: str | None, option: str) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         raise typer.BadParameter("must be a JSON object", param_hint=option)
     return value
+
+
+def expand_path(value: Path | None) -> Path | None:
+    """A path option's value with a leading ``~`` or ``~user`` expanded (a typer ``callback``).
+
+    The shell expands ``~`` only in an unquoted word of its own: not in ``"~/qr.png"``, nor after
+    ``--qr-out=``. Relative paths stay relative to the working directory.
+    """
+    return None if value is None else value.expanduser()
 
 
 #: Wallet balances and amounts carry at most 4 decimal places (spec 2.5, D41).

@@ -311,7 +311,7 @@ def default_database_url() -> str:
 
 
 def normalize_database_url(url: str | None) -> str:
-    """Default to the per-user SQLite file; send plain PostgreSQL URLs to the psycopg 3 driver."""
+    """Default to the per-user SQLite file; expand ``~`` in a SQLite path; plain PostgreSQL URLs use psycopg 3."""
     if url is None or not url.strip():
         return default_database_url()
     url = url.strip()
@@ -319,9 +319,11 @@ def normalize_database_url(url: str | None) -> str:
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
     if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///") :]
+        path, query, params = url[len("sqlite:///") :].partition("?")
         if path and path != ":memory:":
-            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            file = Path(path).expanduser()  # sqlite:///~/x.db is the home directory's x.db, not ./~/x.db
+            file.parent.mkdir(parents=True, exist_ok=True)
+            url = f"sqlite:///{file}{query}{params}"
     return url
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +15,7 @@ from paysdk_cli._app import new_app
 from paysdk_cli._context import open_client, require_client_slug, state
 from paysdk_cli._errors import CLIError
 from paysdk_cli._output import OutputFormat, emit, info
-from paysdk_cli._params import parse_amount, parse_json_object, parse_key_values
+from paysdk_cli._params import expand_path, parse_amount, parse_json_object, parse_key_values
 
 __all__ = ["app"]
 
@@ -68,31 +72,83 @@ def process(
     ] = None,
     qr_out: Annotated[
         Path | None,
-        typer.Option("--qr-out", help="Write the QR code PNG here (QR rails only).", dir_okay=False),
+        typer.Option(
+            "--qr-out",
+            help="Write the QR code PNG here (QR rails only: akisiQR, quickPayQR).",
+            dir_okay=False,
+            callback=expand_path,
+        ),
     ] = None,
 ) -> None:
     """Process a transaction on a rail: a QR image, a URL, or a bank reference.
 
-    For QR rails the answer is a PNG data URI; --qr-out writes the decoded PNG to a file.
-    The table shows the data URI's size only; -o json prints it whole.
+    For QR rails the answer is a PNG data URI; --qr-out writes the decoded PNG to a file. --qr-out is
+    checked before the request (a QR rail, a writable file in an existing directory), so a bad path
+    never leaves a processed payment behind an error. The table shows the data URI's size only;
+    -o json prints it whole.
     """
     st = state(ctx)
     data = parse_json_object(data_json, "--data-json")
-    with open_client(st) as sdk:
+    with _qr_file(qr_out, processor) as write_png, open_client(st) as sdk:
         result = sdk.alternative_payments.process(uid, processor=processor, data=data)
-    shown = result.to_wire()
-    if qr_out is not None:
-        try:
-            png = result.png_bytes()
-        except ValueError as exc:
-            raise CLIError(f"--qr-out: {exc}") from None
-        qr_out.write_bytes(png)
-        info(f"Wrote {len(png)} bytes of PNG to {qr_out}")
-        shown["file"] = str(qr_out)
+        shown = result.to_wire()
+        if write_png is not None and qr_out is not None:
+            try:
+                png = result.png_bytes()
+            except ValueError as exc:
+                raise CLIError(f"--qr-out: {exc}") from None
+            write_png(png)
+            info(f"Wrote {len(png)} bytes of PNG to {qr_out}")
+            shown["file"] = str(qr_out)
     if result.type == "base64" and st.output is OutputFormat.table:
         hint = "" if qr_out is not None else "; save it with --qr-out FILE"
         shown["data"] = f"<PNG data URI, {len(result.data)} characters{hint}>"
     emit(st.output, shown, title="Process result")
+
+
+@contextmanager
+def _qr_file(path: Path | None, processor: str) -> Iterator[Callable[[bytes], None] | None]:
+    """Check ``--qr-out`` before the API call; yield a function that writes the PNG there atomically.
+
+    The rail must answer an image, ``path`` must not be a directory and its directory must exist and
+    take a new file (proved by creating the temporary file the PNG is written to, then renamed over
+    ``path``). Refusals are usage errors naming ``--qr-out``. Nothing is left behind on failure.
+    """
+    if path is None:
+        yield None
+        return
+    from paysdk.contracts.alternative_payments import QR_RAILS
+
+    def refuse(reason: str) -> typer.BadParameter:
+        return typer.BadParameter(reason, param_hint="--qr-out")
+
+    if processor not in QR_RAILS:
+        raise refuse(
+            f"rail {processor!r} does not answer a QR image (QR rails: {', '.join(sorted(QR_RAILS))})"
+        )
+    if path.is_dir():
+        raise refuse(f"{path} is a directory; give a file name such as {path / 'qr.png'}")
+    directory = path.parent
+    if not directory.is_dir():
+        raise refuse(f"directory {directory} does not exist")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise refuse(f"{path} is not writable")
+    temp = directory / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        handle = os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb")
+    except OSError as exc:
+        raise refuse(f"cannot write in {directory}: {exc.strerror or exc}") from None
+
+    def write(png: bytes) -> None:
+        handle.write(png)
+        handle.close()
+        os.replace(temp, path)
+
+    try:
+        yield write
+    finally:
+        handle.close()
+        temp.unlink(missing_ok=True)
 
 
 @app.command("intent")

@@ -24,6 +24,7 @@ from paysdk_cli._app import new_app
 from paysdk_cli._context import State, open_client, state
 from paysdk_cli._errors import CLIError, ExitCode
 from paysdk_cli._output import OutputFormat, emit_event, info, warn
+from paysdk_cli._params import expand_path
 
 if TYPE_CHECKING:
     from http.server import BaseHTTPRequestHandler
@@ -276,6 +277,7 @@ def listen(
             "--header-value-file",
             metavar="FILE",
             dir_okay=False,
+            callback=expand_path,
             help="Read accepted header values from FILE, one per line (- for stdin); "
             "several lines accept several values during a rotation.",
         ),
@@ -297,6 +299,7 @@ def listen(
             "--dedup-db",
             metavar="FILE",
             dir_okay=False,
+            callback=expand_path,
             help="SQLite file remembering event ids across restarts (default: memory).",
         ),
     ] = None,

@@ -19,7 +19,7 @@ from paysdk_cli._app import new_app
 from paysdk_cli._context import open_wallet_client, require_merchant, state
 from paysdk_cli._errors import CLIError, ExitCode
 from paysdk_cli._output import emit, info, warn
-from paysdk_cli._params import read_secret
+from paysdk_cli._params import expand_path, read_secret
 
 __all__ = ["app"]
 
@@ -77,6 +77,7 @@ def login(
             "--key-file",
             help="File holding the Ed25519 private key: a 32-byte seed in base64 or hex, or an OKP JWK.",
             dir_okay=False,
+            callback=expand_path,
         ),
     ] = None,
     key_stdin: Annotated[
