@@ -207,7 +207,7 @@ def bench_funds(operations: int = 1000) -> tuple[float, int, int]:
         async with paysdk.AsyncClient(
             environment=env, wallet=wallet, http_client=http, max_retries=0
         ) as client:
-            card = await client.wallet.cards.issue_virtual(user.auth_user_id)
+            card = await client.wallet.cards.issue_virtual(user.user_id)
             start_balance = Decimal("1000000")
             await client.wallet.funds.add(card.card_id, start_balance)
             add, withdraw = Decimal("1.0001"), Decimal("0.9999")

@@ -82,7 +82,7 @@ def test_wallet_end_to_end(cli_server: str, config_dir: Path) -> None:
     assert whoami["tokenIssuer"].startswith("paysdk-wallet:")
 
     with _sdk(cli_server) as sdk:
-        ana = sdk.sandbox.create_user(slug, "ana", "ana@example.com", PASSWORD).auth_user_id
+        ana = sdk.sandbox.create_user(slug, "ana", "ana@example.com", PASSWORD).user_id
         linking_token = sdk.sandbox.create_linking_token("4111111111111111", "12/30").token
     ben = out.run(
         "sandbox",
@@ -94,7 +94,7 @@ def test_wallet_end_to_end(cli_server: str, config_dir: Path) -> None:
         "ben@example.com",
         "--password-stdin",
         input=PASSWORD + "\n",
-    )["authUserId"]
+    )["userId"]
 
     session = out.run("users", "login", "--username", "ana", "--password-stdin", input=PASSWORD + "\n")
     assert session["userId"] == ana
@@ -184,7 +184,7 @@ def test_two_processes_after_expiry_refresh_once(cli_server: str, config_dir: Pa
     out.run("sandbox", "clients", "create", "--slug", slug, "--save-profile")
     out.run("wallet", "login")
     with _sdk(cli_server) as sdk:
-        ana = sdk.sandbox.create_user(slug, "ana", "ana@example.com", PASSWORD).auth_user_id
+        ana = sdk.sandbox.create_user(slug, "ana", "ana@example.com", PASSWORD).user_id
     out.run("users", "login", "--username", "ana", "--password-stdin", input=PASSWORD + "\n")
     out.run("cards", "issue", "--user-id", ana)
 

@@ -126,7 +126,7 @@ def test_wallet_cards(live_server: str) -> None:
         "PAYSDK_BASE_URL": live_server,
         "PAYSDK_WALLET_MERCHANT": merchant.slug,
         "PAYSDK_WALLET_PRIVATE_KEY": merchant.signing_private_key,
-        "PAYSDK_WALLET_USER_ID": user.auth_user_id,
+        "PAYSDK_WALLET_USER_ID": user.user_id,
     }
     out = _run("wallet_cards.py", env).stdout
     assert "balance 100.0001" in out

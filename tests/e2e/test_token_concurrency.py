@@ -91,7 +91,7 @@ def _setup(base_url: str) -> tuple[paysdk.Client, str, str, str]:
     merchant = sandbox.sandbox.create_client()
     assert merchant.signing_private_key is not None
     user = sandbox.sandbox.create_user(merchant.slug, "ana", f"ana-{secrets.token_hex(3)}@x.io", "password-1")
-    return sandbox, merchant.slug, merchant.signing_private_key, user.auth_user_id
+    return sandbox, merchant.slug, merchant.signing_private_key, user.user_id
 
 
 @pytest.mark.parametrize("kind", ["file", "redis"])

@@ -85,8 +85,8 @@ async def test_wallet_end_to_end(make: Maker) -> None:
     assert jwks.keys[0].kty == "OKP"
 
     # Issue two cards, fund one, refuse an overdraw, transfer.
-    card = await call(client.wallet.cards.issue_virtual(ana.auth_user_id, currency="GTQ", alias="main"))
-    spare = await call(client.wallet.cards.issue_virtual(ana.auth_user_id, currency="GTQ"))
+    card = await call(client.wallet.cards.issue_virtual(ana.user_id, currency="GTQ", alias="main"))
+    spare = await call(client.wallet.cards.issue_virtual(ana.user_id, currency="GTQ"))
     funded = await call(client.wallet.funds.add(card.card_id, Decimal("100.5000"), reference="top-up"))
     assert funded.card.balance == Decimal("100.5")
     with pytest.raises(paysdk.InsufficientFundsError) as overdraw:
@@ -99,7 +99,7 @@ async def test_wallet_end_to_end(make: Maker) -> None:
     assert withdrawn.card.balance == Decimal("100")
     transfer = await call(client.wallet.transfers.create(card.card_id, spare.card_id, "25.2500", "rent"))
     assert transfer.debit.amount == Decimal("25.25")
-    cards = await call(client.wallet.cards.list(ana.auth_user_id))
+    cards = await call(client.wallet.cards.list(ana.user_id))
     balances = {c.card_id: c.balance for c in cards}
     assert balances == {card.card_id: Decimal("74.75"), spare.card_id: Decimal("25.25")}
     movements = await call(client.wallet.cards.movements(card.card_id))
@@ -107,13 +107,13 @@ async def test_wallet_end_to_end(make: Maker) -> None:
 
     # User sessions: the owner grants ben a permission; ben's view is limited by it.
     ana_session = await call(client.wallet.users.login("ana", "password-1"))
-    assert ana_session.user_id == ana.auth_user_id
+    assert ana_session.user_id == ana.user_id
     ana_view = client.wallet.as_user(ana_session)
     record = await call(
-        ana_view.permissions.grant(card.card_id, ben.auth_user_id, [CardPermissionType.CHECK_CARD])
+        ana_view.permissions.grant(card.card_id, ben.user_id, [CardPermissionType.CHECK_CARD])
     )
     assert record.permissions == [CardPermissionType.CHECK_CARD]
-    listed = await call(client.wallet.permissions.list(card.card_id, ben.auth_user_id))
+    listed = await call(client.wallet.permissions.list(card.card_id, ben.user_id))
     assert [r.id for r in listed] == [record.id]
     ben_session = await call(client.wallet.users.login("ben", "password-2"))
     ben_view = client.wallet.as_user(ben_session)
@@ -150,9 +150,9 @@ async def test_user_session_refreshed_automatically(make: Maker) -> None:
     client = make(wallet=paysdk.WalletCredentials(merchant.slug, merchant.signing_private_key))
     session = await call(client.wallet.users.login("cy", "pw-123456"))
     view = client.wallet.as_user(session)
-    await call(view.cards.list(user.auth_user_id))
+    await call(view.cards.list(user.user_id))
     await call(sandbox.sandbox.advance_clock(120))  # the user's 60 s access token is dead on the server
-    assert await call(view.cards.list(user.auth_user_id)) == []
+    assert await call(view.cards.list(user.user_id)) == []
     assert view.session.tokens.refresh_token != session.tokens.refresh_token
     # The old session's refresh token is spent: presenting it again revokes the family.
     with pytest.raises(paysdk.RefreshTokenReusedError):

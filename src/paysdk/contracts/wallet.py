@@ -8,6 +8,7 @@ keys, CVV) mask them in ``repr``.
 
 from __future__ import annotations
 
+import warnings
 from datetime import date, datetime
 from decimal import Decimal
 from enum import IntEnum, StrEnum
@@ -360,21 +361,46 @@ class UserProfile(WireModel):
     phone: str | None = None
 
 
-class PermissionRecord(WireModel):
-    """A grant of card permissions to an authorized user (4.3 permission endpoints)."""
+#: The wallet user's id: ``user_id`` in Python (as ``UserSession.user_id`` and the resources'
+#: ``user_id`` arguments) and ``--user-id``/``userId`` in the CLI; the wire keeps the spec's
+#: ``authUserId`` in bodies (``{userId}``/``{authUserId}`` in paths). docs/wallet.md has the mapping.
+_WireUserId = Annotated[str, Field(alias="authUserId")]
+
+
+class _DeprecatedAuthUserId:
+    """``auth_user_id``: the old Python name of ``user_id``, kept as a deprecated read-only alias."""
+
+    user_id: str
+
+    @property
+    def auth_user_id(self) -> str:
+        """Deprecated: use ``user_id`` (the wire name stays ``authUserId``)."""
+        warnings.warn(
+            "auth_user_id is deprecated; use user_id (the wire name stays authUserId)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.user_id
+
+
+class PermissionRecord(_DeprecatedAuthUserId, WireModel):
+    """A grant of card permissions to an authorized user (4.3 permission endpoints).
+
+    ``user_id`` is the authorized user's id (``authUserId`` on the wire)."""
 
     id: str
     card_id: str
-    auth_user_id: str
+    user_id: _WireUserId
     permissions: list[CardPermissionType]
     created_at: datetime
     updated_at: datetime
 
 
-class Cardholder(WireModel):
-    """A wallet user (spec 2.5): ``auth_user_id`` is the ``userId`` of the card paths."""
+class Cardholder(_DeprecatedAuthUserId, WireModel):
+    """A wallet user (spec 2.5). ``user_id`` (``authUserId`` on the wire) is the ``{userId}`` of the
+    card paths and the ``user_id`` of the SDK's wallet calls."""
 
-    auth_user_id: str
+    user_id: _WireUserId
     username: str
     email: str
     merchant: str

@@ -412,7 +412,8 @@ class AsyncSandbox:
         password: str,
         profile: UserProfile | Mapping[str, Any] | None = None,
     ) -> Cardholder:
-        """Create a wallet user (cardholder) of ``merchant``; ``auth_user_id`` is its ``userId``."""
+        """Create a wallet user (cardholder) of ``merchant``; its ``user_id`` (``authUserId`` on the
+        wire) is what the wallet calls take as ``user_id``."""
         op = create_user_operation(merchant, username, email, password, profile)
         return await self._client._request(op)
 
@@ -596,7 +597,8 @@ class Sandbox:
         password: str,
         profile: UserProfile | Mapping[str, Any] | None = None,
     ) -> Cardholder:
-        """Create a wallet user (cardholder) of ``merchant``; ``auth_user_id`` is its ``userId``."""
+        """Create a wallet user (cardholder) of ``merchant``; its ``user_id`` (``authUserId`` on the
+        wire) is what the wallet calls take as ``user_id``."""
         op = create_user_operation(merchant, username, email, password, profile)
         return self._client._request(op)
 

@@ -369,10 +369,10 @@ def transfer_operation(
 
 
 def grant_permissions_operation(
-    card_id: str, auth_user_id: str, permissions: Sequence[str | CardPermissionType]
+    card_id: str, user_id: str, permissions: Sequence[str | CardPermissionType]
 ) -> Operation[PermissionRecord]:
     """``POST /cards/{cardId}/users/{authUserId}/permissions``."""
-    path = _card(card_id) + "/users/" + path_segment(auth_user_id, "auth_user_id") + "/permissions"
+    path = _card(card_id) + "/users/" + path_segment(user_id, "user_id") + "/permissions"
     return _op("POST", path, _one(PermissionRecord), json={"permissions": check_permissions(permissions)})
 
 
@@ -385,9 +385,9 @@ def update_permissions_operation(
     return _op("PATCH", path, _one(PermissionRecord), json=body, idempotent=True)
 
 
-def user_permissions_operation(auth_user_id: str) -> Operation[list[PermissionRecord]]:
+def user_permissions_operation(user_id: str) -> Operation[list[PermissionRecord]]:
     """``GET /cards/users/{authUserId}/permissions``."""
-    path = "/cards/users/" + path_segment(auth_user_id, "auth_user_id") + "/permissions"
+    path = "/cards/users/" + path_segment(user_id, "user_id") + "/permissions"
     return _op("GET", path, _many(PermissionRecord))
 
 
@@ -396,9 +396,9 @@ def card_permissions_operation(card_id: str) -> Operation[list[PermissionRecord]
     return _op("GET", _card(card_id) + "/users/permissions", _many(PermissionRecord))
 
 
-def card_user_permissions_operation(card_id: str, auth_user_id: str) -> Operation[list[PermissionRecord]]:
+def card_user_permissions_operation(card_id: str, user_id: str) -> Operation[list[PermissionRecord]]:
     """``GET /cards/{cardId}/users/{authUserId}/permissions``."""
-    path = _card(card_id) + "/users/" + path_segment(auth_user_id, "auth_user_id") + "/permissions"
+    path = _card(card_id) + "/users/" + path_segment(user_id, "user_id") + "/permissions"
     return _op("GET", path, _many(PermissionRecord))
 
 
@@ -592,10 +592,10 @@ class AsyncPermissions(AsyncWalletResource):
     """Card permissions of authorized users (``wallet.permissions``, D40)."""
 
     async def grant(
-        self, card_id: str, auth_user_id: str, permissions: Sequence[str | CardPermissionType]
+        self, card_id: str, user_id: str, permissions: Sequence[str | CardPermissionType]
     ) -> PermissionRecord:
         """Grant ``permissions`` on the card to a user (application token or the card's owner)."""
-        return await self._call(grant_permissions_operation(card_id, auth_user_id, permissions))
+        return await self._call(grant_permissions_operation(card_id, user_id, permissions))
 
     async def update(
         self, permission_id: str, permissions: Sequence[str | CardPermissionType]
@@ -603,17 +603,17 @@ class AsyncPermissions(AsyncWalletResource):
         """Replace the permissions of a record."""
         return await self._call(update_permissions_operation(permission_id, permissions))
 
-    async def list_for_user(self, auth_user_id: str) -> builtins.list[PermissionRecord]:
+    async def list_for_user(self, user_id: str) -> builtins.list[PermissionRecord]:
         """Every permission record of a user."""
-        return await self._call(user_permissions_operation(auth_user_id))
+        return await self._call(user_permissions_operation(user_id))
 
     async def list_for_card(self, card_id: str) -> builtins.list[PermissionRecord]:
         """Every permission record on a card."""
         return await self._call(card_permissions_operation(card_id))
 
-    async def list(self, card_id: str, auth_user_id: str) -> builtins.list[PermissionRecord]:
+    async def list(self, card_id: str, user_id: str) -> builtins.list[PermissionRecord]:
         """One user's permission records on one card."""
-        return await self._call(card_user_permissions_operation(card_id, auth_user_id))
+        return await self._call(card_user_permissions_operation(card_id, user_id))
 
 
 class AsyncWalletUserView:
@@ -945,10 +945,10 @@ class Permissions(WalletResource):
     """Card permissions of authorized users (``wallet.permissions``, D40)."""
 
     def grant(
-        self, card_id: str, auth_user_id: str, permissions: Sequence[str | CardPermissionType]
+        self, card_id: str, user_id: str, permissions: Sequence[str | CardPermissionType]
     ) -> PermissionRecord:
         """Grant ``permissions`` on the card to a user (application token or the card's owner)."""
-        return self._call(grant_permissions_operation(card_id, auth_user_id, permissions))
+        return self._call(grant_permissions_operation(card_id, user_id, permissions))
 
     def update(
         self, permission_id: str, permissions: Sequence[str | CardPermissionType]
@@ -956,17 +956,17 @@ class Permissions(WalletResource):
         """Replace the permissions of a record."""
         return self._call(update_permissions_operation(permission_id, permissions))
 
-    def list_for_user(self, auth_user_id: str) -> builtins.list[PermissionRecord]:
+    def list_for_user(self, user_id: str) -> builtins.list[PermissionRecord]:
         """Every permission record of a user."""
-        return self._call(user_permissions_operation(auth_user_id))
+        return self._call(user_permissions_operation(user_id))
 
     def list_for_card(self, card_id: str) -> builtins.list[PermissionRecord]:
         """Every permission record on a card."""
         return self._call(card_permissions_operation(card_id))
 
-    def list(self, card_id: str, auth_user_id: str) -> builtins.list[PermissionRecord]:
+    def list(self, card_id: str, user_id: str) -> builtins.list[PermissionRecord]:
         """One user's permission records on one card."""
-        return self._call(card_user_permissions_operation(card_id, auth_user_id))
+        return self._call(card_user_permissions_operation(card_id, user_id))
 
 
 class WalletUserView:

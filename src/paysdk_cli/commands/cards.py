@@ -62,9 +62,21 @@ _CARD_ID = typer.Argument(help="The card's cardId.")
 
 
 def wire(model: Any) -> dict[str, Any]:
-    """A contract model as its camelCase wire mapping (Decimals stay exact)."""
-    data: dict[str, Any] = model.to_wire()
+    """A contract model as its camelCase wire mapping (Decimals stay exact).
+
+    One rename: a user's id is printed as ``userId``, the value ``--user-id`` takes (the SDK's
+    ``user_id``), where the wire says ``authUserId`` (cardholders and permission records).
+    """
+    data: dict[str, Any] = _user_id_named(model.to_wire())
     return data
+
+
+def _user_id_named(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {("userId" if k == "authUserId" else k): _user_id_named(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_user_id_named(item) for item in value]
+    return value
 
 
 def _card(st: Any, card: Any) -> None:

@@ -35,7 +35,7 @@ class Permission(StrEnum):
     activation = "activation"
 
 
-_COLUMNS = ["id", "cardId", "authUserId", "permissions", "createdAt", "updatedAt"]
+_COLUMNS = ["id", "cardId", "userId", "permissions", "createdAt", "updatedAt"]
 _PERMISSION = typer.Option("--permission", "-p", help="A card permission, repeatable.", case_sensitive=True)
 
 

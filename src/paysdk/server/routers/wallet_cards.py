@@ -178,13 +178,13 @@ async def update_permissions(request: Request, permission_id: Annotated[str, Pat
     "/cards/users/{authUserId}/permissions",
     **doc("List a user's card permissions", answer=PermissionRecord, many=True, errors=(401, 403, 404)),
 )
-async def user_permissions(request: Request, auth_user_id: AuthUserId) -> Response:
+async def user_permissions(request: Request, user_id: AuthUserId) -> Response:
     """Every permission record granted to the user (application or that user)."""
 
     def work(
         session: Session, context: ServerContext, now: datetime, who: Principal
     ) -> list[PermissionRecord]:
-        return cards.list_user_permissions(session, who, auth_user_id)
+        return cards.list_user_permissions(session, who, user_id)
 
     return data(await authed(request, work))
 
@@ -214,14 +214,14 @@ async def card_permissions(request: Request, card_id: CardId) -> Response:
         errors=(400, 401, 403, 404, 413),
     ),
 )
-async def grant_permissions(request: Request, card_id: CardId, auth_user_id: AuthUserId) -> Response:
+async def grant_permissions(request: Request, card_id: CardId, user_id: AuthUserId) -> Response:
     """Grant (or replace) a user's permissions on the card: ``201`` created, ``200`` replaced."""
     body = parse_wallet_body(PermissionGrant, await request.body())
 
     def work(
         session: Session, context: ServerContext, now: datetime, who: Principal
     ) -> tuple[PermissionRecord, bool]:
-        return cards.grant_permissions(session, now, who, card_id, auth_user_id, body)
+        return cards.grant_permissions(session, now, who, card_id, user_id, body)
 
     record, created = await authed(request, work)
     return data(record, 201 if created else 200)
@@ -233,13 +233,13 @@ async def grant_permissions(request: Request, card_id: CardId, auth_user_id: Aut
         "List one user's permissions on one card", answer=PermissionRecord, many=True, errors=(401, 403, 404)
     ),
 )
-async def one_permissions(request: Request, card_id: CardId, auth_user_id: AuthUserId) -> Response:
+async def one_permissions(request: Request, card_id: CardId, user_id: AuthUserId) -> Response:
     """The user's record on the card (application, the holder or that user)."""
 
     def work(
         session: Session, context: ServerContext, now: datetime, who: Principal
     ) -> list[PermissionRecord]:
-        return cards.list_one_permissions(session, who, card_id, auth_user_id)
+        return cards.list_one_permissions(session, who, card_id, user_id)
 
     return data(await authed(request, work))
 

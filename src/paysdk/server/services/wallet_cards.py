@@ -868,13 +868,13 @@ def grant_permissions(
     now: datetime,
     principal: Principal,
     card_id: str,
-    auth_user_id: str,
+    user_id: str,
     body: PermissionGrant,
 ) -> tuple[PermissionRecord, bool]:
     """``POST /cards/{cardId}/users/{authUserId}/permissions``; ``(record, created)``."""
     card = _find_card(session, principal, card_id)
     _owner_or_app(principal, card)
-    user = load_user(session, principal.client_id, auth_user_id)
+    user = load_user(session, principal.client_id, user_id)
     if card.holder_id == user.id:
         raise wallet_problem(
             WalletCode.VALIDATION_ERROR, "The card's holder already has every permission.", "authUserId"
@@ -932,13 +932,11 @@ def _records(session: Session, *conditions: Any) -> list[PermissionRecord]:
     return [permission_view(row) for row in rows]
 
 
-def list_user_permissions(
-    session: Session, principal: Principal, auth_user_id: str
-) -> list[PermissionRecord]:
+def list_user_permissions(session: Session, principal: Principal, user_id: str) -> list[PermissionRecord]:
     """``GET /cards/users/{authUserId}/permissions``: application or that user."""
-    if not principal.is_application and principal.user_id != auth_user_id:
+    if not principal.is_application and principal.user_id != user_id:
         raise _denied("the user's own session")
-    user = load_user(session, principal.client_id, auth_user_id)
+    user = load_user(session, principal.client_id, user_id)
     return _records(session, WalletPermissionRow.user_id == user.id)
 
 
@@ -950,13 +948,13 @@ def list_card_permissions(session: Session, principal: Principal, card_id: str) 
 
 
 def list_one_permissions(
-    session: Session, principal: Principal, card_id: str, auth_user_id: str
+    session: Session, principal: Principal, card_id: str, user_id: str
 ) -> list[PermissionRecord]:
     """``GET /cards/{cardId}/users/{authUserId}/permissions``: application, the holder or that user."""
     card = _find_card(session, principal, card_id)
-    if principal.user_id != auth_user_id:
+    if principal.user_id != user_id:
         _owner_or_app(principal, card)
-    user = load_user(session, principal.client_id, auth_user_id)
+    user = load_user(session, principal.client_id, user_id)
     return _records(session, WalletPermissionRow.card_id == card.id, WalletPermissionRow.user_id == user.id)
 
 

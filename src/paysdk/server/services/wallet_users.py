@@ -138,7 +138,7 @@ def permission_view(row: WalletPermissionRow) -> PermissionRecord:
     return PermissionRecord(
         id=row.id,
         card_id=row.card_id,
-        auth_user_id=row.user_id,
+        user_id=row.user_id,
         permissions=list(row.permissions),
         created_at=row.created_at,
         updated_at=row.updated_at,
@@ -153,7 +153,7 @@ def cardholder_view(session: Session, user: WalletUserRow) -> Cardholder:
         .order_by(WalletPermissionRow.created_at, WalletPermissionRow.id)
     )
     return Cardholder(
-        auth_user_id=user.id,
+        user_id=user.id,
         username=user.username,
         email=user.email,
         merchant=user.merchant,
