@@ -59,9 +59,7 @@ def _processed(base_url: str, uid: str) -> tuple[str | None, int]:
     with paysdk.Client(environment=paysdk.Environment.local(base_url)) as sdk:
         processor = sdk.sandbox.transaction(uid).processor
         calls = sum(
-            1
-            for r in sdk.sandbox.requests()
-            if r.method == "POST" and r.path.endswith(f"/{uid}/payments")
+            1 for r in sdk.sandbox.requests() if r.method == "POST" and r.path.endswith(f"/{uid}/payments")
         )
     return processor, calls
 

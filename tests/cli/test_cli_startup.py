@@ -136,10 +136,15 @@ def test_command_tree() -> None:
         "outbox",
         "users",
         "cards",
+        "linking-tokens",
+        "charges",
     }
     assert set(sandbox.commands["faults"].commands) == {"add", "list", "clear"}
+    assert set(sandbox.commands["clients"].commands) == {"create", "show", "rotate-keys"}
+    assert set(sandbox.commands["linking-tokens"].commands) == {"create"}
+    assert set(sandbox.commands["charges"].commands) == {"create", "capture", "refund", "clear-refund"}
     assert set(load_family("alt").commands) == {"create", "process", "intent", "dismiss"}
-    assert set(load_family("wallet").commands) == {"login", "whoami", "logout"}
+    assert set(load_family("wallet").commands) == {"login", "whoami", "logout", "jwks"}
     assert set(load_family("users").commands) == {"login", "logout", "list", "otp", "reset-password"}
     assert set(load_family("cards").commands) >= {
         "list",

@@ -311,7 +311,7 @@ def default_database_url() -> str:
 
 
 def normalize_database_url(url: str | None) -> str:
-    """Default to the per-user SQLite file; expand ``~`` in a SQLite path; plain PostgreSQL URLs use psycopg 3."""
+    """Default to the per-user SQLite file; expand ``~`` in a SQLite path; PostgreSQL goes to psycopg 3."""
     if url is None or not url.strip():
         return default_database_url()
     url = url.strip()

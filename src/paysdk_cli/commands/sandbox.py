@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any
@@ -30,8 +31,12 @@ app.add_typer(transactions_app, name="transactions")
 app.add_typer(faults_app, name="faults")
 users_app = new_app("Wallet users (cardholders) of a merchant.")
 cards_app = new_app("Wallet stock cards: issued physical cards no one holds yet.")
+linking_tokens_app = new_app("Linking tokens for external cards, as a third party's tokenization hands out.")
+charges_app = new_app("Card payments on wallet cards: authorize, capture, refund, clear a refund.")
 app.add_typer(users_app, name="users")
 app.add_typer(cards_app, name="cards")
+app.add_typer(linking_tokens_app, name="linking-tokens")
+app.add_typer(charges_app, name="charges")
 
 #: Wire names of a sandbox client's secrets: never in a table, masked in JSON unless --show-secrets.
 CLIENT_SECRETS = (
@@ -199,11 +204,16 @@ def clients_create(
         info(f"Saved client {client.slug!r} and its sandbox token ({where}) in profile {st.profile!r}.")
         signing_key = getattr(client, "signing_private_key", None)
         if signing_key:
-            from paysdk_cli._secrets import WALLET_KEY, store_secret
-
-            key_where = store_secret(WALLET_KEY, st.profile, signing_key)
-            info(f"Saved its wallet signing key ({key_where}); next: paysdk wallet login.")
+            _save_signing_key(st, signing_key)
     _show_client(st, client, show_secrets)
+
+
+def _save_signing_key(st: State, signing_key: str) -> None:
+    """Keep a generated wallet signing key in the profile's secret store (never printed)."""
+    from paysdk_cli._secrets import WALLET_KEY, store_secret
+
+    key_where = store_secret(WALLET_KEY, st.profile, signing_key)
+    info(f"Saved its wallet signing key ({key_where}); next: paysdk wallet login.")
 
 
 @clients_app.command("show")
@@ -217,6 +227,78 @@ def clients_show(
     with open_client(st, token_required=False) as sdk:
         client = sdk.sandbox.get_client(slug)
     _show_client(st, client, show_secrets)
+
+
+#: Wire names of the answer of ``clients rotate-keys``: the generated private key is a secret.
+KEY_SECRETS = ("privateKey",)
+
+
+def _parse_datetime(text: str, option: str) -> datetime:
+    """An ISO 8601 date-time; one without an offset is UTC."""
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is not an ISO 8601 date-time (e.g. 2030-01-31T12:00:00Z)", param_hint=option
+        ) from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+@clients_app.command("rotate-keys")
+def clients_rotate_keys(
+    ctx: typer.Context,
+    slug: Annotated[str, typer.Argument(help="Client slug.")],
+    public_key: Annotated[
+        str | None,
+        typer.Option(
+            "--public-key",
+            help="Register this Ed25519 public key (base64, 32 bytes) instead of having one generated.",
+        ),
+    ] = None,
+    expires_at: Annotated[
+        str | None,
+        typer.Option(
+            "--expires-at",
+            metavar="DATETIME",
+            help="When the new key expires on the virtual clock (ISO 8601; UTC without an offset).",
+        ),
+    ] = None,
+    save_profile: Annotated[
+        bool,
+        typer.Option(
+            "--save-profile",
+            help="Store the generated private key in the current profile (as `paysdk wallet login` does).",
+        ),
+    ] = False,
+    show_secrets: Annotated[
+        bool, typer.Option("--show-secrets", help="With -o json, print the generated private key.")
+    ] = False,
+) -> None:
+    """Rotate a client's wallet signing key: the old key stops signing logins at once.
+
+    The server generates a new Ed25519 pair (its private key is answered once: never shown in a
+    table, masked in JSON unless --show-secrets; --save-profile keeps it without printing it), or
+    registers --public-key. Token pairs already issued stay valid until they expire.
+    """
+    st = state(ctx)
+    expiry = _parse_datetime(expires_at, "--expires-at") if expires_at is not None else None
+    if save_profile and public_key is not None:
+        raise typer.BadParameter(
+            "there is no private key to save when you register --public-key", param_hint="--save-profile"
+        )
+    with open_client(st, token_required=False) as sdk:
+        keys = sdk.sandbox.rotate_wallet_keys(slug, public_key, expiry)
+    if save_profile and keys.private_key:
+        _save_signing_key(st, keys.private_key)
+    if show_secrets and st.output is OutputFormat.table:
+        warn("--show-secrets only applies to -o json; tables never show secrets")
+    data = mask(_wire(keys), KEY_SECRETS, show=show_secrets and st.output is OutputFormat.json)
+    emit(
+        st.output,
+        data,
+        columns=["merchant", "keyId", "publicKey", "privateKey", "expiresAt"],
+        title=f"Wallet signing key of {keys.merchant}",
+    )
 
 
 @clock_app.command("show")
@@ -409,8 +491,12 @@ def users_create(
         bool, typer.Option("--password-stdin", help="Read the password from standard input, not a prompt.")
     ] = False,
 ) -> None:
-    """Create a wallet user of a merchant; prints its userId. The password is never an argument."""
+    """Create a wallet user of a merchant; prints its userId (for --user-id; authUserId on the wire).
+
+    The password is never an argument.
+    """
     from paysdk_cli._params import read_secret
+    from paysdk_cli.commands.cards import wire
 
     st = state(ctx)
     slug = _merchant(st, merchant)
@@ -419,8 +505,8 @@ def users_create(
         user = sdk.sandbox.create_user(slug, username, email, password)
     emit(
         st.output,
-        _wire(user),
-        columns=["authUserId", "username", "email", "merchant"],
+        wire(user),
+        columns=["userId", "username", "email", "merchant"],
         title=f"User {user.username}",
     )
 
@@ -446,3 +532,111 @@ def cards_create(
         columns=["cardId", "maskedPan", "type", "status", "currency", "balance"],
         title=f"Card {card.card_id}",
     )
+
+
+#: Wire name of a linking token's secret: never in a table, masked in JSON unless --show-secrets.
+LINKING_TOKEN_SECRETS = ("token",)
+
+
+@linking_tokens_app.command("create")
+def linking_tokens_create(
+    ctx: typer.Context,
+    pan: Annotated[str, typer.Option("--pan", help="The external card's number (12-19 digits).")],
+    expiry: Annotated[str, typer.Option("--expiry", metavar="MM/YY", help="The card's expiry date.")],
+    show_secrets: Annotated[
+        bool, typer.Option("--show-secrets", help="With -o json, print the token (for a pipe).")
+    ] = False,
+) -> None:
+    """Create a single-use linking token for an external card (valid 10 minutes).
+
+    The token is a secret: a table never shows it, JSON masks it unless --show-secrets. Hand it to
+    `paysdk cards link-external --user-id ID --token-stdin`, e.g.
+    `paysdk -o json sandbox linking-tokens create --pan 4111111111111111 --expiry 12/30 --show-secrets
+    | jq -r .token | paysdk cards link-external --user-id ID --token-stdin`.
+    """
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        token = sdk.sandbox.create_linking_token(pan.replace(" ", ""), expiry.strip())
+    if show_secrets and st.output is OutputFormat.table:
+        warn("--show-secrets only applies to -o json; tables never show secrets")
+    data = mask(_wire(token), LINKING_TOKEN_SECRETS, show=show_secrets and st.output is OutputFormat.json)
+    emit(st.output, data, columns=["token", "expiresAt"], title="Linking token")
+
+
+_CHARGE_COLUMNS = [
+    "chargeId",
+    "cardId",
+    "status",
+    "amount",
+    "capturedAmount",
+    "refundedAmount",
+    "createdAt",
+    "expiresAt",
+]
+_REFUND_COLUMNS = ["refundId", "chargeId", "cardId", "status", "amount", "createdAt"]
+
+
+@charges_app.command("create")
+def charges_create(
+    ctx: typer.Context,
+    card_id: Annotated[str, typer.Argument(help="The card paid with.", metavar="CARD_ID")],
+    amount: Annotated[str, typer.Option("--amount", help="Amount, an exact decimal with at most 4 places.")],
+    capture: Annotated[
+        bool, typer.Option("--capture", help="Capture at once (the balance drops now).")
+    ] = False,
+) -> None:
+    """Authorize a card payment: a pending debit that lowers the available balance.
+
+    Capture it with `sandbox charges capture CHARGE_ID` (or pass --capture); an authorization not
+    captured within 7 days (virtual clock) expires and releases the hold.
+    """
+    from paysdk_cli._params import parse_wallet_amount
+
+    st = state(ctx)
+    value = parse_wallet_amount(amount, "--amount")
+    with open_client(st, token_required=False) as sdk:
+        charge = sdk.sandbox.charge(card_id, value, capture=capture)
+    emit(st.output, _wire(charge), columns=_CHARGE_COLUMNS, title=f"Charge {charge.charge_id}")
+
+
+@charges_app.command("capture")
+def charges_capture(
+    ctx: typer.Context,
+    charge_id: Annotated[str, typer.Argument(help="An authorized charge.", metavar="CHARGE_ID")],
+) -> None:
+    """Capture an authorization: the held amount leaves the balance."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        charge = sdk.sandbox.capture(charge_id)
+    emit(st.output, _wire(charge), columns=_CHARGE_COLUMNS, title=f"Charge {charge.charge_id}")
+
+
+@charges_app.command("refund")
+def charges_refund(
+    ctx: typer.Context,
+    charge_id: Annotated[str, typer.Argument(help="A captured charge.", metavar="CHARGE_ID")],
+    amount: Annotated[
+        str | None,
+        typer.Option("--amount", help="Refund this much (exact decimal); default: what is left to refund."),
+    ] = None,
+) -> None:
+    """Refund part or all of a captured charge: a pending credit until cleared."""
+    from paysdk_cli._params import parse_wallet_amount
+
+    st = state(ctx)
+    value = parse_wallet_amount(amount, "--amount") if amount is not None else None
+    with open_client(st, token_required=False) as sdk:
+        refund = sdk.sandbox.refund(charge_id, value)
+    emit(st.output, _wire(refund), columns=_REFUND_COLUMNS, title=f"Refund {refund.refund_id}")
+
+
+@charges_app.command("clear-refund")
+def charges_clear_refund(
+    ctx: typer.Context,
+    refund_id: Annotated[str, typer.Argument(help="A pending refund.", metavar="REFUND_ID")],
+) -> None:
+    """Clear a refund: its pending credit reaches the card's balance."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        refund = sdk.sandbox.clear_refund(refund_id)
+    emit(st.output, _wire(refund), columns=_REFUND_COLUMNS, title=f"Refund {refund.refund_id}")

@@ -1,4 +1,4 @@
-"""``paysdk wallet login | whoami | logout``: the application's wallet session (spec 4.3, 5.3; D36).
+"""``paysdk wallet login | whoami | logout | jwks``: the application's wallet session (spec 4.3, 5.3; D36).
 
 The Ed25519 signing key lives in the profile's secret store (``_secrets``: keyring, else the 0600
 ``credentials.json``); the application token pair in the SDK's ``FileTokenStore`` under
@@ -18,7 +18,7 @@ from paysdk_cli import _config
 from paysdk_cli._app import new_app
 from paysdk_cli._context import open_wallet_client, require_merchant, state
 from paysdk_cli._errors import CLIError, ExitCode
-from paysdk_cli._output import emit, info, warn
+from paysdk_cli._output import OutputFormat, emit, info, warn
 from paysdk_cli._params import expand_path, read_secret
 
 __all__ = ["app"]
@@ -160,6 +160,25 @@ def whoami(ctx: typer.Context) -> None:
         "userSessions": sorted(session_store(st).all()),
     }
     emit(st.output, data, title="Wallet session")
+
+
+@app.command("jwks")
+def jwks(ctx: typer.Context) -> None:
+    """Show the public keys the wallet signs its tokens with (its JWKS; no login needed)."""
+    from paysdk_cli._context import open_client
+
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.wallet.jwks()
+    if st.output is OutputFormat.json:
+        emit(st.output, result.to_wire())
+    else:
+        emit(
+            st.output,
+            [key.to_wire() for key in result.keys],
+            columns=["kid", "crv", "alg", "x"],
+            title="Wallet signing keys (JWKS)",
+        )
 
 
 @app.command("logout")
