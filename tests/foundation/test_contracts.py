@@ -5,12 +5,14 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from paysdk.contracts.alternative_payments import AlternativePaymentCreate
 from paysdk.contracts.common import Channel, Currency
 from paysdk.contracts.payment_links import PaymentLinkCreate
+from paysdk.contracts.wallet import Cardholder, PermissionRecord
 
 amounts = st.decimals(min_value=Decimal("0.01"), max_value=Decimal("99999999"), places=2)
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-0123456789", min_size=1, max_size=30)
@@ -44,3 +46,33 @@ def test_alternative_payment_wire_matches_the_model(**values: Any) -> None:
     assert (
         AlternativePaymentCreate.wire_from_checked(**values) == AlternativePaymentCreate(**values).to_wire()
     )
+
+
+def test_the_wallet_user_id_is_user_id_in_python_and_auth_user_id_on_the_wire() -> None:
+    holder = Cardholder.model_validate(
+        {"authUserId": "usr_1", "username": "ana", "email": "ana@example.com", "merchant": "m"}
+    )
+    assert holder.user_id == "usr_1"
+    assert holder.to_wire()["authUserId"] == "usr_1"
+    assert "userId" not in holder.to_wire()
+    assert (
+        Cardholder(user_id="usr_2", username="b", email="b@example.com", merchant="m").to_wire()["authUserId"]
+        == "usr_2"
+    )
+    record = PermissionRecord.model_validate(
+        {
+            "id": "perm_1",
+            "cardId": "crd_1",
+            "authUserId": "usr_1",
+            "permissions": ["checkCard"],
+            "createdAt": "2030-01-01T00:00:00Z",
+            "updatedAt": "2030-01-01T00:00:00Z",
+        }
+    )
+    assert record.user_id == "usr_1"
+    assert record.to_wire()["authUserId"] == "usr_1"
+    # the old Python name still reads the id, with a deprecation warning
+    with pytest.warns(DeprecationWarning, match="use user_id"):
+        assert holder.auth_user_id == "usr_1"
+    with pytest.warns(DeprecationWarning, match="use user_id"):
+        assert record.auth_user_id == "usr_1"
