@@ -222,11 +222,22 @@ def test_alt_process_writes_png(mock_api: MockAPI, tmp_path: Path) -> None:
     assert mock_api.json_body() == {"processor": "akisiQR", "data": {"a": Decimal("1.10")}}
 
 
-def test_alt_process_qr_out_on_a_non_qr_rail_is_an_error(mock_api: MockAPI, tmp_path: Path) -> None:
+def test_alt_process_qr_out_on_a_non_qr_rail_is_refused_before_sending(
+    mock_api: MockAPI, tmp_path: Path
+) -> None:
     mock_api.body = {"data": {"type": "reference", "data": "123456789012"}}
     result = run_cli("alt", "process", "u-1", "--processor", "pronet", "--qr-out", str(tmp_path / "x.png"))
+    assert result.exit_code == 2
+    assert "--qr-out" in result.stderr
+    assert mock_api.requests == []
+
+
+def test_alt_process_qr_rail_answering_no_image_leaves_no_file(mock_api: MockAPI, tmp_path: Path) -> None:
+    mock_api.body = {"data": {"type": "url", "data": "https://pay.example/qr"}}
+    result = run_cli("alt", "process", "u-1", "--processor", "akisiQR", "--qr-out", str(tmp_path / "x.png"))
     assert result.exit_code == 1
     assert "--qr-out" in result.stderr
+    assert list(tmp_path.iterdir()) == []  # neither the PNG nor its temporary file
 
 
 def test_alt_process_bad_data_json_is_usage_error(mock_api: MockAPI) -> None:
