@@ -14,7 +14,7 @@ from paysdk_cli._context import State, open_client, state
 from paysdk_cli._output import OutputFormat, emit, info, mask, warn
 from paysdk_cli._params import parse_amount
 
-__all__ = ["CLIENT_SECRETS", "app"]
+__all__ = ["CALLBACK_COLUMNS", "CLIENT_SECRETS", "REQUEST_COLUMNS", "app"]
 
 app = new_app(
     "Control plane of the local reference server.\n\n"
@@ -41,6 +41,9 @@ CLIENT_SECRETS = (
     "callbackHeaderValue",
     "signingPrivateKey",
 )
+#: The table columns of `sandbox callbacks` and `sandbox requests`, the most useful first.
+CALLBACK_COLUMNS = ["eventId", "uid", "attempt", "statusCode", "error", "at", "nextAttemptAt", "final"]
+REQUEST_COLUMNS = ["method", "path", "statusCode", "at"]
 _CLIENT_COLUMNS = [
     "slug",
     "amountMin",
@@ -297,7 +300,7 @@ def callbacks(
     emit(
         st.output,
         _wire_list(result),
-        columns=["eventId", "uid", "attempt", "statusCode", "error", "at", "nextAttemptAt", "final"],
+        columns=CALLBACK_COLUMNS,
         title="Callback attempts",
     )
 
@@ -308,7 +311,7 @@ def requests(ctx: typer.Context) -> None:
     st = state(ctx)
     with open_client(st, token_required=False) as sdk:
         result = sdk.sandbox.requests()
-    emit(st.output, _wire_list(result), columns=["at", "method", "path", "statusCode"], title="Requests")
+    emit(st.output, _wire_list(result), columns=REQUEST_COLUMNS, title="Requests")
 
 
 @faults_app.command("add")
