@@ -417,7 +417,9 @@ def users_create(
 
     st = state(ctx)
     slug = _merchant(st, merchant)
-    password = read_secret("Password", from_stdin=password_stdin, confirm=not password_stdin)
+    password = read_secret(
+        "Password", from_stdin=password_stdin, confirm=not password_stdin, instead="--password-stdin"
+    )
     with open_client(st, token_required=False) as sdk:
         user = sdk.sandbox.create_user(slug, username, email, password)
     emit(
