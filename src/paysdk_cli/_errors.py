@@ -163,8 +163,9 @@ def _describe(exc: BaseException, verbose: bool) -> list[str]:
                     f"  request: {where or '?'}, attempts {exc.attempts}, request id {exc.request_id or '-'}"
                 )
             return lines
-        if isinstance(exc, errors.APIConnectionError) and _address_tried(exc):
-            return _unreachable(exc, _address_tried(exc) or "")
+        address = _address_tried(exc) if isinstance(exc, errors.APIConnectionError) else None
+        if address:
+            return _unreachable(exc, address)
         if isinstance(exc, errors.APITimeoutError):
             return [f"the request timed out: {exc}"]
         if isinstance(exc, errors.APIConnectionError):
