@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from paysdk_cli._output import warn
 from paysdk_cli._state import DEFAULT_BASE_URL, DEFAULT_PROFILE
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "ensure_config_dir",
     "load_profile",
     "load_profiles",
+    "read_json_object",
     "update_profile",
     "write_private_file",
 ]
@@ -54,17 +56,24 @@ def ensure_config_dir() -> Path:
     return directory
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path`` (``{}`` when the file does not exist).
+
+    A file that is not a JSON object is not silently ignored: a warning names it, then it is treated
+    as empty (a later save replaces it).
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
     try:
         data = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from None
+    except ValueError:
+        warn(f"{path} is not valid JSON; ignoring it")
+        return {}
     if not isinstance(data, dict):
-        raise ValueError(f"{path} must hold a JSON object")
+        warn(f"{path} does not hold a JSON object; ignoring it")
+        return {}
     return data
 
 
@@ -87,10 +96,11 @@ def write_private_file(path: Path, data: dict[str, Any]) -> None:
 
 def load_profiles() -> dict[str, dict[str, str]]:
     """Every profile, by name."""
-    data = _read_json(config_dir() / PROFILE_FILE)
+    data = read_json_object(config_dir() / PROFILE_FILE)
     profiles = data.get("profiles", {})
     if not isinstance(profiles, dict):
-        raise ValueError(f"{config_dir() / PROFILE_FILE}: 'profiles' must be an object")
+        warn(f"{config_dir() / PROFILE_FILE}: 'profiles' is not a JSON object; ignoring it")
+        return {}
     return {
         str(name): {str(k): str(v) for k, v in values.items() if k in PROFILE_KEYS}
         for name, values in profiles.items()
@@ -109,7 +119,7 @@ def update_profile(name: str, **values: str | None) -> dict[str, str]:
     if unknown:
         raise ValueError(f"unknown profile keys: {sorted(unknown)}")
     path = ensure_config_dir() / PROFILE_FILE
-    data = _read_json(path)
+    data = read_json_object(path)
     profiles = data.setdefault("profiles", {})
     profile = profiles.setdefault(name, {})
     for key, value in values.items():

@@ -6,10 +6,11 @@ code    meaning
 0       success
 1       error (anything not listed below)
 2       usage: bad option or argument, or input the SDK refused before sending
+3       ``serve`` cannot listen on its address (in use)
 4       authentication: HTTP 401/403, or no merchant token configured
 6       the API refused the request: any other HTTP 4xx
 7       the API failed (HTTP 5xx) or could not be reached (connection, timeout)
-130     interrupted (Ctrl-C), except ``callbacks listen``, which exits 0
+130     interrupted (Ctrl-C), except ``callbacks listen`` and ``serve``, which exit 0 (also on SIGTERM)
 ======  =====================================================================
 """
 
@@ -17,12 +18,15 @@ from __future__ import annotations
 
 import sys
 import traceback
+from decimal import Decimal
 from enum import IntEnum
 from typing import Any
 
+import typer
+
 from paysdk_cli._output import error
 
-__all__ = ["CLIError", "ExitCode", "exit_code_for", "report"]
+__all__ = ["CLIError", "ExitCode", "exit_code_for", "report", "restyle_usage_error", "usage_error_for"]
 
 
 class ExitCode(IntEnum):
@@ -31,6 +35,7 @@ class ExitCode(IntEnum):
     OK = 0
     ERROR = 1
     USAGE = 2
+    LISTEN = 3
     AUTH = 4
     API = 6
     SERVER = 7
@@ -101,6 +106,35 @@ def _auth_hint(status: int, own_code: int | None) -> str | None:
     return None
 
 
+def _address_tried(exc: BaseException) -> str | None:
+    """``http://127.0.0.1:8000``: where the transport error behind ``exc`` happened (no path, no query)."""
+    cause = exc.__cause__
+    httpx = sys.modules.get("httpx")
+    if httpx is None or not isinstance(cause, httpx.TransportError):
+        return None
+    try:
+        url = cause.request.url
+    except RuntimeError:  # an httpx error raised without its request
+        return None
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return f"{url.scheme}://{host}" + (f":{url.port}" if url.port else "")
+
+
+def _unreachable(exc: BaseException, address: str) -> list[str]:
+    """A transport failure: the address tried and, when nothing answered there, what to do about it."""
+    import httpx
+
+    if isinstance(exc.__cause__, httpx.ConnectError | httpx.ConnectTimeout):
+        return [
+            f"could not connect to {address}: {exc}",
+            "  is the server running? Start the local reference server with `paysdk serve`, "
+            "or point at another address with --base-url URL (or PAYSDK_BASE_URL)",
+        ]
+    if isinstance(exc.__cause__, httpx.TimeoutException):
+        return [f"the request to {address} timed out: {exc}"]
+    return [f"could not reach the API at {address}: {exc}"]
+
+
 def _describe(exc: BaseException, verbose: bool) -> list[str]:
     if isinstance(exc, CLIError):
         return [exc.message]
@@ -129,6 +163,9 @@ def _describe(exc: BaseException, verbose: bool) -> list[str]:
                     f"  request: {where or '?'}, attempts {exc.attempts}, request id {exc.request_id or '-'}"
                 )
             return lines
+        address = _address_tried(exc) if isinstance(exc, errors.APIConnectionError) else None
+        if address:
+            return _unreachable(exc, address)
         if isinstance(exc, errors.APITimeoutError):
             return [f"the request timed out: {exc}"]
         if isinstance(exc, errors.APIConnectionError):
@@ -139,6 +176,127 @@ def _describe(exc: BaseException, verbose: bool) -> list[str]:
         where = f": {exc.filename}" if exc.filename else ""
         return [f"{exc.strerror}{where}"]
     return [f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__]
+
+
+def _usage_error_class() -> Any:
+    # typer vendors click as typer._click (0.2x and later); older typer uses click itself.
+    try:
+        from typer._click.exceptions import UsageError
+    except ImportError:  # pragma: no cover - older typer
+        from click.exceptions import UsageError  # type: ignore[assignment]
+    return UsageError
+
+
+def _param_name(param: Any) -> str:
+    """``--amount`` for an option (its first long name), ``CARD_ID`` for an argument."""
+    opts = [str(opt) for opt in getattr(param, "opts", None) or []]
+    if getattr(param, "param_type_name", "") == "argument" or not opts:
+        return str(getattr(param, "metavar", None) or (getattr(param, "name", None) or "").upper())
+    return next((opt for opt in opts if opt.startswith("--")), opts[0])
+
+
+def _choices(param: Any) -> list[str]:
+    for holder in (getattr(param, "type_descriptor", None), getattr(param, "type", None)):
+        choices = getattr(holder, "choices", None)
+        if choices:
+            return [str(getattr(choice, "value", choice)) for choice in choices]
+    return []
+
+
+def _shown(value: Any) -> str:
+    return repr(str(getattr(value, "value", value)))
+
+
+#: Coercion failures (pydantic error types, as typer reports them) in the CLI's own words.
+_COERCION_WORDS = {
+    "int_parsing": "is not a whole number",
+    "int_from_float": "is not a whole number",
+    "float_parsing": "is not a number",
+    "decimal_parsing": "is not a decimal number",
+    "bool_parsing": "is not true or false",
+}
+
+
+_LIMIT_WORDS = (("le", "more than"), ("lt", "not less than"), ("ge", "less than"), ("gt", "not more than"))
+
+
+def _bad_value(exc: Any) -> str:
+    """What is wrong with the value of a BadParameter, starting with the value itself."""
+    param = exc.param
+    cause = exc.__cause__
+    errors = getattr(cause, "errors", None)
+    if param is not None and callable(errors):
+        first = (errors() or [{}])[0]
+        kind, value, limits = first.get("type", ""), first.get("input"), first.get("ctx") or {}
+        choices = _choices(param)
+        if choices:
+            return f"{_shown(value)} is not one of {', '.join(choices)}"
+        if kind in _COERCION_WORDS:
+            return f"{_shown(value)} {_COERCION_WORDS[kind]}"
+        for key, words in _LIMIT_WORDS:
+            if key in limits:
+                return f"{_shown(value)} is {words} {limits[key]}"
+        return f"{_shown(value)}: {str(first.get('msg', exc.message)).removeprefix('Value error, ')}"
+    return str(exc.message)
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def restyle_usage_error(exc: Any) -> Any:
+    """A click usage error in the CLI's one style, or ``exc`` itself when it is none.
+
+    ``invalid value for --amount: 'abc' is not a decimal number``; ``missing option --kind (one of:
+    ...)``; ``missing argument CARD_ID``: the option (its long name) or argument (in capitals) and the
+    offending value, without pydantic's or click's wording. Exit code 2, with click's usage lines.
+    """
+    usage_error = _usage_error_class()
+    if not isinstance(exc, usage_error) or getattr(exc, "restyled", False):
+        return exc
+    param = getattr(exc, "param", None)
+    hint = getattr(exc, "param_hint", None)
+    if isinstance(hint, list | tuple):
+        hint = next((h for h in hint if str(h).startswith("--")), hint[0] if hint else None)
+    name = str(hint) if hint else (_param_name(param) if param is not None else "")
+    if type(exc).__name__ == "MissingParameter" and name:
+        kind = getattr(exc, "param_type", None) or getattr(param, "param_type_name", "parameter")
+        choices = _choices(param) if param is not None else []
+        message = f"missing {kind} {name}" + (f" (one of: {', '.join(choices)})" if choices else "")
+    elif isinstance(exc, typer.BadParameter) and name:
+        message = f"invalid value for {name}: {_bad_value(exc)}"
+    else:
+        message = _lower_first(exc.format_message()).rstrip(".")
+    styled = usage_error(message, exc.ctx)
+    styled.restyled = True
+    return styled
+
+
+def usage_error_for(exc: BaseException, ctx: Any) -> Any:
+    """A usage error (exit 2, usage lines) for input the SDK refused before sending, else ``None``.
+
+    The SDK names the argument (``amount``); the option that carried it is named with the value typed:
+    ``invalid value for --amount: '10.123' has more than 2 decimal places``.
+    """
+    errors = _sdk_errors()
+    if errors is None or not isinstance(exc, errors.ValidationError) or exit_code_for(exc) != ExitCode.USAGE:
+        return None
+    field = str(exc.field)
+    option = _option_name(field)
+    param = next(
+        (p for p in ctx.command.params if p.name == field or option in (getattr(p, "opts", None) or [])),
+        None,
+    )
+    value = ctx.params.get(param.name) if param is not None else None
+    name = _param_name(param) if param is not None else option
+    message = str(exc.message)
+    if isinstance(value, str | int | Decimal) and not isinstance(value, bool):
+        # "'10.123' has more than 2 decimal places"; "'1234': string should have ..." for a sentence
+        joined = ": " + _lower_first(message) if message[:1].isupper() else " " + message
+        message = _shown(value) + joined
+    styled = _usage_error_class()(f"invalid value for {name}: {message}", ctx)
+    styled.restyled = True
+    return styled
 
 
 def report(exc: BaseException, *, verbose: bool = False) -> int:

@@ -2,7 +2,10 @@
 
 * ``emit(data)`` writes a record (mapping) or a list of records. In ``json`` format it writes one JSON
   document per call through :func:`paysdk._json.dumps` (``Decimal`` keeps its exact digits); in
-  ``table`` format a rich table (a key/value table for one record).
+  ``table`` format a title line, then ``name  value`` lines for one record, or a rich table for a list.
+  A table never wraps or cuts an ID, amount, timestamp or header: prose (cells with spaces) wraps at
+  spaces, and when the terminal is still too narrow the least useful columns are hidden (said once on
+  stderr) or, when that is not enough, each record is written as its own block (:func:`fit_columns`).
 * ``emit_event(data, text)`` writes one line per event (JSON lines, or the human ``text``).
 * ``info``/``warn``/``error`` write to stderr and never to stdout.
 * ``mask(data, keys)`` replaces secret values before anything is printed.
@@ -71,6 +74,17 @@ def _json_text(data: Any) -> str:
     return dumps(data).decode("utf-8")
 
 
+#: An ISO-8601 UTC timestamp as the API writes it; tables show it to the second (``...Z``).
+_UTC_TIME = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(?:\+00:00|Z)"
+
+
+def _compact_time(text: str) -> str:
+    import re
+
+    match = re.fullmatch(_UTC_TIME, text)
+    return match.group(1) + "Z" if match else text
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
@@ -79,11 +93,11 @@ def _cell(value: Any) -> str:
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, datetime | date):
-        return value.isoformat()
+        return _compact_time(value.isoformat())
     if isinstance(value, Enum):
         return str(value.value)
     if isinstance(value, str):
-        return value
+        return _compact_time(value)
     if isinstance(value, Mapping):
         return _json_text(value) if value else "-"
     if isinstance(value, Sequence):
@@ -91,41 +105,164 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+#: Prose (a cell with spaces: an error message, a description) may wrap at spaces, down to this width.
+PROSE_MIN_WIDTH = 24
+#: Columns of a table are separated by three spaces (box.SIMPLE without edges, padding 1).
+_GAP = 3
+#: Column names that identify something: never hidden to fit a narrow terminal.
+_IDENTIFIER_NAMES = frozenset({"id", "uid", "reference", "path", "url", "URL", "number"})
+
+
+def _is_identifier(name: str) -> bool:
+    return name in _IDENTIFIER_NAMES or name.endswith(("Id", "Uid", "ID"))
+
+
+class _Column:
+    """One column of a table and what its data allows: how wide, whether it may wrap, how useful."""
+
+    def __init__(self, name: str, index: int, values: list[Any], cells: list[str]) -> None:
+        from rich.cells import cell_len
+
+        self.name = name
+        self.index = index
+        self.cells = cells
+        present = [v for v in values if v is not None]
+        self.numeric = bool(present) and all(
+            isinstance(v, Decimal | int) and not isinstance(v, bool) for v in present
+        )
+        self.prose = any(any(ch.isspace() for ch in cell) for cell in cells)
+        lines = [line for cell in cells for line in (cell.splitlines() or [""])]
+        self.natural = max([cell_len(name), *(cell_len(line) for line in lines)])
+        if self.prose:
+            longest_word = max((cell_len(word) for cell in cells for word in cell.split()), default=0)
+            self.minimum = max(cell_len(name), longest_word, min(self.natural, PROSE_MIN_WIDTH))
+        else:
+            self.minimum = self.natural  # an ID, amount, timestamp or status never wraps
+        self.identifier = _is_identifier(name) and bool(present)
+        # Which columns go first when the terminal is too narrow: empty ones, then yes/no flags and
+        # texts with one value in every row, then the other texts, then numbers; identifiers never.
+        if not present:
+            self.rank = 0
+        elif self.numeric:
+            self.rank = 3
+        elif all(isinstance(v, bool) for v in present) or (len(cells) > 1 and len(set(cells)) == 1):
+            self.rank = 1
+        else:
+            self.rank = 2
+
+
+def _needed(columns: Sequence[_Column], widths: Mapping[str, int]) -> int:
+    return sum(widths[c.name] for c in columns) + _GAP * max(len(columns) - 1, 0)
+
+
+def fit_columns(columns: Sequence[_Column], width: int) -> tuple[list[_Column], dict[str, int]] | None:
+    """Which columns to show, and how wide, in ``width`` cells; ``None``: one record per block instead.
+
+    Prose shrinks first (wrapping at spaces); then the least useful columns are hidden (never an
+    identifier, never more than half of them). Nothing else is ever wrapped or cut.
+    """
+    natural = {c.name: c.natural for c in columns}
+    if _needed(columns, natural) <= width:
+        return list(columns), natural
+    minimum = {c.name: c.minimum for c in columns}
+    shown = list(columns)
+    for column in sorted((c for c in columns if not c.identifier), key=lambda c: (c.rank, -c.index)):
+        if _needed(shown, minimum) <= width:
+            break
+        shown.remove(column)
+    if _needed(shown, minimum) > width or 2 * len(shown) < len(columns):
+        return None
+    widths = {c.name: minimum[c.name] for c in shown}
+    spare = width - _needed(shown, widths)
+    for column in shown:
+        extra = min(spare, column.natural - widths[column.name])
+        widths[column.name] += extra
+        spare -= extra
+    return shown, widths
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(file=sys.stdout, soft_wrap=False, highlight=False)
+
+
+def _write_blocks(records: Sequence[Mapping[str, Any]], names: Sequence[str], width: int) -> None:
+    """One record per block: ``name  value`` lines, records apart by a blank line.
+
+    Values are never cut; prose wraps at spaces under its own column, everything else stays whole on
+    its line (a terminal soft-wraps an overlong line, and copying it gives it back whole).
+    """
+    import textwrap
+
+    from rich.cells import cell_len
+
+    key_width = max((cell_len(name) for name in names), default=0)
+    room = width - key_width - 2
+    indent = " " * (key_width + 2)
+    lines: list[str] = []
+    for number, record in enumerate(records):
+        if number:
+            lines.append("")
+        for name in names:
+            cell = _cell(record.get(name))
+            parts = cell.splitlines() or [""]
+            if room >= PROSE_MIN_WIDTH and any(cell_len(part) > room for part in parts):
+                parts = [
+                    piece
+                    for part in parts
+                    for piece in (
+                        textwrap.wrap(part, room, break_long_words=False, break_on_hyphens=False) or [""]
+                    )
+                ]
+            lines.append(name + " " * (key_width - cell_len(name) + 2) + parts[0])
+            lines.extend(indent + part for part in parts[1:])
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
+
+
 def _print_table(
     data: Mapping[str, Any] | Sequence[Mapping[str, Any]], columns: Sequence[str] | None, title: str | None
 ) -> None:
+    rows = [data] if isinstance(data, Mapping) else list(data)
+    if not rows:
+        info(f"No {title.lower() if title else 'results'}.")
+        return
+    names = list(columns) if columns else list(dict.fromkeys(k for row in rows for k in row))
+    console = _console()
+    width = int(console.width)
+    if title:
+        sys.stdout.write(title + "\n\n")
+    fitted = None
+    if not isinstance(data, Mapping):
+        table_columns = [
+            _Column(name, index, [row.get(name) for row in rows], [_cell(row.get(name)) for row in rows])
+            for index, name in enumerate(names)
+        ]
+        fitted = fit_columns(table_columns, width)
+    if fitted is None:
+        _write_blocks(rows, names, width)
+        return
+    shown, widths = fitted
     from rich import box
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    console = Console(file=sys.stdout, soft_wrap=False, highlight=False)
-    if isinstance(data, Mapping):
-        table = Table(title=title, box=box.SIMPLE, show_header=False)
-        table.add_column("field", style="bold")
-        table.add_column("value", overflow="fold")
-        for key in columns or list(data):
-            table.add_row(key, _cell(data.get(key)))
-    else:
-        rows = list(data)
-        if not rows:
-            info(f"No {title.lower() if title else 'results'}.")
-            return
-        names = list(columns) if columns else list(dict.fromkeys(k for row in rows for k in row))
-        table = Table(title=title, box=box.SIMPLE)
-        for name in names:
-            # Amounts and counts are never folded across lines (a split "74.5001" misreads).
-            numeric = all(
-                isinstance(row.get(name), Decimal | int) and not isinstance(row.get(name), bool)
-                for row in rows
-                if row.get(name) is not None
-            ) and any(row.get(name) is not None for row in rows)
-            if numeric:
-                table.add_column(name, justify="right", no_wrap=True)
-            else:
-                table.add_column(name, overflow="fold")
-        for row in rows:
-            table.add_row(*(_cell(row.get(name)) for name in names))
+    table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False)
+    for column in shown:
+        table.add_column(
+            column.name,
+            width=widths[column.name],
+            justify="right" if column.numeric else "left",
+            no_wrap=not column.prose,
+            overflow="fold" if column.prose else "ellipsis",
+        )
+    for row in range(len(rows)):
+        table.add_row(*(Text(column.cells[row]) for column in shown))
     console.print(table)
+    hidden = [name for name in names if name not in {c.name for c in shown}]
+    if hidden:
+        info(f"Hidden to fit {width} columns: {', '.join(hidden)} (-o json shows every field).")
 
 
 def emit(

@@ -19,6 +19,7 @@ __all__ = [
     "parse_key_values",
     "parse_wallet_amount",
     "read_secret",
+    "stdin_is_terminal",
 ]
 
 
@@ -96,10 +97,18 @@ def parse_date(text: str | None, option: str) -> date | None:
         ) from None
 
 
-def read_secret(prompt: str, *, from_stdin: bool, confirm: bool = False) -> str:
+def stdin_is_terminal() -> bool:
+    """Whether a hidden prompt can be shown: standard input is a terminal (tests stand in for one)."""
+    import sys
+
+    return sys.stdin.isatty()
+
+
+def read_secret(prompt: str, *, from_stdin: bool, confirm: bool = False, instead: str | None = None) -> str:
     """A secret from one line of standard input, or from a hidden prompt (on stderr); never an argument.
 
-    Empty input is a usage error.
+    Without a terminal on stdin there is no prompt: a usage error that says what to use ``instead``
+    (e.g. ``--password-stdin``). Empty input is a usage error too.
     """
     import sys
 
@@ -107,6 +116,12 @@ def read_secret(prompt: str, *, from_stdin: bool, confirm: bool = False) -> str:
 
     if from_stdin:
         value = sys.stdin.readline().rstrip("\r\n")
+    elif not stdin_is_terminal():
+        what = prompt if prompt.isupper() else prompt.lower()
+        raise CLIError(
+            f"no terminal to prompt for the {what}: use {instead or 'a terminal'}",
+            ExitCode.USAGE,
+        )
     else:
         value = str(typer.prompt(prompt, hide_input=True, err=True, confirmation_prompt=confirm))
     if not value.strip():

@@ -134,14 +134,7 @@ def _read_all() -> dict[str, Any]:
         return {}
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         warn(f"{path} can be read by other users; run: chmod 600 {path}")
-    import json
-
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
-        warn(f"{path} is not valid JSON; ignoring it")
-        return {}
-    return data if isinstance(data, dict) else {}
+    return _config.read_json_object(path)
 
 
 def _read_file(kind: SecretKind) -> dict[str, Any]:

@@ -47,6 +47,7 @@ Exit codes:
   0  success
   1  error
   2  usage (bad option or argument, or input refused before sending)
+  3  serve: the address is in use
   4  authentication (HTTP 401/403, or no merchant token / wallet key)
   6  the API refused the request (other HTTP 4xx)
   7  the API failed (HTTP 5xx) or could not be reached
@@ -84,10 +85,22 @@ class _PaysdkGroup(TyperGroup):
         with formatter.section("Commands"):
             formatter.write_dl([(name, short) for name, (_, _, short) in FAMILIES.items()])
 
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except typer.TyperException as exc:  # a bad global option: -o yaml
+            from paysdk_cli._errors import restyle_usage_error
+
+            raise restyle_usage_error(exc) from None
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
+        except typer.TyperException as exc:  # click's usage errors, in the CLI's words
+            from paysdk_cli._errors import restyle_usage_error
+
+            raise restyle_usage_error(exc) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:
             from paysdk_cli._errors import report

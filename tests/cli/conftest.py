@@ -77,6 +77,14 @@ def memory_keyring() -> MemoryKeyring:
     return backend
 
 
+@pytest.fixture
+def terminal_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let hidden prompts run as on a terminal (CliRunner's stdin is not one); input comes from ``input=``."""
+    from paysdk_cli import _params
+
+    monkeypatch.setattr(_params, "stdin_is_terminal", lambda: True)
+
+
 def run_cli(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
     """Invoke ``paysdk ARGS`` in process; stdout and stderr are kept apart."""
     return CliRunner().invoke(app, list(args), input=input, env=env)

@@ -21,6 +21,7 @@ def _assert_secret_free(*texts: str) -> None:
         assert OTHER not in text
 
 
+@pytest.mark.usefixtures("terminal_stdin")
 def test_login_without_keyring_falls_back_to_0600_file_with_warning(config_dir: Path) -> None:
     result = run_cli("login", input=TOKEN + "\n")
 
@@ -76,7 +77,7 @@ def test_login_profile_option_and_settings_are_saved(config_dir: Path) -> None:
 def test_login_refuses_empty_token_as_usage_error() -> None:
     result = run_cli("login", "--token-stdin", input="\n")
     assert result.exit_code == 2
-    assert "Error: no token given" in result.stderr
+    assert "Error: no merchant token given" in result.stderr
 
 
 def test_login_token_is_not_an_argument() -> None:

@@ -168,7 +168,7 @@ def test_unreachable_server_exits_7(monkeypatch: pytest.MonkeyPatch) -> None:
         port = sock.getsockname()[1]
     result = run_cli("--base-url", f"http://127.0.0.1:{port}", "sandbox", "health")
     assert result.exit_code == 7
-    assert result.stderr.startswith("Error: could not reach the API")
+    assert result.stderr.startswith(f"Error: could not connect to http://127.0.0.1:{port}: ")
 
 
 def _wait_for_attempts(uid: str, count: int, timeout: float = 20.0) -> list[dict[str, Any]]:

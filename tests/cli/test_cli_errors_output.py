@@ -313,5 +313,5 @@ def test_invalid_value_names_an_option_the_command_has(mock_api: MockAPI) -> Non
     # The SDK names its argument (card_number); the error must name the command's own option for it.
     result = run_cli("sandbox", "pay", "some-uid", "--card", "1234")
     assert result.exit_code == 2
-    assert result.stderr.startswith("Error: invalid value for --card-number:")
+    assert result.stderr.splitlines()[-1].startswith("Error: invalid value for --card-number: '1234': ")
     assert mock_api.requests == []  # refused before anything was sent

@@ -187,6 +187,7 @@ def test_login_with_keyring_keeps_key_off_disk(
     _secret_free(result.stdout, result.stderr)
 
 
+@pytest.mark.usefixtures("terminal_stdin")
 def test_login_reuses_the_stored_key_and_prompts_when_there_is_none(wallet: WalletMock) -> None:
     prompted = _login(input=SEED_B64 + "\n")
     assert prompted.exit_code == 0, prompted.stderr
@@ -327,7 +328,7 @@ def test_secret_options_do_not_exist() -> None:
     ):
         result = run_cli(*args)
         assert result.exit_code == 2
-        assert "No such option" in result.stderr
+        assert "Error: no such option" in result.stderr
 
 
 def test_wallet_error_hints_and_credential_errors_exit_4() -> None:

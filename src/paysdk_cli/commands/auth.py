@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from typing import Annotated
 
 import typer
@@ -14,6 +13,7 @@ from paysdk_cli._app import new_app
 from paysdk_cli._context import state
 from paysdk_cli._errors import CLIError, ExitCode
 from paysdk_cli._output import info, warn
+from paysdk_cli._params import read_secret
 
 __all__ = ["login_app", "logout_app", "save_token"]
 
@@ -52,13 +52,16 @@ def login(
     Without a working keyring (common on headless Linux) it goes to a 0600 file in the
     configuration directory, with a warning. PAYSDK_MERCHANT_TOKEN, when set, overrides it.
     """
+    from paysdk_cli._secrets import TOKEN_ENV
+
     name = profile or state(ctx).profile
-    if token_stdin:
-        token = sys.stdin.readline().strip()
-    else:
-        token = str(typer.prompt("Merchant token", hide_input=True, err=True)).strip()
+    token = read_secret(
+        "Merchant token",
+        from_stdin=token_stdin,
+        instead=f"--token-stdin (paysdk login --token-stdin < token.txt), or set {TOKEN_ENV}",
+    ).strip()
     if not token:
-        raise CLIError("no token given", ExitCode.USAGE)
+        raise CLIError("no merchant token given", ExitCode.USAGE)
     if any(ch.isspace() for ch in token):
         raise CLIError("the token must not contain whitespace", ExitCode.USAGE)
     if not _TOKEN_SHAPE.fullmatch(token):

@@ -182,7 +182,7 @@ def link_external(
 ) -> None:
     """Link a third-party card through its temporary linking token (never an argument)."""
     st = state(ctx)
-    token = read_secret("Linking token", from_stdin=token_stdin).strip()
+    token = read_secret("Linking token", from_stdin=token_stdin, instead="--token-stdin").strip()
     with wallet_api(st, as_user) as call:
         uid = call.default_user_id(user_id)
         card = call(lambda w: w.cards.link_external(uid, token, alias=alias))
@@ -250,7 +250,7 @@ def set_pin(
 ) -> None:
     """Set a card's 4-digit PIN, read from a hidden prompt or standard input (assignPIN)."""
     st = state(ctx)
-    pin = read_secret("PIN", from_stdin=pin_stdin, confirm=not pin_stdin).strip()
+    pin = read_secret("PIN", from_stdin=pin_stdin, confirm=not pin_stdin, instead="--pin-stdin").strip()
     with wallet_api(st, as_user) as call:
         card = call(lambda w: w.cards.set_pin(card_id, pin))
     _card(st, card)

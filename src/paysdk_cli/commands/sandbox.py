@@ -15,7 +15,7 @@ from paysdk_cli._context import State, open_client, state
 from paysdk_cli._output import OutputFormat, emit, info, mask, warn
 from paysdk_cli._params import parse_amount
 
-__all__ = ["CLIENT_SECRETS", "app"]
+__all__ = ["CALLBACK_COLUMNS", "CLIENT_SECRETS", "REQUEST_COLUMNS", "app"]
 
 app = new_app(
     "Control plane of the local reference server.\n\n"
@@ -46,6 +46,9 @@ CLIENT_SECRETS = (
     "callbackHeaderValue",
     "signingPrivateKey",
 )
+#: The table columns of `sandbox callbacks` and `sandbox requests`, the most useful first.
+CALLBACK_COLUMNS = ["eventId", "uid", "attempt", "statusCode", "error", "at", "nextAttemptAt", "final"]
+REQUEST_COLUMNS = ["method", "path", "statusCode", "at"]
 _CLIENT_COLUMNS = [
     "slug",
     "amountMin",
@@ -379,7 +382,7 @@ def callbacks(
     emit(
         st.output,
         _wire_list(result),
-        columns=["eventId", "uid", "attempt", "statusCode", "error", "at", "nextAttemptAt", "final"],
+        columns=CALLBACK_COLUMNS,
         title="Callback attempts",
     )
 
@@ -390,7 +393,7 @@ def requests(ctx: typer.Context) -> None:
     st = state(ctx)
     with open_client(st, token_required=False) as sdk:
         result = sdk.sandbox.requests()
-    emit(st.output, _wire_list(result), columns=["at", "method", "path", "statusCode"], title="Requests")
+    emit(st.output, _wire_list(result), columns=REQUEST_COLUMNS, title="Requests")
 
 
 @faults_app.command("add")
@@ -500,7 +503,9 @@ def users_create(
 
     st = state(ctx)
     slug = _merchant(st, merchant)
-    password = read_secret("Password", from_stdin=password_stdin, confirm=not password_stdin)
+    password = read_secret(
+        "Password", from_stdin=password_stdin, confirm=not password_stdin, instead="--password-stdin"
+    )
     with open_client(st, token_required=False) as sdk:
         user = sdk.sandbox.create_user(slug, username, email, password)
     emit(

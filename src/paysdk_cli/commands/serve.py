@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from paysdk_cli._app import new_app
-from paysdk_cli._errors import CLIError
+from paysdk_cli._errors import CLIError, ExitCode
 
 __all__ = ["app"]
 
@@ -19,6 +19,73 @@ class ServerEnvironment(StrEnum):
 
     sandbox = "sandbox"
     production = "production"
+
+
+#: The database URLs the reference server runs on; anything else is a usage error before it starts.
+DATABASE_SCHEMES = ("sqlite://", "postgresql://", "postgres://", "postgresql+psycopg://")
+
+
+def _bad_database_url(url: str, problem: str) -> typer.BadParameter:
+    # Only the scheme is repeated: the rest of a database URL may hold a password.
+    shown = url.split("://", 1)[0] + "://..." if "://" in url else url if "@" not in url else "..."
+    return typer.BadParameter(
+        f"{shown!r} {problem}: use sqlite:///FILE or postgresql://USER@HOST/DB", param_hint="--db"
+    )
+
+
+def _check_database_url(url: str | None) -> None:
+    """A usage error, before anything starts, for a database URL the server cannot use."""
+    if url is None:
+        return
+    url = url.strip()
+    if not url.lower().startswith(DATABASE_SCHEMES):
+        raise _bad_database_url(url, "is not a database the server supports")
+    try:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+    except ImportError:  # no server extra: serve says so next
+        return
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError):
+        raise _bad_database_url(url, "is not a valid database URL") from None
+
+
+def _check_address_free(host: str, port: int) -> None:
+    """Exit 3 with a clear line when ``host:port`` cannot be listened on (before the server starts)."""
+    if port == 0:
+        return
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                reason = "the address is already in use (another `paysdk serve`?)"
+            else:
+                reason = exc.strerror or str(exc)
+            raise CLIError(
+                f"cannot listen on {host}:{port}: {reason}; pick another port with --port",
+                ExitCode.LISTEN,
+            ) from None
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops the server as Ctrl-C does: a clean shutdown, exit 0.
+
+    uvicorn handles SIGTERM while it serves and sends it again once it has stopped; this handler turns
+    that (or one that arrives during start-up) into the KeyboardInterrupt that ends ``serve`` quietly.
+    """
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def serve(
@@ -39,16 +106,20 @@ def serve(
 ) -> None:
     """Run the local reference server.
 
-    It serves the API, the hosted checkout and the /_sandbox control plane until Ctrl-C.
+    It serves the API, the hosted checkout and the /_sandbox control plane until Ctrl-C or SIGTERM
+    (exit 0). Exit 2: a bad option (an unsupported --db); exit 3: the address is in use.
 
     Point the other commands at it with --base-url http://HOST:PORT (127.0.0.1:8000 is the default).
     """
+    _check_database_url(db)
+    _check_address_free(host, port)
     try:
         from paysdk.server import serve as run_server
     except ImportError as exc:
         raise CLIError(
             f"the reference server needs the server extra: pip install 'paysdk[server]' ({exc})"
         ) from None
+    _stop_on_sigterm()
     with contextlib.suppress(KeyboardInterrupt):
         run_server(host=host, port=port, database_url=db, environment=environment.value)
 

@@ -71,7 +71,7 @@ def login(
     from paysdk_cli._wallet import save_user_session, wallet_api
 
     st = state(ctx)
-    password = read_secret("Password", from_stdin=password_stdin)
+    password = read_secret("Password", from_stdin=password_stdin, instead="--password-stdin")
     with wallet_api(st) as call:
         session = call(
             lambda w: w.users.login(
@@ -182,7 +182,7 @@ def otp(
         info(f"If {email} belongs to a user, a code was sent to it.")
         emit(st.output, {"email": email, "purpose": purpose, "sent": True}, title="One-time code")
         return
-    otp_code = (code or read_secret("Code", from_stdin=False)).strip()
+    otp_code = (code or read_secret("Code", from_stdin=False, instead="--code CODE")).strip()
     with wallet_api(st) as call:
         result = call(lambda w: w.users.verify_otp(email, otp_code, purpose=purpose))
     emit(st.output, {"email": email, "purpose": purpose, "verified": result.verified}, title="One-time code")
@@ -209,8 +209,10 @@ def reset_password(
     from paysdk_cli._wallet import wallet_api
 
     st = state(ctx)
-    otp_code = (code or read_secret("Code", from_stdin=False)).strip()
-    password = read_secret("New password", from_stdin=password_stdin, confirm=not password_stdin)
+    otp_code = (code or read_secret("Code", from_stdin=False, instead="--code CODE")).strip()
+    password = read_secret(
+        "New password", from_stdin=password_stdin, confirm=not password_stdin, instead="--password-stdin"
+    )
     with wallet_api(st) as call:
         verified = call(lambda w: w.users.verify_otp(email, otp_code, purpose="password_reset"))
         if not verified.verified or verified.token is None:

@@ -50,7 +50,8 @@ def _read_key(key_file: Path | None, key_stdin: bool, profile: str) -> tuple[str
     stored = load_secret(WALLET_KEY, profile)
     if stored is not None:
         return None, stored.source
-    return read_secret("Wallet private key", from_stdin=False).strip(), "prompt"
+    key = read_secret("Wallet private key", from_stdin=False, instead="--key-file FILE or --key-stdin")
+    return key.strip(), "prompt"
 
 
 def _check_key(key: str) -> None:

@@ -1,0 +1,110 @@
+"""``paysdk serve`` exit codes, as a real process: address in use (3), unsupported --db (2), SIGTERM (0).
+
+docs/cli.md documents each in its exit-code table; a test below reads the table to keep them there.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .conftest import subprocess_env
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+
+
+def _serve(config_dir: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "paysdk_cli", "serve", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(config_dir),
+    )
+
+
+def _bound_socket() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock
+
+
+def test_port_in_use_exits_3_with_one_line(config_dir: Path, tmp_path: Path) -> None:
+    with _bound_socket() as taken:
+        port = taken.getsockname()[1]
+        proc = _serve(config_dir, "--port", str(port), "--db", f"sqlite:///{tmp_path / 's.db'}")
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert err.splitlines() == [
+        f"Error: cannot listen on 127.0.0.1:{port}: the address is already in use "
+        "(another `paysdk serve`?); pick another port with --port"
+    ]
+    assert out == ""
+    assert not (tmp_path / "s.db").exists()  # nothing was started
+
+
+@pytest.mark.parametrize(
+    "db", ["mysql://root:hunter2@db/shop", "shop.db", "postgresql://u:hunter2@h:port/db"]
+)
+def test_unsupported_db_is_a_usage_error_without_a_class_name(config_dir: Path, db: str) -> None:
+    proc = _serve(config_dir, "--port", "0", "--db", db)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    last = err.splitlines()[-1]
+    assert re.fullmatch(
+        r"Error: invalid value for --db: '[^']+' "
+        r"is not (a database the server supports|a valid database URL): "
+        r"use sqlite:///FILE or postgresql://USER@HOST/DB",
+        last,
+    ), last
+    assert "Error" not in last.removeprefix("Error")  # no ValueError, ArgumentError, ...
+    assert "hunter2" not in err
+    assert "Traceback" not in err
+    assert out == ""
+
+
+def test_sigterm_is_a_clean_stop_with_exit_0(config_dir: Path, tmp_path: Path) -> None:
+    with _bound_socket() as probe:
+        port = probe.getsockname()[1]
+    proc = _serve(config_dir, "--port", str(port), "--db", f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_sandbox/health", timeout=5) as answer:
+                    assert answer.status == 200
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.communicate()[1]
+                assert time.monotonic() < deadline, "the server never answered /_sandbox/health"
+                time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert "Error" not in err
+
+
+def test_the_exit_code_table_documents_serve() -> None:
+    rows = {
+        match.group(1): match.group(2)
+        for match in re.finditer(r"^\| (\d+) \| (.+) \|$", DOCS.read_text(encoding="utf-8"), re.MULTILINE)
+    }
+    assert "--db" in rows["2"]
+    assert "serve" in rows["3"]
+    assert "in use" in rows["3"]
+    assert "SIGTERM" in rows["0"]
