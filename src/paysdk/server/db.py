@@ -17,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -302,12 +303,30 @@ _RESET_ORDER: tuple[type[Base], ...] = (
 
 
 def default_database_url() -> str:
-    """``sqlite:///<user data dir>/sandbox.db`` (the directory is created)."""
+    """``sqlite:///<user data dir>/sandbox.db``: the directory is made ``0700`` and the file ``0600``.
+
+    The file holds every client's tokens. Both are created with those modes (and tightened when an
+    older version left them wider); SQLite gives its ``-wal``/``-shm`` files the mode of the database
+    file, so they are ``0600`` too.
+    """
     import platformdirs
 
     directory = Path(platformdirs.user_data_dir("paysdk"))
-    directory.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{directory / 'sandbox.db'}"
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # mode applies to the last part only
+    directory.chmod(0o700)
+    path = directory / "sandbox.db"
+    _private_file(path)
+    return f"sqlite:///{path}"
+
+
+def _private_file(path: Path) -> None:
+    """Create ``path`` empty with mode ``0600`` (an empty file is a valid SQLite database), or tighten it."""
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0), 0o600))
+    path.chmod(0o600)
+    for suffix in ("-wal", "-shm"):
+        sibling = path.with_name(path.name + suffix)
+        if sibling.exists():
+            sibling.chmod(0o600)
 
 
 def normalize_database_url(url: str | None) -> str:
