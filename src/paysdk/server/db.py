@@ -39,6 +39,7 @@ from sqlalchemy import (
     create_engine,
     delete,
     event,
+    inspect,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
@@ -386,14 +387,33 @@ class Database:
 
     def create_schema(self) -> None:
         """Create the tables that do not exist yet (idempotent), the wallet's included."""
-        from paysdk.server import wallet_tables  # noqa: F401  (registers the wallet tables on Base)
+        from paysdk.server import wallet_tables  # registers the wallet tables on Base
 
         Base.metadata.create_all(self.engine)
-        # create_all leaves the tables a database already has alone: add the indexes a newer version
-        # declares on them.
+        # create_all leaves the tables a database already has alone: add the (nullable) columns and the
+        # indexes a newer version declares on them, after filling in the new columns that need it.
+        self._add_missing_columns()
+        with self.engine.begin() as connection:
+            wallet_tables.fill_username_keys(connection)
         for table in Base.metadata.sorted_tables:
             for index in table.indexes:
                 index.create(self.engine, checkfirst=True)
+
+    def _add_missing_columns(self) -> None:
+        """``ALTER TABLE ... ADD COLUMN`` for each nullable column a table of the database lacks."""
+        with self.engine.begin() as connection:
+            inspector = inspect(connection)
+            for table in Base.metadata.sorted_tables:
+                present = {column["name"] for column in inspector.get_columns(table.name)}
+                for column in table.columns:
+                    if column.name in present or not column.nullable:
+                        continue
+                    quote = self.engine.dialect.identifier_preparer
+                    name, kind = quote.format_column(column), column.type.compile(dialect=self.engine.dialect)
+                    connection.exec_driver_sql(
+                        f"ALTER TABLE {quote.format_table(table)} ADD COLUMN {name} {kind}"
+                    )
+                    log.info("added column %s.%s", table.name, column.name)
 
     @contextlib.contextmanager
     def session(self) -> Iterator[Session]:
