@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any
 
 import httpx
@@ -11,6 +12,8 @@ from fastapi import FastAPI
 from server_helpers import assert_error, attempts, create_link, dumps, pay
 from sqlalchemy import update
 
+from paysdk.contracts.sandbox import SandboxClient
+from paysdk.server import create_app
 from paysdk.server.db import ClientRow
 
 REFUSED = [
@@ -102,3 +105,33 @@ async def test_delivery_resolves_a_name_and_refuses_a_metadata_answer(
     [attempt] = await attempts(asgi_client, link["uid"])
     assert attempt.status_code == 200
     assert len(callback_sink.received) == 1
+
+
+async def test_a_name_that_does_not_resolve_in_time_is_a_failed_attempt(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lookup at delivery is bounded by the callback timeout (a hanging resolver holds nothing)."""
+    real = socket.getaddrinfo
+
+    def slow_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host in ("slow-dns.test", b"slow-dns.test"):
+            time.sleep(3)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_getaddrinfo)
+    app = create_app(db_url, start_ticker=False, callback_timeout=0.5)
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+        ) as client:
+            created = await client.post(
+                "/_sandbox/clients", content=dumps({"callbackUrl": "http://slow-dns.test/cb"})
+            )
+            merchant = SandboxClient.model_validate(created.json())
+            link = await create_link(client, merchant)
+            await pay(client, link["uid"], "4242424242424242")
+            [attempt] = await attempts(client, link["uid"])
+    finally:
+        app.state.paysdk.db.dispose()
+    assert attempt.error == "refused: callbackUrl could not be resolved within 0.5 s"
+    assert attempt.next_attempt_at is not None  # retried on schedule

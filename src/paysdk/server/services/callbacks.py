@@ -115,10 +115,11 @@ def callback_host_problem(host: str) -> str | None:
     return _REFUSED if address is not None and _forbidden(address) else None
 
 
-async def _target_problem(url: str) -> str | None:
-    """:func:`callback_host_problem`, and for a host name each address it resolves to. A name that does
-    not resolve is left to the HTTP client (which reports it). The HTTP client resolves the name again:
-    a name that changes its answer in between (DNS rebinding) is not caught, see D97."""
+async def _target_problem(url: str, resolve_within: float) -> str | None:
+    """:func:`callback_host_problem`, and for a host name each address it resolves to (within
+    ``resolve_within`` seconds). A name that does not resolve is left to the HTTP client, which reports
+    it. The HTTP client resolves the name again: a name that changes its answer in between (DNS
+    rebinding) is not caught, see D97."""
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError):
@@ -128,7 +129,10 @@ async def _target_problem(url: str) -> str | None:
     if problem is not None or _address(host) is not None:
         return problem
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, parsed.port or 80, type=socket.SOCK_STREAM)
+        lookup = asyncio.get_running_loop().getaddrinfo(host, parsed.port or 80, type=socket.SOCK_STREAM)
+        infos = await asyncio.wait_for(lookup, resolve_within)
+    except TimeoutError:
+        return f"could not be resolved within {resolve_within:g} s"
     except (OSError, UnicodeError):
         return None
     for *_, sockaddr in infos:
@@ -300,7 +304,7 @@ async def deliver_job(context: ServerContext, job_id: int, event_id: str, due_at
     try:
         # An injected transport reaches no network: only the host itself is checked then, not its DNS.
         refused = (
-            await _target_problem(delivery.url)
+            await _target_problem(delivery.url, context.callback_timeout)
             if context.http_transport is None
             else callback_host_problem(_host(delivery.url))
         )
