@@ -42,6 +42,8 @@ def test_mask_query_matches_names_case_insensitively_by_word_or_exact_name() -> 
     ]
     # A bare name (no value) and unrelated names stay; "code" is matched whole, not inside "zipcode".
     assert mask_query("/x?debug&zipcode=01001&limit=5") == "/x?debug&zipcode=01001&limit=5"
+    long_name = "x" * 100 + "_token"  # not cached (names over 64 characters), masked all the same
+    assert mask_query(f"/x?{long_name}=v") == mask_query(f"/x?{long_name}=v") == f"/x?{long_name}=****"
 
 
 async def test_request_log_keeps_only_allowed_headers_and_masks_query_secrets(

@@ -177,7 +177,7 @@ def mask_headers(raw: list[tuple[bytes, bytes]], extra_sensitive: set[str]) -> d
     return result
 
 
-#: Query parameter name as sent -> whether its value is masked; bounded.
+#: Query parameter name as sent (up to 64 characters) -> whether its value is masked; bounded.
 _QUERY_NAMES: dict[str, bool] = {}
 
 
@@ -186,9 +186,10 @@ def _sensitive_query_name(raw: str) -> bool:
     if known is None:
         name = unquote_plus(raw).casefold()
         known = name in _SENSITIVE_QUERY or any(part in name for part in _SENSITIVE_PARTS)
-        if len(_QUERY_NAMES) >= _NAMES_MAX:
-            _QUERY_NAMES.clear()
-        _QUERY_NAMES[raw] = known
+        if len(raw) <= 64:
+            if len(_QUERY_NAMES) >= _NAMES_MAX:
+                _QUERY_NAMES.clear()
+            _QUERY_NAMES[raw] = known
     return known
 
 
