@@ -522,11 +522,36 @@ def redact_headers(headers: Mapping[str, str] | httpx.Headers) -> dict[str, str]
 
 
 def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every secret in ``secrets`` replaced by the mask."""
-    for secret in secrets:
+    """``text`` with every secret in ``secrets`` replaced by the mask (longest first, so a secret that
+    holds another is masked whole)."""
+    for secret in sorted(secrets, key=len, reverse=True):
         if secret:
             text = text.replace(secret, MASK)
     return text
+
+
+def scrub_json(value: Any, secrets: tuple[str, ...]) -> Any:
+    """A parsed JSON value with :func:`scrub` applied to every string in it, keys included."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, dict):
+        return {scrub(str(key), secrets): scrub_json(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [scrub_json(item, secrets) for item in value]
+    return value
+
+
+def secrets_in(value: Any) -> tuple[str, ...]:
+    """The values of every :class:`~paysdk.Secret` in a request body or header mapping."""
+    if isinstance(value, Secret):
+        return (value.reveal(),)
+    if isinstance(value, Mapping):
+        return tuple(secret for item in value.values() for secret in secrets_in(item))
+    if isinstance(value, list | tuple):
+        return tuple(secret for item in value for secret in secrets_in(item))
+    return ()
 
 
 def response_info(
@@ -552,7 +577,7 @@ def error_from_response(
     status = response.status_code
     body: Any
     try:
-        body = _json.loads(response.content)
+        body = scrub_json(_json.loads(response.content), secrets)
     except _json.JSONDecodeError:
         body = scrub(response.text[:2000], secrets) if response.content else None
     own_code: int | None = None
@@ -616,7 +641,9 @@ def result_from_outcome(
         ) from outcome
     response = outcome
     if not _is_success(op, response.status_code):
-        raise error_from_response(response, method=method, path=op.path, attempts=attempts, secrets=secrets)
+        # The call's own secrets too (passwords, refresh tokens, X-User-Token), should the server echo them.
+        known = (*secrets, *secrets_in(op.json), *secrets_in(op.headers))
+        raise error_from_response(response, method=method, path=op.path, attempts=attempts, secrets=known)
     try:
         data = _json.loads(response.content) if response.content.strip() else None
     except _json.JSONDecodeError as exc:

@@ -107,3 +107,43 @@ def test_bad_token_refused_without_echo(bad: str) -> None:
         paysdk.Client(bad, paysdk.Environment.local())
     assert info.value.field == "merchant_token"
     assert bad not in str(info.value)
+
+
+def test_error_body_masks_the_secrets_the_sdk_knows(make_harness: HarnessFactory) -> None:
+    """A server that echoes the merchant token in an error body: ``APIError.body`` masks it everywhere
+    (strings, nested details, keys), as the message does (issue 8.9)."""
+    echoed = {
+        "ownCode": None,
+        "message": f"bad token {TOKEN}",
+        "details": [{"field": "Authorization", "message": f"got {TOKEN}"}],
+        "echo": {TOKEN: [f"{TOKEN}-suffix", 7, None]},
+    }
+    harness = make_harness(lambda request: httpx.Response(400, json=echoed))
+    with pytest.raises(paysdk.APIError) as info:
+        harness.call(lambda c: c.sandbox.health())
+    error = info.value
+    assert TOKEN not in repr(error.body)
+    assert TOKEN not in str(error)
+    assert error.body["details"] == [{"field": "Authorization", "message": "got ****"}]
+    assert error.body["echo"] == {"****": ["****-suffix", 7, None]}
+
+
+def test_error_body_masks_the_secrets_of_the_call() -> None:
+    """A call's own secrets (a password in its body, ``X-User-Token``) are masked in an error body too."""
+    from paysdk._pipeline import Operation, result_from_outcome
+
+    op: Operation[None] = Operation(
+        "POST",
+        "/users/login",
+        lambda data: None,
+        json={"username": "ana", "password": paysdk.Secret("pw-hunter-22")},
+        headers={"X-User-Token": paysdk.Secret("user-access-jwt")},
+    )
+    answer = httpx.Response(
+        401,
+        json={"ownCode": 7101, "message": "no", "seen": ["pw-hunter-22", "user-access-jwt", "wallet-bearer"]},
+        request=httpx.Request("POST", "http://x/users/login"),
+    )
+    with pytest.raises(paysdk.APIError) as info:
+        result_from_outcome(op, answer, attempts=1, secrets=("wallet-bearer",))
+    assert info.value.body["seen"] == ["****", "****", "****"]

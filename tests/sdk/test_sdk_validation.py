@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import paysdk
-from paysdk.resources import payment_links
+from paysdk.resources import payment_links, sandbox, wallet
 
 from .conftest import HarnessFactory
 
@@ -177,3 +177,27 @@ def test_validation_error_does_not_echo_secret_values() -> None:
             private_key=secret, public_key="p", amount=1, user_id="bad", channel="wa"
         )
     assert secret not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: wallet.user_login_operation("an\u202ea", "pw"), "username"),
+        (lambda: wallet.user_login_operation("\u200b", "pw"), "username"),
+        (lambda: wallet.otp_request_operation("no-at.example.com"), "email"),
+        (lambda: wallet.otp_verify_operation("a@@example.com", "123456"), "email"),
+        (lambda: wallet.password_reset_operation("a b@example.com", "pw123456", "pw123456", "t"), "email"),
+        (lambda: sandbox.create_user_operation("shop", "an\u200ba", "a@example.com", "pw123456"), "username"),
+        (lambda: sandbox.create_user_operation("shop", "ana", "a@localhost", "pw123456"), "email"),
+    ],
+)
+def test_wallet_usernames_and_emails_checked_before_sending(build: Callable[[], Any], field: str) -> None:
+    """The SDK applies the server's username and email rules (D96) before a request is built."""
+    with pytest.raises(paysdk.ValidationError) as info:
+        build()
+    assert info.value.field == field
+
+
+def test_wallet_usernames_and_emails_accepted() -> None:
+    assert wallet.user_login_operation("ＡＮＡ", "pw").json["username"] == "ＡＮＡ"
+    assert wallet.otp_request_operation(" josé@correo.example.gt ").json["email"] == "josé@correo.example.gt"

@@ -8,13 +8,14 @@ keys, CVV) mask them in ``repr``.
 
 from __future__ import annotations
 
+import unicodedata
 import warnings
 from datetime import date, datetime
 from decimal import Decimal
 from enum import IntEnum, StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from paysdk.contracts.common import Currency, NonEmptyStr, WireModel
 
@@ -33,6 +34,7 @@ __all__ = [
     "Cardholder",
     "Cvv",
     "CvvViewToken",
+    "Email",
     "FundsRequest",
     "FundsResult",
     "IssueVirtualCardRequest",
@@ -69,10 +71,75 @@ __all__ = [
     "UserLoginRequest",
     "UserProfile",
     "UserRefreshRequest",
+    "Username",
     "WalletAmount",
     "WalletCode",
     "parse_wallet_amount",
+    "username_key",
+    "validate_email",
+    "validate_username",
 ]
+
+#: Unicode categories refused in usernames and emails (D96): controls (Cc), format characters (Cf: zero-width
+#: characters, bidirectional overrides and isolates such as U+202E, the BOM), surrogates, private use, and
+#: the line and paragraph separators.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+#: Characters an email address may not hold here (D96): quoted local parts and comments are not taken.
+_EMAIL_REFUSED = frozenset(' "(),:;<>[\\]')
+
+
+def _visible(value: str) -> None:
+    for index, char in enumerate(value, 1):
+        if unicodedata.category(char) in _INVISIBLE_CATEGORIES:
+            raise ValueError(
+                "must not contain invisible, control or bidirectional characters "
+                f"(U+{ord(char):04X} at position {index})"
+            )
+
+
+def username_key(username: str) -> str:
+    """The form in which usernames are unique and looked up (D96): NFKC, case-folded, NFKC again, so
+    ``"Ana"``, ``"ana"`` and ``"ＡＮＡ"`` (fullwidth) are one username."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", username).casefold())
+
+
+def validate_username(value: str) -> str:
+    """``value`` (already stripped) when it is a usable username (D96), else ``ValueError`` saying why."""
+    _visible(value)
+    if len(username_key(value)) > 255:
+        raise ValueError("is too long once normalised (at most 255 characters)")
+    return value
+
+
+def validate_email(value: str) -> str:
+    """``value`` (already stripped) when it has the form of an email address (D96), else ``ValueError``.
+
+    A pragmatic check, not RFC 5322: at most 254 characters; one ``@``; a local part of 1..64 characters;
+    a domain of dot-separated non-empty labels of at most 63 characters, at least two of them; no spaces,
+    quotes, brackets, commas, colons or semicolons; no invisible or control characters. Non-ASCII letters
+    are allowed (internationalised addresses). Whether the mailbox exists is not checked.
+    """
+    _visible(value)
+    if len(value) > 254:
+        raise ValueError("is too long (at most 254 characters)")
+    if any(char in _EMAIL_REFUSED or char.isspace() for char in value):
+        raise ValueError("must be an email address without spaces, quotes, brackets, commas or colons")
+    local, at, domain = value.partition("@")
+    if not at or "@" in domain:
+        raise ValueError("must be an email address with exactly one '@'")
+    if not 1 <= len(local) <= 64:
+        raise ValueError("must have 1 to 64 characters before the '@'")
+    labels = domain.split(".")
+    if len(labels) < 2 or not all(1 <= len(label) <= 63 for label in labels):
+        raise ValueError("must have a domain such as example.com after the '@'")
+    return value
+
+
+#: A wallet username: stripped, 1..255 characters, no invisible or bidirectional characters; unique per
+#: merchant in its :func:`username_key` form (D96).
+Username = Annotated[NonEmptyStr, AfterValidator(validate_username)]
+#: An email address of the form :func:`validate_email` checks (D96).
+Email = Annotated[NonEmptyStr, AfterValidator(validate_email)]
 
 #: A JWT on the wire: JWTs are longer than :data:`NonEmptyStr`'s 255 characters.
 TokenStr = Annotated[str, Field(min_length=1, max_length=8192)]
@@ -253,7 +320,7 @@ class TokenPair(WireModel):
 class UserLoginRequest(WireModel):
     """``POST /users/login`` (application bearer); optional lifetime overrides in seconds (5.3.3, D34)."""
 
-    username: NonEmptyStr
+    username: Username
     password: str = Field(min_length=1, max_length=1024)
     merchant: str | None = None
     access_token_ttl: int | None = Field(default=None, strict=True)
@@ -278,7 +345,7 @@ class UserRefreshRequest(WireModel):
 class OtpRequest(WireModel):
     """``POST /users/auth/otp``."""
 
-    email: NonEmptyStr
+    email: Email
     purpose: NonEmptyStr
 
 
@@ -291,7 +358,7 @@ class OtpSent(WireModel):
 class OtpVerifyRequest(WireModel):
     """``PUT /users/auth/otp``."""
 
-    email: NonEmptyStr
+    email: Email
     otp: str = Field(pattern=r"^[0-9]{6}$")
     purpose: NonEmptyStr
 
@@ -312,7 +379,7 @@ class OtpVerified(WireModel):
 class PasswordResetRequest(WireModel):
     """``POST /users/auth/password/reset``."""
 
-    email: NonEmptyStr
+    email: Email
     new_password: str = Field(min_length=1, max_length=1024)
     confirm_password: str = Field(min_length=1, max_length=1024)
     token: NonEmptyStr
@@ -582,8 +649,8 @@ class SandboxUserCreate(WireModel):
     """``POST /_sandbox/users``: a wallet user (cardholder) of ``merchant``."""
 
     merchant: NonEmptyStr
-    username: NonEmptyStr
-    email: NonEmptyStr
+    username: Username
+    email: Email
     password: str = Field(min_length=8, max_length=1024)
     profile: UserProfile | None = None
 

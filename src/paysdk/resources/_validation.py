@@ -6,7 +6,7 @@ Every check raises :class:`paysdk.ValidationError` naming the argument, before a
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 from urllib.parse import quote
@@ -16,6 +16,7 @@ import pydantic
 from paysdk._errors import ValidationError
 from paysdk._secret import Secret
 from paysdk.contracts.common import Channel, Currency, parse_money
+from paysdk.contracts.wallet import validate_email, validate_username
 
 __all__ = [
     "check_ads",
@@ -23,10 +24,12 @@ __all__ = [
     "check_channel",
     "check_currency",
     "check_custom_keys",
+    "check_email",
     "check_optional_str",
     "check_phone",
     "check_secret",
     "check_str",
+    "check_username",
     "path_segment",
     "validation_error_from",
 ]
@@ -98,6 +101,23 @@ def check_str(value: object, field: str, *, max_length: int = 255) -> str:
     if len(text) > max_length:
         raise ValidationError(field, f"must be at most {max_length} characters")
     return text
+
+
+def check_username(value: object, field: str = "username") -> str:
+    """A wallet username (D96): :func:`check_str`, without invisible or bidirectional characters."""
+    return _contract_check(validate_username, check_str(value, field), field)
+
+
+def check_email(value: object, field: str = "email") -> str:
+    """An email address of the form the server takes (D96, :func:`paysdk.contracts.wallet.validate_email`)."""
+    return _contract_check(validate_email, check_str(value, field), field)
+
+
+def _contract_check(check: Callable[[str], str], text: str, field: str) -> str:
+    try:
+        return check(text)
+    except ValueError as exc:
+        raise ValidationError(field, str(exc)) from None
 
 
 def check_optional_str(value: object, field: str, *, max_length: int = 255) -> str | None:

@@ -58,7 +58,14 @@ from paysdk.contracts.wallet import (
     TransferResult,
     parse_wallet_amount,
 )
-from paysdk.resources._validation import check_currency, check_optional_str, check_str, path_segment
+from paysdk.resources._validation import (
+    check_currency,
+    check_email,
+    check_optional_str,
+    check_str,
+    check_username,
+    path_segment,
+)
 
 if TYPE_CHECKING:
     from paysdk._client import AsyncClient, Client
@@ -193,7 +200,7 @@ def user_login_operation(
     secret = password.reveal() if isinstance(password, Secret) else password
     if not isinstance(secret, str) or not secret:
         raise ValidationError("password", "must be a non-empty str or paysdk.Secret")
-    body: dict[str, Any] = {"username": check_str(username, "username"), "password": Secret(secret)}
+    body: dict[str, Any] = {"username": check_username(username), "password": Secret(secret)}
     if merchant is not None:
         body["merchant"] = check_str(merchant, "merchant")
     ttls = (
@@ -216,14 +223,14 @@ def user_logout_operation(session: UserSession) -> Operation[None]:
 
 def otp_request_operation(email: str, purpose: str = "password_reset") -> Operation[OtpSent]:
     """``POST /users/auth/otp``."""
-    body = {"email": check_str(email, "email"), "purpose": check_str(purpose, "purpose")}
+    body = {"email": check_email(email), "purpose": check_str(purpose, "purpose")}
     return _op("POST", "/users/auth/otp", _one(OtpSent), json=body)
 
 
 def otp_verify_operation(email: str, otp: str, purpose: str = "password_reset") -> Operation[OtpVerified]:
     """``PUT /users/auth/otp`` (never replayed: a code is single-use)."""
     code = Secret(_check_pattern(otp, "otp", _OTP, "the 6-digit code"))
-    body = {"email": check_str(email, "email"), "otp": code, "purpose": check_str(purpose, "purpose")}
+    body = {"email": check_email(email), "otp": code, "purpose": check_str(purpose, "purpose")}
     return _op("PUT", "/users/auth/otp", _one(OtpVerified), json=body, **_ONCE)
 
 
@@ -239,7 +246,7 @@ def password_reset_operation(
             raise ValidationError(name, "must be a non-empty str or paysdk.Secret")
         values[name] = Secret(text)
     body = {
-        "email": check_str(email, "email"),
+        "email": check_email(email),
         "newPassword": values["new_password"],
         "confirmPassword": values["confirm_password"],
         "token": values["token"],

@@ -27,7 +27,7 @@ from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import Database
 from paysdk.server.errors import install_error_handlers
-from paysdk.server.middleware import Endpoint, ServerMiddleware
+from paysdk.server.middleware import Endpoint, ServerMiddleware, install_access_log_filter
 from paysdk.server.routers import (
     alternative_payments,
     checkout,
@@ -104,6 +104,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        install_access_log_filter()  # uvicorn has configured its loggers by now (D95)
         task: asyncio.Task[None] | None = None
         if start_ticker:
             task = asyncio.create_task(scheduler.ticker(tick_interval), name="paysdk-scheduler")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -38,6 +39,7 @@ from sqlalchemy import (
     create_engine,
     delete,
     event,
+    inspect,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
@@ -302,12 +304,30 @@ _RESET_ORDER: tuple[type[Base], ...] = (
 
 
 def default_database_url() -> str:
-    """``sqlite:///<user data dir>/sandbox.db`` (the directory is created)."""
+    """``sqlite:///<user data dir>/sandbox.db``: the directory is made ``0700`` and the file ``0600``.
+
+    The file holds every client's tokens. Both are created with those modes (and tightened when an
+    older version left them wider); SQLite gives its ``-wal``/``-shm`` files the mode of the database
+    file, so they are ``0600`` too.
+    """
     import platformdirs
 
     directory = Path(platformdirs.user_data_dir("paysdk"))
-    directory.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{directory / 'sandbox.db'}"
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # mode applies to the last part only
+    directory.chmod(0o700)
+    path = directory / "sandbox.db"
+    _private_file(path)
+    return f"sqlite:///{path}"
+
+
+def _private_file(path: Path) -> None:
+    """Create ``path`` empty with mode ``0600`` (an empty file is a valid SQLite database), or tighten it."""
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0), 0o600))
+    path.chmod(0o600)
+    for suffix in ("-wal", "-shm"):
+        sibling = path.with_name(path.name + suffix)
+        if sibling.exists():
+            sibling.chmod(0o600)
 
 
 def normalize_database_url(url: str | None) -> str:
@@ -369,14 +389,33 @@ class Database:
 
     def create_schema(self) -> None:
         """Create the tables that do not exist yet (idempotent), the wallet's included."""
-        from paysdk.server import wallet_tables  # noqa: F401  (registers the wallet tables on Base)
+        from paysdk.server import wallet_tables  # registers the wallet tables on Base
 
         Base.metadata.create_all(self.engine)
-        # create_all leaves the tables a database already has alone: add the indexes a newer version
-        # declares on them.
+        # create_all leaves the tables a database already has alone: add the (nullable) columns and the
+        # indexes a newer version declares on them, after filling in the new columns that need it.
+        self._add_missing_columns()
+        with self.engine.begin() as connection:
+            wallet_tables.fill_username_keys(connection)
         for table in Base.metadata.sorted_tables:
             for index in table.indexes:
                 index.create(self.engine, checkfirst=True)
+
+    def _add_missing_columns(self) -> None:
+        """``ALTER TABLE ... ADD COLUMN`` for each nullable column a table of the database lacks."""
+        with self.engine.begin() as connection:
+            inspector = inspect(connection)
+            for table in Base.metadata.sorted_tables:
+                present = {column["name"] for column in inspector.get_columns(table.name)}
+                for column in table.columns:
+                    if column.name in present or not column.nullable:
+                        continue
+                    quote = self.engine.dialect.identifier_preparer
+                    name, kind = quote.format_column(column), column.type.compile(dialect=self.engine.dialect)
+                    connection.exec_driver_sql(
+                        f"ALTER TABLE {quote.format_table(table)} ADD COLUMN {name} {kind}"
+                    )
+                    log.info("added column %s.%s", table.name, column.name)
 
     @contextlib.contextmanager
     def session(self) -> Iterator[Session]:

@@ -11,10 +11,10 @@ without FastAPI's routing and dependency resolution) or FastAPI routing. The con
   :class:`paysdk.server.context.GroupCommit`: entries that arrive while a batch is being written go into
   the next, with the transaction inserts of the hot path), which keeps the log off the throughput of
   the public endpoints.
-  Bodies are never stored, so body credentials (``privateKey``/``publicKey``) never appear;
-  ``Authorization``, cookies, idempotency keys, every header whose name suggests a credential and every
-  client's registered callback header are masked as ``****``. A dropped connection is logged with
-  status ``0``.
+  Bodies are never stored, so body credentials (``privateKey``/``publicKey``) never appear; headers
+  are kept by an allow-list (D95: ``Content-Type``, ``User-Agent``...), every other header's value and
+  the values of query parameters with credential-like names are masked as ``****`` (so is uvicorn's
+  access log: :class:`AccessLogFilter`). A dropped connection is logged with status ``0``.
 * Faults (see :mod:`paysdk.server.services.faults`, which also says when the database is asked):
   ``latency`` sleeps then answers normally,
   ``error`` answers the given 5xx, ``rate_limit`` answers ``429`` with ``Retry-After``, ``drop`` closes the
@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
 from typing import Any, cast
+from urllib.parse import unquote_plus
 
 from sqlalchemy import Table, delete, insert, select
 from sqlalchemy.engine import Connection
@@ -61,10 +62,13 @@ from paysdk.server.services import faults
 from paysdk.server.services.transactions import virtual_now
 
 __all__ = [
+    "AccessLogFilter",
     "Endpoint",
     "ServerMiddleware",
+    "install_access_log_filter",
     "is_control_path",
     "mask_headers",
+    "mask_query",
 ]
 
 log = logging.getLogger("paysdk.server")
@@ -72,8 +76,48 @@ log = logging.getLogger("paysdk.server")
 MASK = "****"
 IDEMPOTENCY_TTL = timedelta(hours=24)
 _DOC_PATHS = ("/openapi.json", "/docs", "/redoc", "/favicon.ico")
-_SENSITIVE_NAMES = {"authorization", "proxy-authorization", "cookie", "set-cookie", "idempotency-key"}
-_SENSITIVE_PARTS = ("token", "secret", "key", "signature", "password", "auth", "session", "callback")
+#: The headers whose values the request log keeps (D95): what the request is and how it was sent.
+#: Every other header is listed with its value masked, whatever its name: custom headers carry tokens.
+_LOGGED_HEADERS = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "cache-control",
+        "connection",
+        "content-encoding",
+        "content-length",
+        "content-type",
+        "expect",
+        "host",
+        "origin",
+        "pragma",
+        "sec-fetch-dest",
+        "sec-fetch-mode",
+        "sec-fetch-site",
+        "te",
+        "transfer-encoding",
+        "user-agent",
+        "x-paysdk-retry-count",
+        "x-request-id",
+    }
+)
+#: Query parameters whose values are masked in the request log and uvicorn's access log (D95): a name
+#: (percent-decoded, case-folded) containing one of these words, or one of :data:`_SENSITIVE_QUERY`.
+_SENSITIVE_PARTS = (
+    "token",
+    "secret",
+    "key",
+    "signature",
+    "passw",
+    "auth",
+    "session",
+    "credential",
+    "jwt",
+    "otp",
+    "cvv",
+)
+_SENSITIVE_QUERY = frozenset({"code", "pin", "pan", "sig", "pass", "pwd", "cvc"})
 HOOK_PATH = "/transactions-hook"
 # Every public POST honours Idempotency-Key (D17): payment links, alternative payments and the wallet
 # (funds, transfers, card issuing...). Wallet login and refresh never send a key (the SDK knows a
@@ -111,7 +155,7 @@ def _header_name(key: bytes) -> tuple[str, bool]:
     known = _NAMES.get(key)
     if known is None:
         name = key.decode("latin-1").lower().replace("\x00", "")
-        known = (name, name in _SENSITIVE_NAMES or any(part in name for part in _SENSITIVE_PARTS))
+        known = (name, name not in _LOGGED_HEADERS)
         if len(_NAMES) >= _NAMES_MAX:
             _NAMES.clear()
         _NAMES[bytes(key)] = known
@@ -119,7 +163,8 @@ def _header_name(key: bytes) -> tuple[str, bool]:
 
 
 def mask_headers(raw: list[tuple[bytes, bytes]], extra_sensitive: set[str]) -> dict[str, str]:
-    """Headers as text (latin-1, truncated to 200 characters) with credentials masked."""
+    """Headers as text (latin-1, truncated to 200 characters); only the values of :data:`_LOGGED_HEADERS`
+    that are not in ``extra_sensitive`` (the callback header names) are kept, the others are masked."""
     result: dict[str, str] = {}
     for key_bytes, value_bytes in raw:
         name, sensitive = _header_name(key_bytes)
@@ -130,6 +175,52 @@ def mask_headers(raw: list[tuple[bytes, bytes]], extra_sensitive: set[str]) -> d
         )
         result[name] = value if name not in result else f"{result[name]}, {value}"
     return result
+
+
+#: Query parameter name as sent (up to 64 characters) -> whether its value is masked; bounded.
+_QUERY_NAMES: dict[str, bool] = {}
+
+
+def _sensitive_query_name(raw: str) -> bool:
+    known = _QUERY_NAMES.get(raw)
+    if known is None:
+        name = unquote_plus(raw).casefold()
+        known = name in _SENSITIVE_QUERY or any(part in name for part in _SENSITIVE_PARTS)
+        if len(raw) <= 64:
+            if len(_QUERY_NAMES) >= _NAMES_MAX:
+                _QUERY_NAMES.clear()
+            _QUERY_NAMES[raw] = known
+    return known
+
+
+def mask_query(target: str) -> str:
+    """``path?query`` with the values of sensitive query parameters (D95) replaced by ``****``."""
+    path, mark, query = target.partition("?")
+    if not mark:
+        return target
+    parts = []
+    for part in query.split("&"):
+        name, equals, _value = part.partition("=")
+        parts.append(f"{name}={MASK}" if equals and _sensitive_query_name(name) else part)
+    return f"{path}?{'&'.join(parts)}"
+
+
+class AccessLogFilter(logging.Filter):
+    """Masks sensitive query values (:func:`mask_query`) in uvicorn's access log lines, whose third
+    argument is the path with its query; added to the ``uvicorn.access`` logger by the app's lifespan."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str) and "?" in args[2]:
+            record.args = (*args[:2], mask_query(args[2]), *args[3:])
+        return True
+
+
+def install_access_log_filter() -> None:
+    """Add :class:`AccessLogFilter` to the ``uvicorn.access`` logger (once)."""
+    logger = logging.getLogger("uvicorn.access")
+    if not any(isinstance(item, AccessLogFilter) for item in logger.filters):
+        logger.addFilter(AccessLogFilter())
 
 
 async def _send_problem(problem: APIProblem, scope: Scope, receive: Receive, send: Send) -> None:
@@ -165,7 +256,7 @@ def _write_log(connection: Connection, clock: Clock, entries: list[_Entry]) -> N
         [
             {
                 "method": entry.method,
-                "path": entry.path,
+                "path": mask_query(entry.path),
                 "status_code": entry.status,
                 "at": at,
                 "headers": mask_headers(entry.headers, names),

@@ -12,12 +12,21 @@
   The next due time is computed from the scheduled time, not the wall time, so the virtual clock
   predicts every attempt exactly.
 * A ``duplicate_callback`` fault makes the next N events' attempts POST twice (same ``eventId``).
+* Targets (D97): a callback URL whose host is a link-local or cloud-metadata address
+  (:data:`FORBIDDEN_NETWORKS`, IPv4-mapped and legacy IPv4 forms included) or a metadata service name
+  (:data:`METADATA_NAMES`) is refused where it is registered (:func:`callback_host_problem`); loopback
+  and private networks stay allowed (local receivers). At delivery the host is checked again, and a
+  name is resolved first: an attempt whose name resolves to such an address is recorded as failed,
+  without a connection. No opt-in: a sandbox receiver has no reason to live there.
 """
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 import logging
 import secrets
+import socket
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -43,9 +52,12 @@ from paysdk.server.services import faults
 
 __all__ = [
     "FIRST_RETRY",
+    "FORBIDDEN_NETWORKS",
     "MAX_WAIT",
+    "METADATA_NAMES",
     "RETRY_WINDOW",
     "attempts",
+    "callback_host_problem",
     "deliver_job",
     "enqueue",
     "wait_after",
@@ -57,6 +69,77 @@ FIRST_RETRY = timedelta(minutes=1)
 MAX_WAIT = timedelta(hours=12)
 RETRY_WINDOW = timedelta(days=7)
 USER_AGENT = "paysdk-reference-server/0.1"
+
+#: Callback targets refused (D97): link-local (where the cloud metadata services answer, at
+#: 169.254.169.254 and 169.254.170.2), AWS's IPv6 metadata address and Alibaba Cloud's.
+FORBIDDEN_NETWORKS = tuple(
+    ipaddress.ip_network(network)
+    for network in ("169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128", "100.100.100.200/32")
+)
+#: Host names of cloud metadata services, refused like their addresses (D97).
+METADATA_NAMES = frozenset(
+    {"metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal"}
+)
+_IPV4_FORMS = frozenset("0123456789abcdefxABCDEFX.")
+_REFUSED = "points at a link-local or cloud metadata address (D97)"
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address ``host`` spells, legacy IPv4 forms included (``2852039166``, ``0xa9.0xfe.0xa9.0xfe``,
+    which resolvers accept); IPv4-mapped IPv6 addresses as their IPv4 address."""
+    text = host.strip("[]").split("%", 1)[0]
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        if not text or not set(text) <= _IPV4_FORMS:
+            return None
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(text))
+        except OSError:
+            return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def _forbidden(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return any(address in network for network in FORBIDDEN_NETWORKS)
+
+
+def callback_host_problem(host: str) -> str | None:
+    """What is wrong with a callback URL's host (D97), or ``None``: no DNS lookup here."""
+    name = host.lower().rstrip(".")
+    if name in METADATA_NAMES:
+        return "names a cloud metadata service (D97)"
+    address = _address(name)
+    return _REFUSED if address is not None and _forbidden(address) else None
+
+
+async def _target_problem(url: str, resolve_within: float) -> str | None:
+    """:func:`callback_host_problem`, and for a host name each address it resolves to (within
+    ``resolve_within`` seconds). A name that does not resolve is left to the HTTP client, which reports
+    it. The HTTP client resolves the name again: a name that changes its answer in between (DNS
+    rebinding) is not caught, see D97."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return None  # the POST reports it
+    host = parsed.host
+    problem = callback_host_problem(host)
+    if problem is not None or _address(host) is not None:
+        return problem
+    try:
+        lookup = asyncio.get_running_loop().getaddrinfo(host, parsed.port or 80, type=socket.SOCK_STREAM)
+        infos = await asyncio.wait_for(lookup, resolve_within)
+    except TimeoutError:
+        return f"could not be resolved within {resolve_within:g} s"
+    except (OSError, UnicodeError):
+        return None
+    for *_, sockaddr in infos:
+        address = _address(str(sockaddr[0]))
+        if address is not None and _forbidden(address):
+            return f"resolves to {address}, a link-local or cloud metadata address (D97)"
+    return None
 
 
 def wait_after(round_number: int) -> timedelta:
@@ -219,9 +302,18 @@ async def deliver_job(context: ServerContext, job_id: int, event_id: str, due_at
         return
     client, close = context.http_client()
     try:
-        results = [await _post(client, delivery)]
-        if delivery.duplicate:
-            results.append(await _post(client, delivery))
+        # An injected transport reaches no network: only the host itself is checked then, not its DNS.
+        refused = (
+            await _target_problem(delivery.url, context.callback_timeout)
+            if context.http_transport is None
+            else callback_host_problem(_host(delivery.url))
+        )
+        if refused is not None:
+            results = [_Result(None, f"refused: callbackUrl {refused}")]
+        else:
+            results = [await _post(client, delivery)]
+            if delivery.duplicate:
+                results.append(await _post(client, delivery))
     finally:
         if close:
             await client.aclose()

@@ -35,6 +35,7 @@ from paysdk.server.auth import hook_keys_digest, sha256_hex
 from paysdk.server.db import ClientRow, RequestLogRow, from_cents, to_cents
 from paysdk.server.errors import APIProblem
 from paysdk.server.services import wallet_tokens
+from paysdk.server.services.callbacks import callback_host_problem
 
 __all__ = [
     "DEFAULT_AMOUNT_MAX",
@@ -163,6 +164,9 @@ def _check_url(url: str) -> None:
         raise APIProblem.invalid_field("callbackUrl", "is not a valid URL") from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise APIProblem.invalid_field("callbackUrl", "must be an http(s) URL")
+    problem = callback_host_problem(parsed.host)
+    if problem is not None:
+        raise APIProblem.invalid_field("callbackUrl", problem)
 
 
 def client_view(

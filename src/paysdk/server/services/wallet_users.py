@@ -6,6 +6,10 @@ Decisions D34, D37-D39:
   and compared with :func:`hmac.compare_digest`. An unknown username costs the same scrypt as a known one,
   so timing does not reveal which usernames exist. Wrong username or password: ``401 / 7101``.
 * ``/users/login``: the optional ``merchant`` must be the application token's slug (``400 / 7001``).
+  The username is matched as given, else in its canonical form (D96: NFKC and case folding).
+* Usernames are unique per merchant in their canonical form (``username_key``, D96): ``"Ana"`` and
+  ``"ＡＮＡ"`` clash (``409`` naming ``username``); invisible and bidirectional characters are refused and
+  emails are checked for form by the contract models.
 * ``/users/refresh``: TTL overrides within D34 (``accessTokenTtl`` 60 s..24 h, ``refreshTokenTtl``
   5 min..90 days and at least the access lifetime; ``400 / 7001`` naming the field otherwise).
 * ``/users/logout`` (D38): ``X-User-Token`` names the session; it is revoked at once.
@@ -49,6 +53,7 @@ from paysdk.contracts.wallet import (
     UserProfile,
     UserRefreshRequest,
     WalletCode,
+    username_key,
 )
 from paysdk.server.context import ServerContext
 from paysdk.server.db import ClientRow
@@ -170,20 +175,25 @@ def create_user(session: Session, spec: SandboxUserCreate, now: datetime) -> Car
     email = spec.email.strip().lower()
     if len(email) > 255:
         raise APIProblem.invalid_field("email", "is too long")
-    taken = session.scalars(
-        select(WalletUserRow.id).where(
+    key = username_key(spec.username)
+    taken = session.execute(
+        select(WalletUserRow.email).where(
             WalletUserRow.client_id == client.id,
-            (WalletUserRow.username == spec.username) | (WalletUserRow.email == email),
+            (WalletUserRow.username_key == key)
+            | (WalletUserRow.username == spec.username)
+            | (WalletUserRow.email == email),
         )
     ).first()
     if taken is not None:
-        raise APIProblem.conflict("A user with this username or email already exists.", "username")
+        field = "email" if taken.email == email else "username"
+        raise APIProblem.conflict(f"A user with this {field} already exists.", field)
     profile = spec.profile.model_dump(by_alias=True, exclude_none=True, mode="json") if spec.profile else {}
     user = WalletUserRow(
         id=new_id("usr"),
         client_id=client.id,
         merchant=client.slug,
         username=spec.username,
+        username_key=key,
         email=email,
         password_hash=hash_secret(spec.password),
         profile=profile,
@@ -235,11 +245,21 @@ def user_login(
 ) -> TokenPair:
     """``POST /users/login``: a new user session."""
     _check_merchant(app, body.merchant)
-    user = session.scalars(
-        select(WalletUserRow).where(
-            WalletUserRow.client_id == app.client_id, WalletUserRow.username == body.username
-        )
-    ).first()
+    # The exact username first (a user of an older database may have no key, see fill_username_keys),
+    # then its canonical form (D96): "ANA" logs in as "Ana".
+    user = (
+        session.scalars(
+            select(WalletUserRow).where(
+                WalletUserRow.client_id == app.client_id, WalletUserRow.username == body.username
+            )
+        ).first()
+        or session.scalars(
+            select(WalletUserRow).where(
+                WalletUserRow.client_id == app.client_id,
+                WalletUserRow.username_key == username_key(body.username),
+            )
+        ).first()
+    )
     ok = verify_secret(body.password, user.password_hash if user is not None else _dummy_hash())
     if user is None or not ok:
         raise wallet_problem(
