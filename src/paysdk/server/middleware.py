@@ -387,6 +387,8 @@ class ServerMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if not await self.context.addresses.admit(scope, receive, send):  # host, control plane (D91, D92)
+            return
         path = scope["path"]
         hook = path.rstrip("/") == HOOK_PATH
         if hook and scope["method"] == "OPTIONS":
