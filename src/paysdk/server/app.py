@@ -145,7 +145,8 @@ def create_app(
         app.include_router(router, prefix=prefix)
     app.include_router(sandbox.router)
     app.include_router(sandbox_wallet.router)
-    # One layer: hook CORS -> request log -> faults -> idempotency -> fast lane or FastAPI routing.
+    # One layer: allowed host and control-plane checks (D91, D92) -> hook CORS -> request log -> faults
+    # -> idempotency -> fast lane or FastAPI routing.
     app.add_middleware(
         ServerMiddleware,
         context=context,
