@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from starlette.types import Receive, Scope, Send
+from starlette.types import Scope
 
 from paysdk._environment import CHECKOUT_PREFIX
 from paysdk.server.errors import APIProblem
@@ -119,6 +119,8 @@ class ServerAddresses:
         #: Allowed host names as the ``Host`` header spells them (lower-case, no port).
         self.hosts: frozenset[bytes] = frozenset(names)
         self._bases: dict[tuple[object, ...], tuple[str, bytes]] = {}
+        #: Raw ``Host`` values seen and found in :attr:`hosts` (with their ports): one set lookup per request.
+        self._seen: set[bytes] = set()
 
     # -- the public address
 
@@ -160,10 +162,13 @@ class ServerAddresses:
 
     def host_allowed(self, scope: Scope, host: bytes | None) -> bool:
         """Whether the server answers ``host`` (the raw ``Host`` value; ``None``: no ``Host``)."""
-        if host is None or self.any_host:
+        if host is None or self.any_host or host in self._seen:
             return True
         name = _host_name(host)
         if name in self.hosts:
+            if len(self._seen) >= _CACHE_MAX:
+                self._seen.clear()
+            self._seen.add(bytes(host))
             return True
         server = scope.get("server")  # the connection's own address: the request names the server itself
         if server is None:
@@ -183,32 +188,28 @@ class ServerAddresses:
 
     # -- the ASGI check
 
-    async def admit(self, scope: Scope, receive: Receive, send: Send) -> bool:
-        """Check an HTTP request before routing: its host (``421``), and on the control plane its
-        ``Origin`` (``403``) and body type (``415``). Answers and returns ``False`` when refused."""
+    def refusal(self, scope: Scope) -> APIProblem | None:
+        """The check of an HTTP request before routing (synchronous: the hot path awaits nothing for a
+        request that passes): its host (``421``), and on the control plane its ``Origin`` (``403``) and
+        body type (``415``). ``None`` when the request may go on; else the problem to answer."""
         host = None
         for key, value in scope["headers"]:
             if key == b"host":
                 host = value
                 break
-        if not self.host_allowed(scope, host):
+        if host is not None and host not in self._seen and not self.host_allowed(scope, host):
             shown = (host or b"").decode("latin-1")[:100]
-            problem = APIProblem(
+            return APIProblem(
                 421,
                 None,
                 f"This server does not answer for host {shown!r}: use its own address, "
                 "or start it with --allowed-host.",
                 [("Host", "not a host this server answers")],
             )
-            await problem.response()(scope, receive, send)
-            return False
-        if not is_control_plane(scope["path"]):
-            return True
-        problem = self._control_problem(scope, host)
-        if problem is None:
-            return True
-        await problem.response()(scope, receive, send)
-        return False
+        path = scope["path"]
+        if not path.startswith(_CONTROL) or not is_control_plane(path):
+            return None
+        return self._control_problem(scope, host)
 
     def _control_problem(self, scope: Scope, host: bytes | None) -> APIProblem | None:
         origin = content_type = None
