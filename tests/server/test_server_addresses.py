@@ -13,7 +13,9 @@ from typing import Any
 import httpx
 import pytest
 from server_helpers import JSON_TYPE, auth, body, create_alternative, dumps, form_token, link_body
+from test_server_alternative_payments import decode_qr
 
+from paysdk.contracts.alternative_payments import ProcessResult
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
 from paysdk.server.addresses import ServerAddresses
@@ -80,6 +82,17 @@ async def test_links_forms_and_rails_use_the_public_url_whatever_the_host(
         headers={**auth(merchant, bearer=True), "Host": "shop.test"},
     )
     assert body(rail)["data"] == {"type": "url", "data": f"{PUBLIC}/checkout/rails/zigi?orderId={uid}"}
+
+    uid = (await create_alternative(public_client, merchant))["uid"]
+    qr = await public_client.post(
+        f"/api/v1/integrations/transactions/{uid}/payments",
+        content=dumps({"processor": "akisiQR", "data": {}}),
+        headers={**auth(merchant, bearer=True), "Host": "shop.test"},
+    )
+    assert (
+        decode_qr(ProcessResult.model_validate(body(qr)["data"]))
+        == f"{PUBLIC}/checkout/rails/akisiQR?orderId={uid}"
+    )
 
 
 async def test_attacker_host_yields_no_link_on_the_attacker_host(
