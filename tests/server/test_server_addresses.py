@@ -166,6 +166,8 @@ async def test_allow_list_public_url_host_and_any(db_url: str) -> None:
         ("http://pay.example/?next=1", (), "?next=1"),
         ("http://user:pw@pay.example", (), "pay.example"),
         ("http://pay.example:99999", (), "99999"),
+        ("http://pay.example;script-src *", (), "characters"),
+        ("http://pay.example/a'b", (), "characters"),
         (None, ("http://shop.test",), "http://shop.test"),
         (None, ("shop.test:8000",), "shop.test:8000"),
         (None, ("",), "''"),

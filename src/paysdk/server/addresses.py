@@ -25,6 +25,7 @@ origin of the address the request was sent to (``scheme://Host``, the ``Host`` b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -40,6 +41,8 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 _CONTROL = "/_sandbox"
 _JSON = b"application/json"
 _CACHE_MAX = 256
+_NETLOC = re.compile(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?")
+_NOT_IN_PATH = frozenset(" \t\r\n\"'<>;,\\`")
 
 
 def is_control_plane(path: str) -> bool:
@@ -76,20 +79,22 @@ def _allowed_name(name: str) -> bytes:
 
 
 def _public_url(url: str) -> str:
-    """``--public-url`` checked: ``http(s)://host[:port][/path]``, no query, fragment or credentials."""
+    """``--public-url`` checked: ``http(s)://host[:port][/path]``, no query, fragment or credentials; the
+    host a name or an IP address, the path plain (it goes into HTML and a CSP header)."""
     text = url.strip().rstrip("/")
     if not text.isascii():
         raise ValueError(f"public URL {url!r}: give the host in its ASCII (punycode) form")
     try:
         parts = urlsplit(text)
-        port = parts.port
+        parts.port  # noqa: B018  (raises ValueError for a port out of range)
     except ValueError as exc:
         raise ValueError(f"public URL {url!r} is not a URL: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"public URL {url!r} must be an http:// or https:// address with a host")
     if parts.query or parts.fragment or parts.username is not None or parts.password is not None:
         raise ValueError(f"public URL {url!r} must have no query, fragment or credentials")
-    del port  # read only to check it
+    if not _NETLOC.fullmatch(parts.netloc) or any(char in _NOT_IN_PATH for char in parts.path):
+        raise ValueError(f"public URL {url!r} has characters a host or a plain path cannot have")
     return text
 
 
