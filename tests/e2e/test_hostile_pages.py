@@ -101,22 +101,31 @@ def test_a_page_on_another_origin_cannot_frame_the_checkout(
     client.close()
 
 
-@pytest.mark.parametrize("with_token", [False, True], ids=["no-token", "leaked-token"])
+@pytest.mark.parametrize(
+    ("with_token", "hide_origin"),
+    [(False, False), (True, False), (False, True)],
+    ids=["no-token", "leaked-token", "origin-null-no-token"],
+)
 def test_a_cross_origin_form_post_is_refused_and_changes_nothing(
-    live_server: str, hostile: HostilePages, page: Page, with_token: bool
+    live_server: str, hostile: HostilePages, page: Page, with_token: bool, hide_origin: bool
 ) -> None:
     client, uid, url = _link(live_server)
     fields = {"orderId": uid, **CARD_FIELDS}
     if with_token:  # even a token read off the real page does not help another origin (Origin check)
         page_html = httpx.get(url).text
         fields["formToken"] = page_html.split("name='formToken' value='", 1)[1].split("'", 1)[0]
+    # With no-referrer the browser sends ``Origin: null``, as from the checkout's own page: the token decides.
+    head = "<meta name='referrer' content='no-referrer'>" if hide_origin else ""
     inputs = "".join(f"<input type='hidden' name='{name}' value='{value}'>" for name, value in fields.items())
     attack = hostile.serve(
         "/post.html",
-        f"<!doctype html><form method='post' action='{live_server}/checkout/pay'>{inputs}</form>"
+        f"<!doctype html>{head}<form method='post' action='{live_server}/checkout/pay'>{inputs}</form>"
         "<script>document.forms[0].submit()</script>",
     )
-    page.goto(attack)
+    with page.expect_request(lambda request: request.method == "POST") as posted:
+        page.goto(attack)
+    expected = "null" if hide_origin else f"http://127.0.0.1:{hostile.port}"
+    assert posted.value.all_headers().get("origin") == expected
     page.wait_for_url(f"{live_server}/checkout/pay")
     expect(page.get_by_test_id("status")).to_contain_text("not sent from its payment page")
     stored = client.sandbox.transaction(uid)
@@ -127,7 +136,9 @@ def test_a_cross_origin_form_post_is_refused_and_changes_nothing(
     page.get_by_test_id("card-expiry").fill("12/34")
     page.get_by_test_id("card-cvc").fill("123")
     page.get_by_test_id("card-name").fill("Ana")
-    page.get_by_test_id("pay-button").click()
+    with page.expect_request(lambda request: request.method == "POST") as own:
+        page.get_by_test_id("pay-button").click()
+    assert own.value.all_headers().get("origin") == "null"  # Referrer-Policy: no-referrer (D93, D94)
     expect(page.get_by_test_id("status")).to_contain_text("approved")
     client.close()
 
