@@ -73,6 +73,14 @@ router = APIRouter(prefix=CHECKOUT_PREFIX, tags=["hosted checkout"], route_class
 
 _EXPIRY = re.compile(r"^\s*(\d{1,2})\s*/\s*(\d{2}|\d{4})\s*$")
 _HTML: dict[str, Any] = {"description": "Unknown orderId (HTML page).", "content": {"text/html": {}}}
+#: The answers of a checkout POST besides the page or redirect.
+_POSTED: dict[int | str, dict[str, Any]] = {
+    403: {
+        "description": "No or a wrong formToken, or another Origin (HTML page; nothing changes, D94).",
+        "content": {"text/html": {}},
+    },
+    404: _HTML,
+}
 
 
 _TOKEN_LABEL = b"paysdk checkout form token"
@@ -215,7 +223,7 @@ async def checkout_no_slash(
     return await checkout(request, background, orderId)
 
 
-@router.post("/pay", summary="Submit the card form", response_class=HTMLResponse, responses={404: _HTML})
+@router.post("/pay", summary="Submit the card form", response_class=HTMLResponse, responses=_POSTED)
 async def submit_card(request: Request, background: BackgroundTasks) -> Response:
     """Apply the test card's outcome; redirect to the status page (303) or show the 3-D Secure challenge."""
     context = get_context(request)
@@ -250,7 +258,7 @@ async def submit_card(request: Request, background: BackgroundTasks) -> Response
 
 
 @router.post(
-    "/3ds", summary="Answer the 3-D Secure challenge", response_class=HTMLResponse, responses={404: _HTML}
+    "/3ds", summary="Answer the 3-D Secure challenge", response_class=HTMLResponse, responses=_POSTED
 )
 async def answer_challenge(request: Request, background: BackgroundTasks) -> Response:
     """Approve or fail the simulated 3-D Secure challenge."""
@@ -296,7 +304,7 @@ async def rail(
     "/rails/{processor}",
     summary="Pay or expire on a rail page",
     response_class=HTMLResponse,
-    responses={404: _HTML},
+    responses=_POSTED,
 )
 async def rail_outcome(processor: str, request: Request, background: BackgroundTasks) -> Response:
     """The customer paid on the rail (or let it expire): same code as ``/_sandbox/.../simulate``."""
