@@ -38,6 +38,9 @@ from paysdk import _json
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
 from paysdk.server import create_app
 
+#: The control plane takes JSON bodies only (D92).
+JSON_TYPE = {"Content-Type": "application/json"}
+
 PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -114,7 +117,9 @@ def merchant_factory(asgi_client: httpx.AsyncClient) -> MerchantFactory:
     async def make(**fields: Any) -> SandboxClient:
         spec = SandboxClientCreate.model_validate(fields)
         response = await asgi_client.post(
-            "/_sandbox/clients", content=_json.dumps(spec.model_dump(by_alias=True, exclude_none=True))
+            "/_sandbox/clients",
+            content=_json.dumps(spec.model_dump(by_alias=True, exclude_none=True)),
+            headers=JSON_TYPE,
         )
         assert response.status_code == 201, response.text
         return SandboxClient.model_validate(_json.loads(response.content))

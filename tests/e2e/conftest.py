@@ -1,4 +1,5 @@
-"""End-to-end fixtures: a merchant's callback receiver built on ``paysdk.callbacks``, and Chromium."""
+"""End-to-end fixtures: a merchant's callback receiver built on ``paysdk.callbacks``, and Chromium
+(``browser``: one per test module; ``page``: a fresh browser context per test)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from paysdk.callbacks import CallbackReceiver, CallbackResult, MemoryDedupStore
 from paysdk.contracts.callbacks import CallbackPayload
@@ -89,3 +92,23 @@ def merchant_receiver() -> Iterator[MerchantReceiver]:
         yield receiver
     finally:
         receiver.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert Path(CHROMIUM).exists(), "Chromium is missing: run `make services` (apt-get install chromium)"
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context()
+    try:
+        yield context.new_page()
+    finally:
+        context.close()

@@ -3,38 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 import paysdk
 
-from .conftest import CHROMIUM, CHROMIUM_ARGS, MerchantReceiver
+from .conftest import MerchantReceiver
 
 pytestmark = [pytest.mark.browser, pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    assert Path(CHROMIUM).exists(), "Chromium is missing: run `make services` (apt-get install chromium)"
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
 
 
 def _link_for(live_server: str, receiver: MerchantReceiver, amount: str) -> tuple[paysdk.Client, str, str]:

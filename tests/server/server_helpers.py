@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -9,6 +10,9 @@ import httpx
 
 from paysdk import _json
 from paysdk.contracts.sandbox import CallbackAttempt, SandboxClient, SandboxTransaction
+
+#: The control plane takes JSON bodies only (D92): requests sent with ``content=`` name the type.
+JSON_TYPE = {"Content-Type": "application/json"}
 
 PHONE = "+50212345678"
 
@@ -76,7 +80,9 @@ async def pay(client: httpx.AsyncClient, uid: str, card: str, three_ds: str | No
     payload: dict[str, Any] = {"cardNumber": card}
     if three_ds is not None:
         payload["threeDSResult"] = three_ds
-    response = await client.post(f"/_sandbox/transactions/{uid}/pay", content=dumps(payload))
+    response = await client.post(
+        f"/_sandbox/transactions/{uid}/pay", content=dumps(payload), headers=JSON_TYPE
+    )
     assert response.status_code == 200, response.text
     result: dict[str, Any] = body(response)
     return result
@@ -84,7 +90,9 @@ async def pay(client: httpx.AsyncClient, uid: str, card: str, three_ds: str | No
 
 async def advance(client: httpx.AsyncClient, seconds: int | Decimal) -> dict[str, Any]:
     """Advance the virtual clock."""
-    response = await client.post("/_sandbox/clock/advance", content=dumps({"seconds": seconds}))
+    response = await client.post(
+        "/_sandbox/clock/advance", content=dumps({"seconds": seconds}), headers=JSON_TYPE
+    )
     assert response.status_code == 200, response.text
     result: dict[str, Any] = body(response)
     return result
@@ -117,3 +125,15 @@ def assert_error(
     if field is not None:
         assert field in [detail["field"] for detail in data["details"]], data
     return data
+
+
+def form_token(html: str) -> str:
+    """The ``formToken`` the forms of a checkout page post back (D94)."""
+    match = re.search(r"name='formToken' value='([^']+)'", html)
+    assert match is not None, "the page has no form token"
+    return match.group(1)
+
+
+async def page_token(client: httpx.AsyncClient, url: str) -> str:
+    """:func:`form_token` of the page at ``url``."""
+    return form_token((await client.get(url)).text)

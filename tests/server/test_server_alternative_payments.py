@@ -12,6 +12,7 @@ import PIL.Image
 import pytest
 import zxingcpp
 from server_helpers import (
+    JSON_TYPE,
     PHONE,
     advance,
     assert_error,
@@ -19,6 +20,7 @@ from server_helpers import (
     body,
     create_alternative,
     dumps,
+    page_token,
     transaction,
 )
 
@@ -240,12 +242,12 @@ async def test_rail_paid_by_simulate_and_by_rail_page(
 ) -> None:
     uid = (await create_alternative(asgi_client, merchant))["uid"]
     early = await asgi_client.post(
-        f"/_sandbox/transactions/{uid}/simulate", content=dumps({"outcome": "paid"})
+        f"/_sandbox/transactions/{uid}/simulate", content=dumps({"outcome": "paid"}), headers=JSON_TYPE
     )
     assert_error(early, 409, None)  # no rail chosen yet
     await process(asgi_client, merchant, uid, "zigi")
     paid = await asgi_client.post(
-        f"/_sandbox/transactions/{uid}/simulate", content=dumps({"outcome": "paid"})
+        f"/_sandbox/transactions/{uid}/simulate", content=dumps({"outcome": "paid"}), headers=JSON_TYPE
     )
     assert body(paid)["status"] == "approved"
     stored = await transaction(asgi_client, uid)
@@ -254,8 +256,9 @@ async def test_rail_paid_by_simulate_and_by_rail_page(
 
     second = (await create_alternative(asgi_client, merchant))["uid"]
     await process(asgi_client, merchant, second, "bamPaymentButton")
+    token = await page_token(asgi_client, f"/checkout/rails/bamPaymentButton?orderId={second}")
     page = await asgi_client.post(
-        "/checkout/rails/bamPaymentButton", data={"orderId": second, "outcome": "expired"}
+        "/checkout/rails/bamPaymentButton", data={"orderId": second, "formToken": token, "outcome": "expired"}
     )
     assert page.status_code == 303
     final = await asgi_client.get(page.headers["location"])

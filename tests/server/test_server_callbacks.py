@@ -10,7 +10,17 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
-from server_helpers import advance, attempts, auth, create_alternative, create_link, dumps, pay, transaction
+from server_helpers import (
+    JSON_TYPE,
+    advance,
+    attempts,
+    auth,
+    create_alternative,
+    create_link,
+    dumps,
+    pay,
+    transaction,
+)
 
 from paysdk.contracts.callbacks import CallbackPayload
 
@@ -162,7 +172,7 @@ async def test_duplicate_callback_fault_delivers_twice_with_the_same_event_id(
 ) -> None:
     merchant = await setup(asgi_client, merchant_factory, callback_sink)
     fault = await asgi_client.post(
-        "/_sandbox/faults", content=dumps({"kind": "duplicate_callback", "count": 1})
+        "/_sandbox/faults", content=dumps({"kind": "duplicate_callback", "count": 1}), headers=JSON_TYPE
     )
     assert fault.status_code == 201
     first = await create_link(asgi_client, merchant)

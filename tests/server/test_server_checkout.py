@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from server_helpers import advance, create_link, pay, transaction
+from server_helpers import advance, create_link, form_token, page_token, pay, transaction
 
 from paysdk.contracts.sandbox import SandboxClient
 
@@ -20,8 +20,13 @@ def text_of(html: str, name: str) -> str | None:
     return match.group(1) if match else None
 
 
-async def submit(client: httpx.AsyncClient, uid: str, card: str, **form: str) -> httpx.Response:
-    return await client.post("/checkout/pay", data={"orderId": uid, "cardNumber": card, **CARD_FORM, **form})
+async def submit(
+    client: httpx.AsyncClient, uid: str, card: str, token: str | None = None, **form: str
+) -> httpx.Response:
+    """Post the card form as its page would (with the page's form token unless ``token`` is given)."""
+    token = token if token is not None else await page_token(client, f"/checkout/?orderId={uid}")
+    data = {"orderId": uid, "formToken": token, "cardNumber": card, **CARD_FORM, **form}
+    return await client.post("/checkout/pay", data=data)
 
 
 async def test_pending_page_shows_summary_and_form(
@@ -100,13 +105,21 @@ async def test_three_ds_challenge_page(
     assert (await transaction(asgi_client, link["uid"])).status == "pending"
     challenge_id = re.search(r"name='challengeId' value='([^']+)'", html)
     assert challenge_id
+    token = form_token(html)
     wrong = await asgi_client.post(
-        "/checkout/3ds", data={"orderId": link["uid"], "challengeId": "3ds_forged", "result": "approve"}
+        "/checkout/3ds",
+        data={"orderId": link["uid"], "formToken": token, "challengeId": "3ds_forged", "result": "approve"},
     )
     assert wrong.status_code == 303
     assert (await transaction(asgi_client, link["uid"])).status == "pending"
     answer = await asgi_client.post(
-        "/checkout/3ds", data={"orderId": link["uid"], "challengeId": challenge_id.group(1), "result": button}
+        "/checkout/3ds",
+        data={
+            "orderId": link["uid"],
+            "formToken": token,
+            "challengeId": challenge_id.group(1),
+            "result": button,
+        },
     )
     assert answer.status_code == 303
     page = (await asgi_client.get(answer.headers["location"])).text
@@ -162,12 +175,13 @@ async def test_unknown_order_is_a_404_page(asgi_client: httpx.AsyncClient) -> No
 async def test_link_expires_after_24_hours(asgi_client: httpx.AsyncClient, merchant: SandboxClient) -> None:
     link = await create_link(asgi_client, merchant)
     await advance(asgi_client, 24 * 3600 - 60)
-    assert text_of((await asgi_client.get(link["URL"])).text, "status") == "pending"
+    pending = (await asgi_client.get(link["URL"])).text
+    assert text_of(pending, "status") == "pending"
     await advance(asgi_client, 61)
     page = (await asgi_client.get(link["URL"])).text
     assert text_of(page, "status") == "expired"
     assert "data-testid='pay-button'" not in page
-    late = await submit(asgi_client, link["uid"], "4242424242424242")
+    late = await submit(asgi_client, link["uid"], "4242424242424242", form_token(pending))
     assert late.status_code == 303
     assert (await transaction(asgi_client, link["uid"])).status == "expired"
 

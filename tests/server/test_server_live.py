@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from server_helpers import body, dumps, link_body
+from server_helpers import JSON_TYPE, body, dumps, form_token, link_body
 
 from paysdk.contracts.sandbox import SandboxClient
 
@@ -16,7 +16,9 @@ from paysdk.contracts.sandbox import SandboxClient
 async def test_smoke_over_a_real_socket(live_server: str, callback_sink: Any) -> None:
     async with httpx.AsyncClient(base_url=live_server, timeout=10) as client:
         assert body(await client.get("/_sandbox/health"))["status"] == "ok"
-        created = await client.post("/_sandbox/clients", content=dumps({"callbackUrl": callback_sink.url}))
+        created = await client.post(
+            "/_sandbox/clients", content=dumps({"callbackUrl": callback_sink.url}), headers=JSON_TYPE
+        )
         merchant = SandboxClient.model_validate(body(created))
         link = await client.post(
             "/transactions",
@@ -32,6 +34,7 @@ async def test_smoke_over_a_real_socket(live_server: str, callback_sink: Any) ->
             "/checkout/pay",
             data={
                 "orderId": body(link)["uid"],
+                "formToken": form_token(page.text),
                 "cardNumber": "4242424242424242",
                 "expiry": "12/39",
                 "cvc": "123",
@@ -54,7 +57,11 @@ async def test_smoke_over_a_real_socket(live_server: str, callback_sink: Any) ->
 async def test_drop_fault_closes_the_connection(live_server: str) -> None:
     async with httpx.AsyncClient(base_url=live_server, timeout=10) as client:
         merchant = SandboxClient.model_validate(body(await client.post("/_sandbox/clients")))
-        await client.post("/_sandbox/faults", content=dumps({"kind": "drop", "route": "POST /transactions"}))
+        await client.post(
+            "/_sandbox/faults",
+            content=dumps({"kind": "drop", "route": "POST /transactions"}),
+            headers=JSON_TYPE,
+        )
         with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
             await client.post(
                 "/transactions",
@@ -76,7 +83,11 @@ async def test_ticker_delivers_retries_when_their_time_comes(
 ) -> None:
     async with httpx.AsyncClient(base_url=live_server, timeout=10) as client:
         merchant = SandboxClient.model_validate(
-            body(await client.post("/_sandbox/clients", content=dumps({"callbackUrl": callback_sink.url})))
+            body(
+                await client.post(
+                    "/_sandbox/clients", content=dumps({"callbackUrl": callback_sink.url}), headers=JSON_TYPE
+                )
+            )
         )
         callback_sink.down()
         link = body(

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from server_helpers import advance, assert_error, auth, body, create_link, dumps, link_body, pay
+from server_helpers import JSON_TYPE, advance, assert_error, auth, body, create_link, dumps, link_body, pay
 
 from paysdk.contracts.sandbox import ClockState, Fault, Health, RequestLogEntry, SandboxClient, TestCard
 from paysdk.server.errors import ConnectionDropped
@@ -65,13 +65,17 @@ async def test_client_options_and_errors(asgi_client: httpx.AsyncClient) -> None
         "threeDS": True,
         "callbackUrl": "https://shop.example/cb",
     }
-    created = await asgi_client.post("/_sandbox/clients", content=dumps(spec))
+    created = await asgi_client.post("/_sandbox/clients", content=dumps(spec), headers=JSON_TYPE)
     assert created.status_code == 201, created.text
     client = SandboxClient.model_validate(body(created))
     assert client.three_ds
     assert client.amount_max == Decimal("50.00")
     assert client.currencies == ["USD", "GTQ"]
-    assert_error(await asgi_client.post("/_sandbox/clients", content=dumps({"slug": "Shop_1"})), 409, None)
+    assert_error(
+        await asgi_client.post("/_sandbox/clients", content=dumps({"slug": "Shop_1"}), headers=JSON_TYPE),
+        409,
+        None,
+    )
     assert_error(await asgi_client.get("/_sandbox/clients/shop_1"), 404, None)
     assert_error(await asgi_client.get("/_sandbox/clients/%00"), 404, None)
     bad: list[dict[str, Any]] = [
@@ -89,13 +93,19 @@ async def test_client_options_and_errors(asgi_client: httpx.AsyncClient) -> None
         {"threeDS": "yes please"},
     ]
     for spec_item in bad:
-        assert_error(await asgi_client.post("/_sandbox/clients", content=dumps(spec_item)), 409, 5000)
+        assert_error(
+            await asgi_client.post("/_sandbox/clients", content=dumps(spec_item), headers=JSON_TYPE),
+            409,
+            5000,
+        )
 
 
 async def test_reset_wipes_everything(asgi_client: httpx.AsyncClient, merchant: SandboxClient) -> None:
     await create_link(asgi_client, merchant)
     await advance(asgi_client, 3600)
-    await asgi_client.post("/_sandbox/faults", content=dumps({"kind": "latency", "latencyMs": 1, "count": 5}))
+    await asgi_client.post(
+        "/_sandbox/faults", content=dumps({"kind": "latency", "latencyMs": 1, "count": 5}), headers=JSON_TYPE
+    )
     assert (await asgi_client.post("/_sandbox/reset")).status_code == 200
     assert (await asgi_client.get(f"/_sandbox/clients/{merchant.slug}")).status_code == 404
     assert body(await asgi_client.get("/_sandbox/requests")) == []
@@ -114,7 +124,10 @@ async def test_clock_advance(asgi_client: httpx.AsyncClient) -> None:
     assert Decimal(str(after["offsetSeconds"])) == before.offset_seconds + Decimal("90.5")
     for bad in ({"seconds": 0}, {"seconds": -1}, {"seconds": [1]}, {}):
         assert_error(
-            await asgi_client.post("/_sandbox/clock/advance", content=dumps(bad)), 409, 5000, "seconds"
+            await asgi_client.post("/_sandbox/clock/advance", content=dumps(bad), headers=JSON_TYPE),
+            409,
+            5000,
+            "seconds",
         )
 
 
@@ -142,12 +155,16 @@ async def test_sandbox_transaction_unknown_is_404(asgi_client: httpx.AsyncClient
 
 async def test_error_and_rate_limit_faults(asgi_client: httpx.AsyncClient, merchant: SandboxClient) -> None:
     created = await asgi_client.post(
-        "/_sandbox/faults", content=dumps({"kind": "error", "route": "POST /transactions", "status": 503})
+        "/_sandbox/faults",
+        content=dumps({"kind": "error", "route": "POST /transactions", "status": 503}),
+        headers=JSON_TYPE,
     )
     fault = Fault.model_validate(body(created))
     assert fault.remaining == 1
     await asgi_client.post(
-        "/_sandbox/faults", content=dumps({"kind": "rate_limit", "retryAfter": 7, "count": 1})
+        "/_sandbox/faults",
+        content=dumps({"kind": "rate_limit", "retryAfter": 7, "count": 1}),
+        headers=JSON_TYPE,
     )
     failed = await asgi_client.post(
         "/transactions", content=dumps(link_body(merchant)), headers=auth(merchant)
@@ -162,7 +179,9 @@ async def test_error_and_rate_limit_faults(asgi_client: httpx.AsyncClient, merch
     assert ok.status_code == 200
     assert [item["remaining"] for item in body(await asgi_client.get("/_sandbox/faults"))] == [0, 0]
     # The control plane is never faulted.
-    await asgi_client.post("/_sandbox/faults", content=dumps({"kind": "error", "count": 3}))
+    await asgi_client.post(
+        "/_sandbox/faults", content=dumps({"kind": "error", "count": 3}), headers=JSON_TYPE
+    )
     assert (await asgi_client.get("/_sandbox/health")).status_code == 200
     assert body(await asgi_client.delete("/_sandbox/faults")) == {"deleted": 3}
     assert (
@@ -174,7 +193,9 @@ async def test_latency_fault(asgi_client: httpx.AsyncClient, merchant: SandboxCl
     import time
 
     await asgi_client.post(
-        "/_sandbox/faults", content=dumps({"kind": "latency", "latencyMs": 300, "route": "/transactions"})
+        "/_sandbox/faults",
+        content=dumps({"kind": "latency", "latencyMs": 300, "route": "/transactions"}),
+        headers=JSON_TYPE,
     )
     start = time.monotonic()
     response = await asgi_client.post(
@@ -185,7 +206,9 @@ async def test_latency_fault(asgi_client: httpx.AsyncClient, merchant: SandboxCl
 
 
 async def test_drop_fault_in_process_raises(asgi_client: httpx.AsyncClient, merchant: SandboxClient) -> None:
-    await asgi_client.post("/_sandbox/faults", content=dumps({"kind": "drop", "route": "POST /transactions"}))
+    await asgi_client.post(
+        "/_sandbox/faults", content=dumps({"kind": "drop", "route": "POST /transactions"}), headers=JSON_TYPE
+    )
     with pytest.raises(ConnectionDropped):
         await asgi_client.post("/transactions", content=dumps(link_body(merchant)), headers=auth(merchant))
     assert (
@@ -197,7 +220,9 @@ async def test_drop_fault_in_process_raises(asgi_client: httpx.AsyncClient, merc
 
 async def test_fault_validation(asgi_client: httpx.AsyncClient) -> None:
     for bad in ({"kind": "meteor"}, {"kind": "error", "status": 404}, {"kind": "latency", "count": 0}, {}):
-        assert_error(await asgi_client.post("/_sandbox/faults", content=dumps(bad)), 409, 5000)
+        assert_error(
+            await asgi_client.post("/_sandbox/faults", content=dumps(bad), headers=JSON_TYPE), 409, 5000
+        )
 
 
 # ------------------------------------------------------------------------------------- request log
@@ -295,7 +320,9 @@ async def test_idempotency_key_is_scoped_per_credentials_and_5xx_not_stored(
     )
     assert a.status_code == b.status_code == 200
     assert body(a)["uid"] != body(b)["uid"]
-    await asgi_client.post("/_sandbox/faults", content=dumps({"kind": "error", "route": "/api/*"}))
+    await asgi_client.post(
+        "/_sandbox/faults", content=dumps({"kind": "error", "route": "/api/*"}), headers=JSON_TYPE
+    )
     alt_headers = {**auth(merchant, bearer=True), "Idempotency-Key": "alt-1"}
     payload = dumps({"amount": 5, "userId": "+50212345678", "channel": "wa", "client": merchant.slug})
     failed = await asgi_client.post("/api/v1/integrations/transactions", content=payload, headers=alt_headers)

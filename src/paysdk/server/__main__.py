@@ -1,6 +1,7 @@
 """Run the reference server.
 
-``python -m paysdk.server [--host 127.0.0.1] [--port 8000] [--db URL] [--environment sandbox|production]``
+``python -m paysdk.server [--host 127.0.0.1] [--port 8000] [--db URL] [--environment sandbox|production]
+[--public-url URL] [--allowed-host HOST ...]``
 """
 
 from __future__ import annotations
@@ -25,11 +26,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="sqlite:///path or postgresql://... (default: sandbox.db in the user data directory)",
     )
     parser.add_argument("--environment", choices=("sandbox", "production"), default="sandbox")
+    parser.add_argument(
+        "--public-url",
+        default=None,
+        help="the address links and checkout forms point at (default: the address a request reached)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        help="another host name to answer (repeatable; '*': any); localhost and 127.0.0.1 always are",
+    )
     args = parser.parse_args(argv)
+    from paysdk.server.addresses import ServerAddresses
+
+    try:
+        ServerAddresses(args.public_url, args.allowed_host)
+    except ValueError as exc:
+        parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from paysdk.server.app import serve
 
-    serve(args.host, args.port, args.db, args.environment)
+    serve(args.host, args.port, args.db, args.environment, args.public_url, args.allowed_host)
     return 0
 
 

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any, Literal
 
 import httpx
@@ -23,6 +23,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
 from paysdk._environment import CMS_PREFIX, WALLET_PREFIX
+from paysdk.server.addresses import ServerAddresses
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import Database
@@ -82,6 +83,8 @@ def create_app(
     tick_interval: float = 1.0,
     callback_timeout: float = 10.0,
     clock: Clock | None = None,
+    public_url: str | None = None,
+    allowed_hosts: Iterable[str] = (),
 ) -> FastAPI:
     """Build the reference server.
 
@@ -90,13 +93,24 @@ def create_app(
     authenticates. ``start_ticker``: run due jobs every ``tick_interval`` seconds while served with a
     lifespan (uvicorn); in-process tests pass ``False`` and drive time with ``/_sandbox/clock/advance``.
     ``http_transport``: the httpx transport callbacks are delivered with (tests may inject one).
+    ``public_url``: the address every URL the server hands out is built on (payment links, rail pages,
+    the checkout's forms); default: the address each request reached the server on, never its ``Host``
+    header (D90). ``allowed_hosts``: host names answered besides the loopback names and the public
+    address's host (``"*"``: any); other ``Host`` values get ``421`` (D91).
+    Raises ``ValueError`` naming a malformed ``environment``, ``public_url`` or allowed host.
     """
     if environment not in ("sandbox", "production"):
         raise ValueError(f"environment must be 'sandbox' or 'production', not {environment!r}")
+    addresses = ServerAddresses(public_url, allowed_hosts)
     database = Database(database_url)
     database.create_schema()
     context = ServerContext(
-        database, environment, clock=clock, http_transport=http_transport, callback_timeout=callback_timeout
+        database,
+        environment,
+        clock=clock,
+        http_transport=http_transport,
+        callback_timeout=callback_timeout,
+        addresses=addresses,
     )
     scheduler = Scheduler(context)
     context.scheduler = scheduler
@@ -132,7 +146,8 @@ def create_app(
         app.include_router(router, prefix=prefix)
     app.include_router(sandbox.router)
     app.include_router(sandbox_wallet.router)
-    # One layer: hook CORS -> request log -> faults -> idempotency -> fast lane or FastAPI routing.
+    # One layer: allowed host and control-plane checks (D91, D92) -> hook CORS -> request log -> faults
+    # -> idempotency -> fast lane or FastAPI routing.
     app.add_middleware(
         ServerMiddleware,
         context=context,
@@ -168,10 +183,16 @@ def serve(
     port: int = 8000,
     database_url: str | None = None,
     environment: Literal["sandbox", "production"] = "sandbox",
+    public_url: str | None = None,
+    allowed_hosts: Iterable[str] = (),
 ) -> None:
-    """Run the server with uvicorn until interrupted (``python -m paysdk.server``, ``paysdk serve``)."""
+    """Run the server with uvicorn until interrupted (``python -m paysdk.server``, ``paysdk serve``).
+
+    ``public_url`` and ``allowed_hosts``: as :func:`create_app` (default: URLs on the address a
+    request reached, i.e. ``http://<host>:<port>`` it listens on).
+    """
     import uvicorn
 
-    app = create_app(database_url, environment)
+    app = create_app(database_url, environment, public_url=public_url, allowed_hosts=allowed_hosts)
     log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
     uvicorn.run(app, host=host, port=port, log_level="info", proxy_headers=False)

@@ -55,6 +55,7 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql import Insert, Select, Update
 from starlette.requests import HTTPConnection
 
+from paysdk.server.addresses import ServerAddresses
 from paysdk.server.clock import Clock
 from paysdk.server.db import Database
 
@@ -90,8 +91,11 @@ class ServerContext:
         clock: Clock | None = None,
         http_transport: httpx.AsyncBaseTransport | None = None,
         callback_timeout: float = 10.0,
+        addresses: ServerAddresses | None = None,
     ) -> None:
         self.db = database
+        #: The public address and the allowed hosts (D90-D92).
+        self.addresses = addresses or ServerAddresses()
         self.environment: EnvironmentName = environment
         self.clock = clock or Clock()
         self.http_transport = http_transport

@@ -478,6 +478,10 @@ class ServerMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        refused = self.context.addresses.refusal(scope)  # allowed host, control plane (D91, D92)
+        if refused is not None:
+            await _send_problem(refused, scope, receive, send)
+            return
         path = scope["path"]
         hook = path.rstrip("/") == HOOK_PATH
         if hook and scope["method"] == "OPTIONS":

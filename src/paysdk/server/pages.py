@@ -1,6 +1,10 @@
 """HTML of the hosted checkout (no JavaScript, no external assets; plain form POSTs work in any browser).
 
-Every value is escaped with :func:`html.escape`. Elements automation needs carry ``data-testid``:
+Every value is escaped with :func:`html.escape`. Every form carries the page's token (``formToken``,
+D94). :func:`page_headers` are the security headers of every page (D93): a Content-Security-Policy
+that allows nothing but the page's own stylesheet (by hash) and form posts to the server, and forbids
+framing; ``X-Frame-Options``, ``Referrer-Policy``, ``Cache-Control: no-store``. Elements automation
+needs carry ``data-testid``:
 ``amount``, ``currency``, ``merchant``, ``reference``, ``status``, ``message``, ``form-error``,
 ``card-number``, ``card-expiry``, ``card-cvc``, ``card-name``, ``pay-button``, ``3ds-approve``,
 ``3ds-fail``, ``rail-pay``, ``rail-expire``, ``test-cards``.
@@ -8,13 +12,23 @@ Every value is escaped with :func:`html.escape`. Elements automation needs carry
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from dataclasses import dataclass
 from decimal import Decimal
 from html import escape
 
 from paysdk.server.services.test_cards import TEST_CARDS
 
-__all__ = ["CheckoutView", "challenge_page", "checkout_page", "not_found_page", "rail_page"]
+__all__ = [
+    "CheckoutView",
+    "challenge_page",
+    "checkout_page",
+    "forbidden_page",
+    "not_found_page",
+    "page_headers",
+    "rail_page",
+]
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;background:#f4f5f7;margin:0;color:#1d2330}
@@ -32,6 +46,24 @@ background:#ffe3e3;color:#c92a2a}.error{background:#fff5f5;color:#c92a2a;padding
 table{width:100%;font-size:.8rem;border-collapse:collapse;margin-top:8px} td{padding:2px 4px}
 details{margin-top:20px}
 """
+#: The CSP source of the one inline stylesheet: its hash, so no other inline style or script runs.
+_STYLE_SOURCE = "'sha256-" + base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode() + "'"
+
+
+def page_headers(form_origin: str) -> dict[str, str]:
+    """The security headers of a checkout page (D93). ``form_origin``: the origin its forms post to
+    (the server's public address), allowed besides ``'self'``."""
+    policy = (
+        f"default-src 'none'; style-src {_STYLE_SOURCE}; "
+        f"form-action 'self' {form_origin}; frame-ancestors 'none'; base-uri 'none'"
+    )
+    return {
+        "Content-Security-Policy": policy,
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +78,8 @@ class CheckoutView:
     status: str
     message: str | None
     processor: str | None = None
+    #: The page's form token (D94): every form posts it back.
+    token: str = ""
 
 
 def _page(title: str, body: str, status_text: str = "") -> str:
@@ -54,6 +88,14 @@ def _page(title: str, body: str, status_text: str = "") -> str:
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head>"
         f"<body><main data-status='{escape(status_text)}'>{body}</main></body></html>"
+    )
+
+
+def _hidden(view: CheckoutView) -> str:
+    """The hidden fields every form of ``view`` posts: ``orderId`` and ``formToken``."""
+    return (
+        f"<input type='hidden' name='orderId' value='{escape(view.uid)}'>"
+        f"<input type='hidden' name='formToken' value='{escape(view.token)}'>"
     )
 
 
@@ -93,8 +135,8 @@ def checkout_page(
         body += f"<p class='error' role='alert' data-testid='form-error'>{escape(error)}</p>"
     body += (
         f"<form method='post' action='{escape(base)}/pay' autocomplete='off'>"
-        f"<input type='hidden' name='orderId' value='{escape(view.uid)}'>"
-        "<label for='cardNumber'>Card number</label>"
+        + _hidden(view)
+        + "<label for='cardNumber'>Card number</label>"
         "<input id='cardNumber' name='cardNumber' inputmode='numeric' data-testid='card-number' "
         f"placeholder='4242 4242 4242 4242' value='{escape(values.get('cardNumber', ''))}' required>"
         "<div class='row'><div><label for='expiry'>Expiry (MM/YY)</label>"
@@ -117,8 +159,8 @@ def challenge_page(view: CheckoutView, base: str, challenge_id: str) -> str:
     def button(result: str, label: str, testid: str, css: str) -> str:
         return (
             f"<form method='post' action='{escape(base)}/3ds'>"
-            f"<input type='hidden' name='orderId' value='{escape(view.uid)}'>"
-            f"<input type='hidden' name='challengeId' value='{escape(challenge_id)}'>"
+            + _hidden(view)
+            + f"<input type='hidden' name='challengeId' value='{escape(challenge_id)}'>"
             f"<input type='hidden' name='result' value='{result}'>"
             f"<button type='submit' class='{css}' data-testid='{testid}'>{label}</button></form>"
         )
@@ -147,8 +189,8 @@ def rail_page(view: CheckoutView, base: str, processor: str) -> str:
     ):
         body += (
             f"<form method='post' action='{action}'>"
-            f"<input type='hidden' name='orderId' value='{escape(view.uid)}'>"
-            f"<input type='hidden' name='outcome' value='{outcome}'>"
+            + _hidden(view)
+            + f"<input type='hidden' name='outcome' value='{outcome}'>"
             f"<button type='submit' class='{css}' data-testid='{testid}'>{label}</button></form>"
         )
     return _page(f"{processor} - {view.reference}", body, view.status)
@@ -157,3 +199,13 @@ def rail_page(view: CheckoutView, base: str, processor: str) -> str:
 def not_found_page(message: str = "This payment link does not exist.") -> str:
     """The 404 page of an unknown ``orderId``."""
     return _page("Not found", f"<h1>Not found</h1><p data-testid='status'>{escape(message)}</p>", "not_found")
+
+
+def forbidden_page() -> str:
+    """The 403 page of a form that did not come from its checkout page (D94)."""
+    return _page(
+        "Refused",
+        "<h1>Request refused</h1><p data-testid='status'>This form was not sent from its payment page, "
+        "so nothing was changed. Open the payment link again to pay.</p>",
+        "forbidden",
+    )

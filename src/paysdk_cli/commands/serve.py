@@ -87,6 +87,23 @@ def _stop_on_sigterm() -> None:
 
     signal.signal(signal.SIGTERM, stop)
 
+def _checked_address(value: str | list[str] | None) -> str | list[str] | None:
+    """``--public-url`` / ``--allowed-host`` checked as the server will (a clear usage error if malformed)."""
+    if not value:
+        return value
+    try:
+        from paysdk.server.addresses import ServerAddresses
+    except ImportError:  # no server extra: the command says so itself
+        return value
+    try:
+        if isinstance(value, str):
+            ServerAddresses(public_url=value)
+        else:
+            ServerAddresses(allowed_hosts=value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return value
+
 
 def serve(
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
@@ -103,6 +120,28 @@ def serve(
     environment: Annotated[
         ServerEnvironment, typer.Option("--environment", help="sandbox or production.")
     ] = ServerEnvironment.sandbox,
+    public_url: Annotated[
+        str | None,
+        typer.Option(
+            "--public-url",
+            metavar="URL",
+            help="The address links, QR codes and checkout forms point at (e.g. http://localhost:8000). "
+            "Default: the address a request reached the server on, never its Host header.",
+            show_default=False,
+            callback=_checked_address,
+        ),
+    ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            metavar="HOST",
+            help="Another host name to answer (repeatable; '*' answers any). Always answered: localhost, "
+            "127.0.0.1, [::1] and the --public-url host; other Host headers get 421.",
+            show_default=False,
+            callback=_checked_address,
+        ),
+    ] = None,
 ) -> None:
     """Run the local reference server.
 
@@ -121,7 +160,14 @@ def serve(
         ) from None
     _stop_on_sigterm()
     with contextlib.suppress(KeyboardInterrupt):
-        run_server(host=host, port=port, database_url=db, environment=environment.value)
+        run_server(
+            host=host,
+            port=port,
+            database_url=db,
+            environment=environment.value,
+            public_url=public_url,
+            allowed_hosts=allowed_host or (),
+        )
 
 
 app = new_app(group=False)

@@ -15,6 +15,9 @@ from paysdk import _json
 from paysdk._jwt import b64url_encode, sign_merchant
 from paysdk.contracts.sandbox import SandboxClient
 
+#: The control plane takes JSON bodies only (D92).
+JSON_TYPE = {"Content-Type": "application/json"}
+
 W = "/rest"
 PASSWORD = "correct horse battery"
 
@@ -104,6 +107,7 @@ class Kit:
                     "password": password,
                 }
             ),
+            headers=JSON_TYPE,
         )
         assert response.status_code == 201, response.text
         created: dict[str, Any] = body(response)
@@ -149,5 +153,7 @@ class Kit:
     async def advance(self, seconds: int) -> None:
         """Move the virtual clock (the cached application token is dropped: it may have expired)."""
         self._app = None
-        response = await self.client.post("/_sandbox/clock/advance", content=dumps({"seconds": seconds}))
+        response = await self.client.post(
+            "/_sandbox/clock/advance", content=dumps({"seconds": seconds}), headers=JSON_TYPE
+        )
         assert response.status_code == 200, response.text

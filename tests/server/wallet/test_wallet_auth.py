@@ -20,7 +20,7 @@ from paysdk._jwt import b64url_decode, b64url_encode, sign_merchant
 from paysdk.server import create_app
 from paysdk.server.services import wallet_tokens
 
-from .kit import Kit, W, bearer, body, dumps, forge, own_code
+from .kit import JSON_TYPE, Kit, W, bearer, body, dumps, forge, own_code
 
 
 def _server_key(app: FastAPI) -> tuple[nacl.signing.SigningKey, str]:
@@ -121,7 +121,9 @@ async def test_login_signature_without_padding_and_urlsafe_is_accepted(kit: Kit)
 async def test_keys_expire_on_the_virtual_clock_and_rotation_fixes_it(kit: Kit) -> None:
     expires = datetime.now(UTC) + timedelta(hours=1)
     rotated = await kit.client.post(
-        f"/_sandbox/clients/{kit.merchant.slug}/keys", content=dumps({"expiresAt": expires.isoformat()})
+        f"/_sandbox/clients/{kit.merchant.slug}/keys",
+        content=dumps({"expiresAt": expires.isoformat()}),
+        headers=JSON_TYPE,
     )
     assert rotated.status_code == 201
     keys = body(rotated)
@@ -141,7 +143,7 @@ async def test_keys_expire_on_the_virtual_clock_and_rotation_fixes_it(kit: Kit) 
     mine = nacl.signing.SigningKey.generate()
     public = base64.b64encode(bytes(mine.verify_key)).decode()
     registered = await kit.client.post(
-        f"/_sandbox/clients/{kit.merchant.slug}/keys", content=dumps({"publicKey": public})
+        f"/_sandbox/clients/{kit.merchant.slug}/keys", content=dumps({"publicKey": public}), headers=JSON_TYPE
     )
     assert registered.status_code == 201
     assert body(registered)["privateKey"] is None
@@ -168,7 +170,9 @@ async def test_client_with_registered_public_key(
         content=dumps({"merchant": merchant.slug, "signature": sign_merchant(mine, merchant.slug)}),
     )
     assert response.status_code == 200
-    bad = await asgi_client.post("/_sandbox/clients", content=dumps({"signingPublicKey": "AAAA"}))
+    bad = await asgi_client.post(
+        "/_sandbox/clients", content=dumps({"signingPublicKey": "AAAA"}), headers=JSON_TYPE
+    )
     assert bad.status_code == 409
     assert body(bad)["details"][0]["field"] == "signingPublicKey"
 
@@ -385,7 +389,9 @@ async def test_token_of_a_server_on_another_database_is_refused(kit: Kit, tmp_pa
     other = create_app(f"sqlite:///{tmp_path / 'other.db'}", "production", start_ticker=False)
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=other), base_url="http://o") as client:
-            created = await client.post("/_sandbox/clients", content=dumps({"slug": kit.merchant.slug}))
+            created = await client.post(
+                "/_sandbox/clients", content=dumps({"slug": kit.merchant.slug}), headers=JSON_TYPE
+            )
             key = nacl.signing.SigningKey(base64.b64decode(body(created)["signingPrivateKey"]))
             response = await client.post(
                 W + "/auth/login",

@@ -19,7 +19,8 @@ from .kit import bearer
 async def _post(
     client: httpx.AsyncClient, path: str, payload: Any, headers: dict[str, str] | None = None
 ) -> Any:
-    response = await client.post(path, content=_json.dumps(payload), headers=headers or {})
+    json_type = {"Content-Type": "application/json"}  # the control plane takes JSON bodies only (D92)
+    response = await client.post(path, content=_json.dumps(payload), headers={**json_type, **(headers or {})})
     assert response.status_code in (200, 201), response.text
     return _json.loads(response.content)
 

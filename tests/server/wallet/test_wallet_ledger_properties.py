@@ -47,6 +47,8 @@ class Ledger(RuleBasedStateMachine):
 
     def _post(self, path: str, payload: Any = None, auth: bool = True) -> Any:
         headers = {"Authorization": f"Bearer {self.token}"} if auth else {}
+        if payload is not None:
+            headers["Content-Type"] = "application/json"  # the control plane takes JSON only (D92)
         response = self.client.post(
             path, content=_json.dumps(payload) if payload is not None else b"", headers=headers
         )

@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import BaseModel
 from starlette.requests import Request
 
-from paysdk._environment import CHECKOUT_PREFIX
 from paysdk.contracts.common import ErrorBody
 from paysdk.server.auth import Credentials
+from paysdk.server.context import get_context
 
 __all__ = ["credentials", "error_responses", "json_body", "webview_url"]
 
@@ -24,35 +24,13 @@ def credentials(request: Request) -> Credentials:
 
 
 def base_url(request: Request) -> str:
-    """The base address as the caller reached it (no trailing slash)."""
-    return str(request.base_url).rstrip("/")
-
-
-_WEBVIEW_URLS: dict[tuple[Any, ...], str] = {}
-_WEBVIEW_URLS_MAX = 256
+    """The server's public base address (no trailing slash; D90): never the request's ``Host``."""
+    return get_context(request).addresses.base_url(request.scope)
 
 
 def webview_url(request: Request) -> str:
-    """``{webview_url}``: the base address + ``/checkout``.
-
-    Remembered per what the base address is made of (scheme, server, ``Host`` header, root path), so
-    the hot path does not build a URL per request; the same address as :func:`base_url` every time."""
-    scope = request.scope
-    host = next((value for key, value in scope["headers"] if key == b"host"), None)
-    server = scope.get("server")
-    key = (
-        scope.get("scheme", "http"),
-        tuple(server) if server is not None else None,
-        host,
-        scope.get("app_root_path", scope.get("root_path", "")),
-    )
-    url = _WEBVIEW_URLS.get(key)
-    if url is None:
-        url = base_url(request) + CHECKOUT_PREFIX
-        if len(_WEBVIEW_URLS) >= _WEBVIEW_URLS_MAX:
-            _WEBVIEW_URLS.clear()
-        _WEBVIEW_URLS[key] = url
-    return url
+    """``{webview_url}``: the public base address + ``/checkout`` (D90)."""
+    return get_context(request).addresses.webview_url(request.scope)
 
 
 def inline_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -8,40 +8,98 @@
 * ``GET/POST /checkout/rails/<processor>?orderId=``: the rail page of URL and QR rails (D11).
 
 Callbacks caused by a page are delivered by a background task right after the answer.
+
+Every answer carries the page security headers (:func:`paysdk.server.pages.page_headers`, D93). Every
+POST must carry the page's ``formToken`` (an HMAC of the ``orderId``, D94) and, when its ``Origin`` is
+a real origin, come from the server's own; otherwise it is a ``403`` page and nothing changes. URLs
+(form actions, redirects) are on the server's public address (D90).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import re
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, BackgroundTasks, Request
+from fastapi.routing import APIRoute
 from sqlalchemy.orm import Session
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from paysdk._environment import CHECKOUT_PREFIX
 from paysdk.contracts.alternative_payments import RAILS
 from paysdk.contracts.payment_links import TransactionStatus
-from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.db import TransactionRow, from_cents
 from paysdk.server.errors import APIProblem
-from paysdk.server.pages import CheckoutView, challenge_page, checkout_page, not_found_page, rail_page
-from paysdk.server.routers._common import base_url
+from paysdk.server.pages import (
+    CheckoutView,
+    challenge_page,
+    checkout_page,
+    forbidden_page,
+    not_found_page,
+    page_headers,
+    rail_page,
+)
+from paysdk.server.routers._common import webview_url
 from paysdk.server.services import payments, transactions
 from paysdk.server.services.transactions import KIND_ALTERNATIVE, KIND_LINK
+from paysdk.server.services.wallet_tokens import server_keys
 
-__all__ = ["router"]
+__all__ = ["form_token", "router"]
 
-router = APIRouter(prefix=CHECKOUT_PREFIX, tags=["hosted checkout"])
+
+class _PageRoute(APIRoute):
+    """A checkout route: every answer gets the page security headers (D93)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def with_headers(request: Request) -> Response:
+            response = await handler(request)
+            origin = get_context(request).addresses.public_origin(request.scope)
+            response.headers.update(page_headers(origin))
+            return response
+
+        return with_headers
+
+
+router = APIRouter(prefix=CHECKOUT_PREFIX, tags=["hosted checkout"], route_class=_PageRoute)
 
 _EXPIRY = re.compile(r"^\s*(\d{1,2})\s*/\s*(\d{2}|\d{4})\s*$")
 _HTML: dict[str, Any] = {"description": "Unknown orderId (HTML page).", "content": {"text/html": {}}}
+#: The answers of a checkout POST besides the page or redirect.
+_POSTED: dict[int | str, dict[str, Any]] = {
+    403: {
+        "description": "No or a wrong formToken, or another Origin (HTML page; nothing changes, D94).",
+        "content": {"text/html": {}},
+    },
+    404: _HTML,
+}
 
 
-def _view(tx: TransactionRow, merchant: str) -> CheckoutView:
+_TOKEN_LABEL = b"paysdk checkout form token"
+
+
+def form_token(session: Session, context: ServerContext, uid: str) -> str:
+    """The form token of the checkout pages of ``uid`` (D94): HMAC-SHA256 of the uid under a key derived
+    from the server's signing key, which lives in the database (every instance over it agrees, and
+    ``/_sandbox/reset`` keeps it)."""
+    key = hmac.new(bytes(server_keys(session, context).signing), _TOKEN_LABEL, hashlib.sha256).digest()
+    digest = hmac.new(key, uid.encode("utf-8", "replace"), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+class _Forged(Exception):
+    """A POST without the page's form token."""
+
+
+def _view(tx: TransactionRow, merchant: str, token: str) -> CheckoutView:
     return CheckoutView(
         uid=tx.uid,
         reference=tx.reference,
@@ -51,16 +109,62 @@ def _view(tx: TransactionRow, merchant: str) -> CheckoutView:
         status=tx.status,
         message=tx.outcome_message,
         processor=tx.processor,
+        token=token,
     )
 
 
-def _load_view(session: Session, clock: Clock, uid: str, kind: str) -> CheckoutView | None:
+def _load_view(
+    session: Session, context: ServerContext, uid: str, kind: str, presented: str | None = None
+) -> CheckoutView | None:
+    """The view of ``uid`` (``None``: unknown). ``presented``: a POST's form token, checked first
+    (:class:`_Forged` when wrong, before anything is read or changed)."""
+    token = form_token(session, context, uid)
+    if presented is not None and not hmac.compare_digest(
+        presented.encode("utf-8", "replace"), token.encode()
+    ):
+        raise _Forged
     try:
         tx, client = transactions.load(session, uid, kind=kind, lock=True)
     except APIProblem:
         return None
-    transactions.expire_if_due(session, tx, client, clock.now(session))
-    return _view(tx, client.slug)
+    transactions.expire_if_due(session, tx, client, context.clock.now(session))
+    return _view(tx, client.slug, token)
+
+
+def _foreign(request: Request) -> bool:
+    """Whether a POST comes from another origin (D94): an ``Origin`` that is neither the server's own
+    nor ``null`` (what a browser sends from the server's own pages under ``Referrer-Policy:
+    no-referrer``). A missing ``Origin`` (non-browser clients) is not foreign: the form token decides."""
+    origin = host = None
+    for key, value in request.scope["headers"]:
+        if key == b"origin":
+            origin = value
+        elif key == b"host":
+            host = value
+    if origin is None or origin == b"null":
+        return False
+    return not get_context(request).addresses.own_origin(request.scope, origin, host)
+
+
+def _forbidden() -> HTMLResponse:
+    return HTMLResponse(forbidden_page(), status_code=403)
+
+
+async def _posted_view(
+    request: Request, context: ServerContext, form: dict[str, str], kind: str
+) -> CheckoutView | HTMLResponse:
+    """The view a checkout POST acts on, or the page refusing it: 403 (another origin, a wrong form
+    token: nothing changes) or 404 (unknown ``orderId``)."""
+    if _foreign(request):
+        return _forbidden()
+    uid = form.get("orderId", "")
+    if not uid:
+        return _not_found()
+    try:
+        view = await context.run(_load_view, context, uid, kind, form.get("formToken", ""))
+    except _Forged:
+        return _forbidden()
+    return view if view is not None else _not_found()
 
 
 def _not_found() -> HTMLResponse:
@@ -68,7 +172,7 @@ def _not_found() -> HTMLResponse:
 
 
 def _checkout_base(request: Request) -> str:
-    return base_url(request) + CHECKOUT_PREFIX
+    return webview_url(request)
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -104,7 +208,7 @@ async def _after(context: ServerContext, background: BackgroundTasks) -> None:
 async def checkout(request: Request, background: BackgroundTasks, orderId: str | None = None) -> Response:
     """The card form of a pending payment link, or its final state."""
     context = get_context(request)
-    view = await context.run(_load_view, context.clock, orderId or "", KIND_LINK) if orderId else None
+    view = await context.run(_load_view, context, orderId, KIND_LINK) if orderId else None
     if view is None:
         return _not_found()
     await _after(context, background)
@@ -119,15 +223,15 @@ async def checkout_no_slash(
     return await checkout(request, background, orderId)
 
 
-@router.post("/pay", summary="Submit the card form", response_class=HTMLResponse, responses={404: _HTML})
+@router.post("/pay", summary="Submit the card form", response_class=HTMLResponse, responses=_POSTED)
 async def submit_card(request: Request, background: BackgroundTasks) -> Response:
     """Apply the test card's outcome; redirect to the status page (303) or show the 3-D Secure challenge."""
     context = get_context(request)
     form = await _form(request)
-    uid = form.get("orderId", "")
-    view = await context.run(_load_view, context.clock, uid, KIND_LINK) if uid else None
-    if view is None:
-        return _not_found()
+    view = await _posted_view(request, context, form, KIND_LINK)
+    if isinstance(view, Response):
+        return view
+    uid = view.uid
     base = _checkout_base(request)
     status_page = f"{base}/?orderId={view.uid}"
     if view.status != TransactionStatus.PENDING:
@@ -154,17 +258,17 @@ async def submit_card(request: Request, background: BackgroundTasks) -> Response
 
 
 @router.post(
-    "/3ds", summary="Answer the 3-D Secure challenge", response_class=HTMLResponse, responses={404: _HTML}
+    "/3ds", summary="Answer the 3-D Secure challenge", response_class=HTMLResponse, responses=_POSTED
 )
 async def answer_challenge(request: Request, background: BackgroundTasks) -> Response:
     """Approve or fail the simulated 3-D Secure challenge."""
     context = get_context(request)
     form = await _form(request)
-    uid = form.get("orderId", "")
     result: Literal["approve", "fail"] = "approve" if form.get("result") == "approve" else "fail"
-    view = await context.run(_load_view, context.clock, uid, KIND_LINK) if uid else None
-    if view is None:
-        return _not_found()
+    view = await _posted_view(request, context, form, KIND_LINK)
+    if isinstance(view, Response):
+        return view
+    uid = view.uid
     status_page = f"{_checkout_base(request)}/?orderId={view.uid}"
     try:
         await context.run(
@@ -189,7 +293,7 @@ async def rail(
     context = get_context(request)
     if processor not in RAILS or not orderId:
         return _not_found()
-    view = await context.run(_load_view, context.clock, orderId, KIND_ALTERNATIVE)
+    view = await context.run(_load_view, context, orderId, KIND_ALTERNATIVE)
     if view is None or view.processor != processor:
         return HTMLResponse(not_found_page("This payment does not exist on this rail."), status_code=404)
     await _after(context, background)
@@ -200,17 +304,19 @@ async def rail(
     "/rails/{processor}",
     summary="Pay or expire on a rail page",
     response_class=HTMLResponse,
-    responses={404: _HTML},
+    responses=_POSTED,
 )
 async def rail_outcome(processor: str, request: Request, background: BackgroundTasks) -> Response:
     """The customer paid on the rail (or let it expire): same code as ``/_sandbox/.../simulate``."""
     context = get_context(request)
     form = await _form(request)
-    uid = form.get("orderId", "")
-    if processor not in RAILS or not uid:
+    if processor not in RAILS:
         return _not_found()
-    view = await context.run(_load_view, context.clock, uid, KIND_ALTERNATIVE)
-    if view is None or view.processor != processor:
+    view = await _posted_view(request, context, form, KIND_ALTERNATIVE)
+    if isinstance(view, Response):
+        return view
+    uid = view.uid
+    if view.processor != processor:
         return HTMLResponse(not_found_page("This payment does not exist on this rail."), status_code=404)
     outcome: Literal["paid", "expired"] = "paid" if form.get("outcome") == "paid" else "expired"
     page = f"{_checkout_base(request)}/rails/{processor}?orderId={view.uid}"
