@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from server_helpers import assert_error, attempts, create_link, dumps, pay
+from server_helpers import JSON_TYPE, assert_error, attempts, create_link, dumps, pay
 from sqlalchemy import update
 
 from paysdk.contracts.sandbox import SandboxClient
@@ -41,14 +41,18 @@ ALLOWED = [
 async def test_link_local_and_metadata_callback_urls_are_refused(
     asgi_client: httpx.AsyncClient, url: str
 ) -> None:
-    answer = await asgi_client.post("/_sandbox/clients", content=dumps({"callbackUrl": url}))
+    answer = await asgi_client.post(
+        "/_sandbox/clients", content=dumps({"callbackUrl": url}), headers=JSON_TYPE
+    )
     data = assert_error(answer, 409, 5000, "callbackUrl")
     assert "metadata" in data["details"][0]["message"]
 
 
 async def test_loopback_and_private_callback_urls_stay_allowed(asgi_client: httpx.AsyncClient) -> None:
     for url in ALLOWED:
-        answer = await asgi_client.post("/_sandbox/clients", content=dumps({"callbackUrl": url}))
+        answer = await asgi_client.post(
+            "/_sandbox/clients", content=dumps({"callbackUrl": url}), headers=JSON_TYPE
+        )
         assert answer.status_code == 201, (url, answer.text)
 
 
@@ -125,7 +129,9 @@ async def test_a_name_that_does_not_resolve_in_time_is_a_failed_attempt(
             transport=httpx.ASGITransport(app=app), base_url="http://testserver"
         ) as client:
             created = await client.post(
-                "/_sandbox/clients", content=dumps({"callbackUrl": "http://slow-dns.test/cb"})
+                "/_sandbox/clients",
+                content=dumps({"callbackUrl": "http://slow-dns.test/cb"}),
+                headers=JSON_TYPE,
             )
             merchant = SandboxClient.model_validate(created.json())
             link = await create_link(client, merchant)

@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from paysdk.server.db import Database
 
-from .kit import PASSWORD, Kit, body, dumps, own_code
+from .kit import JSON_TYPE, PASSWORD, Kit, body, dumps, own_code
 
 
 async def _create(kit: Kit, username: str, email: str | None = None) -> Any:
@@ -22,7 +22,7 @@ async def _create(kit: Kit, username: str, email: str | None = None) -> Any:
         "email": email if email is not None else f"u{abs(hash(username))}@example.com",
         "password": PASSWORD,
     }
-    return await kit.client.post("/_sandbox/users", content=dumps(payload))
+    return await kit.client.post("/_sandbox/users", content=dumps(payload), headers=JSON_TYPE)
 
 
 def _problem(response: Any, status: int, code: int, field: str) -> str:
@@ -53,7 +53,7 @@ async def test_usernames_clash_after_nfkc_and_case_folding(kit: Kit, first: str,
     assert body(clash)["details"][0]["field"] == "username"
     # another merchant may use it
     other = Kit(kit.client, kit.merchant)
-    response = await kit.client.post("/_sandbox/clients", content=dumps({}))
+    response = await kit.client.post("/_sandbox/clients", content=dumps({}), headers=JSON_TYPE)
     other.merchant = other.merchant.model_validate(body(response))
     assert (await _create(other, second)).status_code == 201
 
