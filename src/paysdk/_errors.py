@@ -10,6 +10,7 @@
     └── RequestError               a request did not get a usable answer
         ├── APIConnectionError     nothing usable came back (connection refused, reset, ...)
         │   └── APITimeoutError    connect/read/write/pool timeout
+        ├── UnexpectedResponseError  a 2xx answer that does not match the contract (never retried)
         └── APIError               the API answered with an error status
             ├── BadRequestError        400
             │   ├── AmountOutOfRangeError      400 / ownCode 2003
@@ -96,6 +97,7 @@ __all__ = [
     "TokenExpiredError",
     "TokenInvalidError",
     "TokenRevokedError",
+    "UnexpectedResponseError",
     "UnknownClientError",
     "UnknownMerchantError",
     "UnprocessableEntityError",
@@ -155,6 +157,36 @@ class APIConnectionError(RequestError):
 
 class APITimeoutError(APIConnectionError):
     """The request timed out (connect, read, write or pool)."""
+
+
+class UnexpectedResponseError(RequestError):
+    """A success (2xx) answer whose body does not match the contract: not JSON, or not the expected shape.
+
+    The server answered, so the request most likely took effect: it is never retried (decision D23).
+    ``status_code`` is the answer's status, ``problem`` says what did not match (field locations and
+    error kinds only, never values), ``headers`` are the answer's headers with credentials masked.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int,
+        problem: str,
+        headers: Mapping[str, str] | None = None,
+        method: str = "",
+        path: str = "",
+        attempts: int = 1,
+    ) -> None:
+        super().__init__(message, method=method, path=path, attempts=attempts)
+        self.status_code = status_code
+        self.problem = problem
+        self.headers: dict[str, str] = dict(headers or {})
+
+    @property
+    def request_id(self) -> str | None:
+        """The server's request id header, when it sent one."""
+        return self.headers.get("x-request-id")
 
 
 class APIError(RequestError):

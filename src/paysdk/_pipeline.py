@@ -20,8 +20,8 @@ key is minted per logical call and sent on every attempt, and the POST is retrie
 call. A caller's own key always wins and is always sent, but it does not make retries safe on an
 environment that does not declare support.
 
-A 2xx answer whose body is not the expected JSON raises :class:`~paysdk.APIConnectionError` (the
-answer is not usable) and is never retried: the server may well have acted on the request.
+A 2xx answer whose body is not the expected JSON raises :class:`~paysdk.UnexpectedResponseError` (the
+answer does not match the contract, D23) and is never retried: the server may well have acted on it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,14 @@ import pydantic
 
 from paysdk import _json
 from paysdk._environment import Environment
-from paysdk._errors import APIConnectionError, APIError, APITimeoutError, ValidationError, error_class_for
+from paysdk._errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    UnexpectedResponseError,
+    ValidationError,
+    error_class_for,
+)
 from paysdk._secret import Secret
 from paysdk._types import NOT_GIVEN, NotGiven
 
@@ -607,7 +614,8 @@ def result_from_outcome(
     """The parsed result of the final outcome, or the error to raise.
 
     A 2xx whose body is not valid JSON, or does not fit the result model, raises
-    :class:`~paysdk.APIConnectionError`: the call may have taken effect but its answer is unusable.
+    :class:`~paysdk.UnexpectedResponseError` (D23): the call may have taken effect but its answer does
+    not match the contract.
     """
     method = op.method.upper()
     if not isinstance(outcome, httpx.Response):
@@ -620,20 +628,27 @@ def result_from_outcome(
     try:
         data = _json.loads(response.content) if response.content.strip() else None
     except _json.JSONDecodeError as exc:
-        raise APIConnectionError(
-            f"HTTP {response.status_code} answer to {method} {op.path} is not valid JSON: {exc}",
-            method=method,
-            path=op.path,
-            attempts=attempts,
-        ) from None
+        raise unexpected_response(op, response, f"not valid JSON ({exc})", attempts=attempts) from None
     try:
         return op.parse(data)
     except pydantic.ValidationError as exc:
         problem = _describe_validation(exc)
     except (KeyError, TypeError, ValueError) as exc:
         problem = f"{type(exc).__name__}: {scrub(str(exc), secrets)[:200]}"
-    raise APIConnectionError(
-        f"HTTP {response.status_code} answer to {method} {op.path} has an unexpected shape: {problem}",
+    raise unexpected_response(op, response, f"unexpected shape: {problem}", attempts=attempts)
+
+
+def unexpected_response(
+    op: Operation[Any], response: httpx.Response, problem: str, *, attempts: int
+) -> UnexpectedResponseError:
+    """The :class:`~paysdk.UnexpectedResponseError` of a 2xx answer that does not match the contract."""
+    method = op.method.upper()
+    return UnexpectedResponseError(
+        f"HTTP {response.status_code} answer to {method} {op.path} does not match the API contract "
+        f"({problem}); the request may have taken effect, so it was not retried",
+        status_code=response.status_code,
+        problem=problem,
+        headers=redact_headers(response.headers),
         method=method,
         path=op.path,
         attempts=attempts,

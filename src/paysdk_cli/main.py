@@ -49,7 +49,7 @@ Exit codes:
   2  usage (bad option or argument, or input refused before sending)
   4  authentication (HTTP 401/403, or no merchant token / wallet key)
   6  the API refused the request (other HTTP 4xx)
-  7  the API failed (HTTP 5xx) or could not be reached
+  7  the API failed (HTTP 5xx, an off-contract answer) or could not be reached
 \b
 Environment: PAYSDK_PROFILE, PAYSDK_BASE_URL, PAYSDK_MERCHANT_TOKEN (overrides the
 stored token), PAYSDK_WALLET_PRIVATE_KEY (overrides the stored wallet key),

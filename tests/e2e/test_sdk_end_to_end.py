@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from PIL import Image
 
 import paysdk
+import paysdk.contracts.sandbox
 from paysdk.contracts.sandbox import SandboxClient
 
 T = TypeVar("T")
@@ -189,6 +190,27 @@ async def test_alternative_payment_qr_intent_and_dismiss(
         await call(client.alternative_payments.dismiss(payment.uid))
     with pytest.raises(paysdk.NotFoundError):
         await call(client.alternative_payments.process("no-such-uid", processor="akisiQR"))
+
+
+async def test_simulate_answers_the_outcome_of_a_rail_payment(
+    sandbox: AnyClient, shop: SandboxClient, client_for: Any
+) -> None:
+    """Decision D60: ``/simulate`` answers a ``PayResult`` like ``/pay``, and the SDK parses it."""
+    client = client_for(shop.sandbox_token)
+    args: dict[str, Any] = {"amount": 15, "channel": "web", "client": shop.slug, "user_id": "+50255550123"}
+    paid = await call(client.alternative_payments.create(**args))
+    await call(client.alternative_payments.create_payment_intent(paid.uid, processor="pronet"))
+    result = await call(sandbox.sandbox.simulate(paid.uid, "paid"))
+    assert isinstance(result, paysdk.contracts.sandbox.PayResult)
+    assert (result.uid, result.status, result.outcome) == (paid.uid, "approved", "rail_paid")
+    assert "pronet" in result.message
+    assert (await call(sandbox.sandbox.transaction(paid.uid))).status == "approved"
+
+    expiring = await call(client.alternative_payments.create(**args))
+    result = await call(sandbox.sandbox.simulate(expiring.uid, "expired"))
+    assert (result.uid, result.status, result.outcome) == (expiring.uid, "expired", "expired")
+    with pytest.raises(paysdk.ConflictError):  # terminal now
+        await call(sandbox.sandbox.simulate(expiring.uid, "paid"))
 
 
 async def test_rail_the_client_lacks_is_an_invalid_field(sandbox: AnyClient, client_for: Any) -> None:
