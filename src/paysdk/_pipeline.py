@@ -18,7 +18,9 @@ connect errors, timeouts, 408, 429 and 500/502/503/504. A POST is retried only w
 ``Idempotency-Key`` (``Environment.honours_idempotency_keys``) and the endpoint takes part: then one
 key is minted per logical call and sent on every attempt, and the POST is retried like an idempotent
 call. A caller's own key always wins and is always sent, but it does not make retries safe on an
-environment that does not declare support.
+environment that does not declare support. A ``409`` whose details name ``Idempotency-Key`` (the
+first request with that key is still in progress, D17) is retried with the same key and backoff;
+other 409s never are.
 
 A 2xx answer whose body is not the expected JSON raises :class:`~paysdk.UnexpectedResponseError` (the
 answer does not match the contract, D23) and is never retried: the server may well have acted on it.
@@ -93,6 +95,8 @@ IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"
 IDEMPOTENCY_HEADER: Final = "Idempotency-Key"
 RETRY_COUNT_HEADER: Final = "X-Paysdk-Retry-Count"
 REQUEST_ID_HEADER: Final = "x-request-id"
+#: The answer header of a replayed idempotent request (decision D17).
+REPLAYED_HEADER: Final = "idempotent-replayed"
 MASK: Final = "****"
 
 #: Header names always masked in errors, logs and :class:`ResponseInfo`.
@@ -215,6 +219,12 @@ class ResponseInfo:
     def retries(self) -> int:
         """How many times the call was retried (``attempts - 1``)."""
         return max(self.attempts - 1, 0)
+
+    @property
+    def replayed(self) -> bool:
+        """Whether the server replayed a stored answer for this idempotency key (``Idempotent-Replayed:
+        true``, decision D17) instead of running the request again."""
+        return self.headers.get(REPLAYED_HEADER, "").strip().lower() == "true"
 
     def __repr__(self) -> str:
         return (
@@ -452,6 +462,26 @@ def backoff_delay(retry_index: int, *, rng: Callable[[], float]) -> float:
     return base * (1.0 - 0.25 * rng())
 
 
+def is_idempotency_in_progress(response: httpx.Response) -> bool:
+    """A ``409`` whose ``details`` name ``Idempotency-Key``: the first request with this key is still
+    being processed (the IETF ``Idempotency-Key`` draft, decision D17). Sending the same key again
+    later is safe: the server either replays the stored answer or says it is still in progress. Other
+    409s (ownCode 5000, 5004, state conflicts) are not this."""
+    if response.status_code != 409:
+        return False
+    try:
+        body = _json.loads(response.content)
+    except _json.JSONDecodeError:
+        return False
+    if not isinstance(body, dict) or body.get("ownCode") is not None:
+        return False
+    details = body.get("details")
+    return isinstance(details, list) and any(
+        isinstance(item, dict) and str(item.get("field", "")).lower() == IDEMPOTENCY_HEADER.lower()
+        for item in details
+    )
+
+
 #: Errors raised before a single byte of the request left: always safe to retry.
 _NOTHING_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 #: Errors after which the server may or may not have received the request.
@@ -477,11 +507,14 @@ def retry_decision(
         status = outcome.status_code
         if _is_success(op, status):
             return RetryDecision(False, reason="success")
-        if status not in RETRYABLE_STATUSES:
+        if idempotency_key is not None and is_idempotency_in_progress(outcome):
+            reason = "409: the request with this Idempotency-Key is still in progress"
+        elif status not in RETRYABLE_STATUSES:
             return RetryDecision(False, reason=f"status {status} is not retryable")
-        if not _replay_is_safe(op, config, idempotency_key):
+        elif not _replay_is_safe(op, config, idempotency_key):
             return RetryDecision(False, reason=f"status {status}: {op.method} without an honoured key")
-        reason = f"status {status}"
+        else:
+            reason = f"status {status}"
     elif isinstance(outcome, _NOTHING_SENT):
         reason = f"{type(outcome).__name__} (nothing sent)"
     elif isinstance(outcome, _MAYBE_SENT):

@@ -253,10 +253,51 @@ async def test_idempotency_key_replays_the_same_transaction(shop: SandboxClient,
     client = client_for(shop.sandbox_token)
     args: dict[str, Any] = {"amount": 10, "user_id": "+50255550123", "channel": "wa", "client": shop.slug}
     first = await call(client.payment_links.create(**args, idempotency_key="order-77"))
+    assert client.last_response.replayed is False
     again = await call(client.payment_links.create(**args, idempotency_key="order-77"))
     assert first.uid == again.uid
-    with pytest.raises(paysdk.ConflictError):
+    assert client.last_response.replayed is True
+    assert client.last_response.attempts == 1
+    with pytest.raises(paysdk.UnprocessableEntityError) as info:  # the key with another body (D17)
         await call(client.payment_links.create(**{**args, "amount": 11}, idempotency_key="order-77"))
+    assert info.value.status_code == 422
+    assert info.value.attempts == 1  # never retried
+    assert info.value.body["details"][0]["field"] == "Idempotency-Key"
+
+
+@pytest.mark.parametrize("kind", ["async-socket", "sync-socket"])
+async def test_a_request_still_in_progress_is_retried_with_its_key_until_replayed(
+    kind: str, shop: SandboxClient, client_for: Any, sandbox: AnyClient, hold_first_request: Any
+) -> None:
+    """Attempt 1 times out while the server still works on it; attempt 2 gets the in-progress 409 and
+    backs off; attempt 3, with the same key, gets the stored answer replayed (D17)."""
+    held = hold_first_request("/transactions")
+    client = client_for(shop.sandbox_token, timeout=httpx.Timeout(1.0, connect=5.0))
+    sleeps: list[float] = []
+
+    def pause(delay: float) -> None:
+        sleeps.append(delay)
+        if len(sleeps) == 2:  # after the in-progress 409: let the first request finish
+            held.release.set()
+            assert held.finished.wait(20)
+
+    async def apause(delay: float) -> None:
+        pause(delay)
+
+    client._sleep = apause if isinstance(client, paysdk.AsyncClient) else pause
+    link = await call(
+        client.payment_links.create(amount=10, user_id="+50255550123", channel="wa", client=shop.slug)
+    )
+    info = client.last_response
+    assert (info.attempts, info.status_code, info.replayed) == (3, 200, True)
+    assert len(sleeps) == 2
+    posts = [r for r in await call(sandbox.sandbox.requests()) if r.path == "/transactions"]
+    # Logged as answered: the 409, then the held first attempt, then the replay.
+    assert len(posts) == 3
+    assert posts[0].status_code == 409
+    assert posts[2].status_code == 200
+    assert [r.headers.get("x-paysdk-retry-count") for r in posts] == ["1", None, "2"]
+    assert (await call(sandbox.sandbox.transaction(link.uid))).status == "pending"
 
 
 async def test_rate_limit_is_retried_after_retry_after(
