@@ -34,6 +34,7 @@ from paysdk._pipeline import (
     build_request,
     describe_outcome,
     idempotency_key_for,
+    may_have_been_received,
     response_info,
     result_from_outcome,
     retry_decision,
@@ -357,6 +358,7 @@ class AsyncClient:
         key = idempotency_key_for(op, config, mint=self._mint_key)
         started = self._monotonic()
         attempt = 0
+        maybe_received = False  # an attempt may have reached the server (outcome_unknown)
         while True:
             attempt += 1
             request = build_request(op, config, key, attempt=attempt, bearer=bearer)
@@ -367,6 +369,7 @@ class AsyncClient:
             except httpx.RequestError as exc:
                 outcome = exc
             log_attempt(self._logger, op, attempt, outcome, self._monotonic() - sent)
+            maybe_received = maybe_received or may_have_been_received(outcome)
             decision = retry_decision(op, attempt, outcome, config, key, rng=self._random, now=self._now)
             if not decision.retry:
                 break
@@ -378,7 +381,9 @@ class AsyncClient:
         else:
             self.last_response = None
         secrets = config.secrets() if bearer is None else (*config.secrets(), bearer.reveal())
-        return result_from_outcome(op, outcome, attempts=attempt, secrets=secrets)
+        return result_from_outcome(
+            op, outcome, attempts=attempt, secrets=secrets, maybe_received=maybe_received
+        )
 
 
 # unasync: end
@@ -563,6 +568,7 @@ class Client:
         key = idempotency_key_for(op, config, mint=self._mint_key)
         started = self._monotonic()
         attempt = 0
+        maybe_received = False  # an attempt may have reached the server (outcome_unknown)
         while True:
             attempt += 1
             request = build_request(op, config, key, attempt=attempt, bearer=bearer)
@@ -573,6 +579,7 @@ class Client:
             except httpx.RequestError as exc:
                 outcome = exc
             log_attempt(self._logger, op, attempt, outcome, self._monotonic() - sent)
+            maybe_received = maybe_received or may_have_been_received(outcome)
             decision = retry_decision(op, attempt, outcome, config, key, rng=self._random, now=self._now)
             if not decision.retry:
                 break
@@ -584,5 +591,7 @@ class Client:
         else:
             self.last_response = None
         secrets = config.secrets() if bearer is None else (*config.secrets(), bearer.reveal())
-        return result_from_outcome(op, outcome, attempts=attempt, secrets=secrets)
+        return result_from_outcome(
+            op, outcome, attempts=attempt, secrets=secrets, maybe_received=maybe_received
+        )
 # unasync: generated end

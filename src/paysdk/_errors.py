@@ -137,13 +137,29 @@ class CallbackPayloadError(CallbackError):
 
 
 class RequestError(PaySDKError):
-    """A request failed. ``method`` and ``path`` say which; ``attempts`` how often it was sent."""
+    """A request failed. ``method`` and ``path`` say which; ``attempts`` how often it was sent.
 
-    def __init__(self, message: str, *, method: str = "", path: str = "", attempts: int = 1) -> None:
+    ``outcome_unknown`` is ``True`` when a call that is not idempotent (a POST) failed after its bytes
+    may have reached the server (a read or write timeout, a connection reset or closed after sending)
+    and no answer came: it may or may not have taken effect, so check its state (e.g. look the
+    transaction up by your ``external_id``) before sending it again. ``False`` otherwise: an answer
+    came, nothing was sent (connect errors), or the call is idempotent and can simply be repeated.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str = "",
+        path: str = "",
+        attempts: int = 1,
+        outcome_unknown: bool = False,
+    ) -> None:
         super().__init__(message)
         self.method = method
         self.path = path
         self.attempts = attempts
+        self.outcome_unknown = outcome_unknown
 
     @property
     def retries(self) -> int:

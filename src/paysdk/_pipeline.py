@@ -621,18 +621,48 @@ def error_from_response(
 
 
 def error_from_exception(
-    exc: httpx.RequestError, *, method: str, path: str, attempts: int, secrets: tuple[str, ...] = ()
+    exc: httpx.RequestError,
+    *,
+    method: str,
+    path: str,
+    attempts: int,
+    secrets: tuple[str, ...] = (),
+    outcome_unknown: bool = False,
 ) -> APIConnectionError:
-    """An httpx transport error as :class:`~paysdk.APITimeoutError` or :class:`~paysdk.APIConnectionError`."""
+    """An httpx transport error as :class:`~paysdk.APITimeoutError` or :class:`~paysdk.APIConnectionError`.
+
+    The message ends with what is known of the request's fate: ``outcome_unknown`` (a call that is not
+    idempotent, one of whose attempts may have reached the server) says it may have taken effect; a
+    connect error otherwise says the request was not sent.
+    """
     detail = scrub(str(exc), secrets)[:300]
     where = f"{method.upper()} {path}"
     tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if outcome_unknown:
+        fate = (
+            "; the request may have reached the server and taken effect (outcome unknown): "
+            "check its state before sending it again"
+        )
+    elif isinstance(exc, _NOTHING_SENT):
+        fate = "; the request was not sent"
+    else:
+        fate = ""
     if isinstance(exc, httpx.TimeoutException):
         phase = type(exc).__name__.removesuffix("Timeout").lower() or "request"
-        message = f"{phase} timeout on {where}{tries}"
-        return APITimeoutError(message, method=method.upper(), path=path, attempts=attempts)
+        message = f"{phase} timeout on {where}{tries}{fate}"
+        return APITimeoutError(
+            message, method=method.upper(), path=path, attempts=attempts, outcome_unknown=outcome_unknown
+        )
     message = f"connection error on {where}{tries}: {type(exc).__name__}" + (f": {detail}" if detail else "")
-    return APIConnectionError(message, method=method.upper(), path=path, attempts=attempts)
+    return APIConnectionError(
+        message + fate, method=method.upper(), path=path, attempts=attempts, outcome_unknown=outcome_unknown
+    )
+
+
+def may_have_been_received(outcome: Outcome) -> bool:
+    """Whether an attempt failed after its bytes may have reached the server (read/write timeouts,
+    resets, a connection closed before the answer); ``False`` for answers and connect errors."""
+    return isinstance(outcome, _MAYBE_SENT) and not isinstance(outcome, _NOTHING_SENT)
 
 
 def _describe_validation(exc: pydantic.ValidationError) -> str:
@@ -642,9 +672,18 @@ def _describe_validation(exc: pydantic.ValidationError) -> str:
 
 
 def result_from_outcome(
-    op: Operation[T], outcome: Outcome, *, attempts: int, secrets: tuple[str, ...] = ()
+    op: Operation[T],
+    outcome: Outcome,
+    *,
+    attempts: int,
+    secrets: tuple[str, ...] = (),
+    maybe_received: bool = False,
 ) -> T:
     """The parsed result of the final outcome, or the error to raise.
+
+    ``maybe_received``: an earlier attempt of the call failed after its bytes may have reached the
+    server (:func:`may_have_been_received`). A transport error of a call that is not idempotent then
+    has ``outcome_unknown`` set, as it has when the final attempt itself may have been received.
 
     A 2xx whose body is not valid JSON, or does not fit the result model, raises
     :class:`~paysdk.UnexpectedResponseError` (D23): the call may have taken effect but its answer does
@@ -652,8 +691,9 @@ def result_from_outcome(
     """
     method = op.method.upper()
     if not isinstance(outcome, httpx.Response):
+        unknown = not op.is_idempotent and (maybe_received or may_have_been_received(outcome))
         raise error_from_exception(
-            outcome, method=method, path=op.path, attempts=attempts, secrets=secrets
+            outcome, method=method, path=op.path, attempts=attempts, secrets=secrets, outcome_unknown=unknown
         ) from outcome
     response = outcome
     if not _is_success(op, response.status_code):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import socket
 import time
 from collections.abc import AsyncIterator
 from decimal import Decimal
@@ -335,3 +336,43 @@ async def test_hook_keys_create_a_link_without_a_merchant_token(
                 channel="web",
             )
         )
+
+
+@pytest.mark.parametrize("kind", ["async-socket", "sync-socket"])
+async def test_a_post_cut_off_after_sending_says_its_outcome_is_unknown(
+    kind: str,
+    shop: SandboxClient,
+    client_for: Any,
+    environment: paysdk.Environment,
+    hold_first_request: Any,
+) -> None:
+    """Item 7.23: a read timeout after the POST was sent, not replayed (the environment does not declare
+    key support), raises with ``outcome_unknown``; the server did create the link meanwhile."""
+    held = hold_first_request("/transactions")
+    plain = paysdk.Environment(
+        environment.base_url, environment.webview_url, environment.wallet_base_url, environment.cms_base_url
+    )
+    hasty = client_for(shop.sandbox_token, plain, timeout=httpx.Timeout(0.5, connect=5.0))
+    args: dict[str, Any] = {"amount": 10, "user_id": "+50255550123", "channel": "wa", "client": shop.slug}
+    with pytest.raises(paysdk.APITimeoutError) as info:
+        await call(hasty.payment_links.create(**args, idempotency_key="cut-1"))
+    assert info.value.outcome_unknown is True
+    assert info.value.attempts == 1  # not replayed: the key is not declared honoured
+    assert "may have reached the server and taken effect (outcome unknown)" in str(info.value)
+    held.release.set()
+    assert held.finished.wait(20)
+    # It did take effect: sending it again with the same key replays the link the first attempt created.
+    patient = client_for(shop.sandbox_token, plain)
+    await call(patient.payment_links.create(**args, idempotency_key="cut-1"))
+    assert patient.last_response.replayed is True
+
+    # Nothing listens on a closed port: the POST was never sent, and the error says so.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    closed = paysdk.Environment.local(f"http://127.0.0.1:{port}")
+    refused = client_for(shop.sandbox_token, closed, max_retries=0)
+    with pytest.raises(paysdk.APIConnectionError) as refused_info:
+        await call(refused.payment_links.create(**args))
+    assert refused_info.value.outcome_unknown is False
+    assert str(refused_info.value).endswith("the request was not sent")

@@ -214,6 +214,47 @@ class TestExceptions:
         )
         assert type(error) is paysdk.APIConnectionError
         assert TOKEN not in str(error)
+        assert str(error).endswith("; the request was not sent")
+        assert error.outcome_unknown is False
+
+    @pytest.mark.parametrize(
+        "exc",
+        [
+            httpx.ReadTimeout("read"),
+            httpx.WriteTimeout("write"),
+            httpx.ReadError("reset by peer"),
+            httpx.RemoteProtocolError("closed without an answer"),
+        ],
+    )
+    def test_a_post_that_may_have_arrived_has_an_unknown_outcome(self, exc: httpx.RequestError) -> None:
+        with pytest.raises(paysdk.APIConnectionError) as info:
+            result_from_outcome(link_op(), exc, attempts=1)
+        assert info.value.outcome_unknown is True
+        assert "may have reached the server and taken effect (outcome unknown)" in str(info.value)
+        assert "not sent" not in str(info.value)
+        # The same failure of an idempotent call: simply repeat it.
+        get: Operation[Any] = Operation(method="GET", path="/x", parse=no_result)
+        with pytest.raises(paysdk.APIConnectionError) as info:
+            result_from_outcome(get, exc, attempts=1)
+        assert info.value.outcome_unknown is False
+        assert "outcome unknown" not in str(info.value)
+
+    @pytest.mark.parametrize("exc", [httpx.ConnectError("refused"), httpx.ConnectTimeout("c")])
+    def test_connect_errors_say_nothing_was_sent(self, exc: httpx.RequestError) -> None:
+        with pytest.raises(paysdk.APIConnectionError) as info:
+            result_from_outcome(link_op(), exc, attempts=1)
+        assert info.value.outcome_unknown is False
+        assert str(info.value).endswith("the request was not sent")
+        # ... unless an earlier attempt of the same call may have arrived (a keyed retry).
+        with pytest.raises(paysdk.APIConnectionError) as info:
+            result_from_outcome(link_op(), exc, attempts=2, maybe_received=True)
+        assert info.value.outcome_unknown is True
+        assert "not sent" not in str(info.value)
+
+    def test_answers_are_never_unknown(self) -> None:
+        with pytest.raises(paysdk.InternalServerError) as info:
+            result_from_outcome(link_op(), httpx.Response(503), attempts=1, maybe_received=True)
+        assert info.value.outcome_unknown is False
 
 
 class TestRedaction:
