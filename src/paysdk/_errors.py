@@ -9,7 +9,8 @@
     │   └── CallbackPayloadError
     └── RequestError               a request did not get a usable answer
         ├── APIConnectionError     nothing usable came back (connection refused, reset, ...)
-        │   └── APITimeoutError    connect/read/write/pool timeout
+        │   ├── APITimeoutError    connect/read/write/pool timeout, or the attempt's deadline passed
+        │   └── ResponseTooLargeError  the answer is larger than ``max_response_bytes``
         ├── UnexpectedResponseError  a 2xx answer that does not match the contract (never retried)
         └── APIError               the API answered with an error status
             ├── BadRequestError        400
@@ -93,6 +94,7 @@ __all__ = [
     "RefreshTokenReusedError",
     "RequestError",
     "ResetTokenInvalidError",
+    "ResponseTooLargeError",
     "SameCardError",
     "TokenExpiredError",
     "TokenInvalidError",
@@ -203,6 +205,26 @@ class UnexpectedResponseError(RequestError):
     def request_id(self) -> str | None:
         """The server's request id header, when it sent one."""
         return self.headers.get("x-request-id")
+
+
+class ResponseTooLargeError(APIConnectionError):
+    """The answer is larger than the client's ``max_response_bytes``: reading stopped there and the
+    connection was closed. ``limit`` is that cap, ``status_code`` the answer's status (a 2xx means the
+    request took effect although its answer was not read)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: int,
+        status_code: int,
+        method: str = "",
+        path: str = "",
+        attempts: int = 1,
+    ) -> None:
+        super().__init__(message, method=method, path=path, attempts=attempts)
+        self.limit = limit
+        self.status_code = status_code
 
 
 class APIError(RequestError):

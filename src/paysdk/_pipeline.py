@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import email.utils
 import functools
+import math
 import platform
 import re
 from collections.abc import Callable, Mapping
@@ -46,6 +47,7 @@ from paysdk._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
+    ResponseTooLargeError,
     UnexpectedResponseError,
     ValidationError,
     error_class_for,
@@ -81,9 +83,14 @@ WALLET_AUTH: Final = frozenset({"wallet_app", "wallet_user"})
 #: What one attempt produced: an answer, or the httpx error raised while sending.
 Outcome: TypeAlias = httpx.Response | httpx.RequestError
 
-#: 30 s for the whole exchange, 5 s to connect.
+#: 30 s for the whole exchange, 5 s to connect. The ``read`` value bounds each attempt as a whole
+#: (connect, send, and the whole answer), however slowly the bytes come (:func:`attempt_seconds`).
 DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, connect=5.0)
 DEFAULT_MAX_RETRIES: Final = 2
+#: Seconds a whole call may take: every attempt and every wait between them (decision D61).
+DEFAULT_TOTAL_TIMEOUT: Final = 60.0
+#: The largest answer the SDK reads, in bytes (after decompression); larger ones are cut off (D61).
+DEFAULT_MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
 #: Backoff before retry ``n`` (0-based): ``min(INITIAL * 2**n, MAX)``, minus up to 25 % jitter.
 INITIAL_RETRY_DELAY: Final = 0.5
 MAX_RETRY_DELAY: Final = 8.0
@@ -134,6 +141,8 @@ class ClientConfig:
     max_retries: int = DEFAULT_MAX_RETRIES
     default_headers: tuple[tuple[str, str], ...] = ()
     user_agent: str = USER_AGENT
+    total_timeout: float = DEFAULT_TOTAL_TIMEOUT
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
     def secrets(self) -> tuple[str, ...]:
         """The secret strings that must never appear in a message (for :func:`scrub`)."""
@@ -275,6 +284,29 @@ def validate_max_retries(value: object) -> int:
     """A non-negative ``int``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValidationError("max_retries", "must be an int >= 0")
+    return value
+
+
+def validate_total_timeout(value: object, timeout: httpx.Timeout) -> float:
+    """Seconds a whole call may take: positive, finite, and at least one attempt's ``timeout``."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise ValidationError("total_timeout", "must be a number of seconds")
+    seconds = float(value)
+    if not 0 < seconds < math.inf:
+        raise ValidationError("total_timeout", "must be a positive, finite number of seconds")
+    if seconds < attempt_seconds(timeout):
+        raise ValidationError(
+            "total_timeout",
+            f"{seconds:g} s is shorter than one attempt's timeout ({attempt_seconds(timeout):g} s): "
+            "raise total_timeout too",
+        )
+    return seconds
+
+
+def validate_max_response_bytes(value: object) -> int:
+    """A positive ``int``: the largest answer read, in bytes."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError("max_response_bytes", "must be an int >= 1 (bytes)")
     return value
 
 
@@ -497,11 +529,13 @@ def retry_decision(
     *,
     rng: Callable[[], float],
     now: Callable[[], float],
+    remaining: float = math.inf,
 ) -> RetryDecision:
     """Whether to send attempt ``attempt + 1`` and after how long (``attempt`` is 1-based).
 
-    ``rng`` returns a float in [0, 1) (jitter); ``now`` the current Unix time (HTTP-date ``Retry-After``).
-    See the module docstring for the rule.
+    ``rng`` returns a float in [0, 1) (jitter); ``now`` the current Unix time (HTTP-date ``Retry-After``);
+    ``remaining`` the seconds left of the call's ``total_timeout``: a wait that would use them all up
+    is not taken (the error is raised at once, D61). See the module docstring for the rule.
     """
     if isinstance(outcome, httpx.Response):
         status = outcome.status_code
@@ -536,7 +570,75 @@ def retry_decision(
             delay = min(delay, MAX_RETRY_AFTER)
     if delay is None:
         delay = backoff_delay(attempt - 1, rng=rng)
+    if delay >= remaining:
+        return RetryDecision(
+            False, reason=f"{reason}; a {delay:.1f}s wait would pass the call's total_timeout"
+        )
     return RetryDecision(True, delay=delay, reason=reason)
+
+
+# --------------------------------------------------------------------------------------------------
+# Deadlines and bounded answers (decision D61)
+
+
+def attempt_seconds(timeout: httpx.Timeout) -> float:
+    """How long one attempt may take as a whole: the timeout's ``read`` value (30 s by default)."""
+    return float(timeout.read if timeout.read is not None else DEFAULT_TIMEOUT.read or 30.0)
+
+
+def attempt_budget(op: Operation[Any], config: ClientConfig, *, elapsed: float) -> float:
+    """Seconds the next attempt may take: its timeout, cut to what is left of ``total_timeout``."""
+    return min(attempt_seconds(op.timeout or config.timeout), config.total_timeout - elapsed)
+
+
+class AnswerTooLarge(httpx.RequestError):
+    """Raised while reading an answer larger than ``limit`` bytes (becomes
+    :class:`~paysdk.ResponseTooLargeError`; never retried)."""
+
+    def __init__(self, limit: int, status_code: int, *, request: httpx.Request) -> None:
+        super().__init__(f"answer larger than {limit} bytes", request=request)
+        self.limit = limit
+        self.status_code = status_code
+
+
+def check_answer(response: httpx.Response, size: int, limit: int, *, left: float) -> None:
+    """Called before and during the read of an answer: ``size`` bytes read so far (``-1`` before the
+    first, when the declared ``Content-Length`` is checked), ``left`` seconds before the attempt's
+    deadline. Raises :class:`AnswerTooLarge` past ``limit``, :class:`httpx.ReadTimeout` past the deadline.
+    """
+    if size < 0:
+        declared = response.headers.get("content-length", "")
+        if declared.strip().isdigit() and int(declared) > limit:
+            raise AnswerTooLarge(limit, response.status_code, request=response.request)
+    elif size > limit:
+        raise AnswerTooLarge(limit, response.status_code, request=response.request)
+    if left <= 0:
+        raise httpx.ReadTimeout(
+            "the attempt's deadline passed while reading the answer", request=response.request
+        )
+
+
+#: Headers about the wire form of a body, dropped when its decoded bytes are kept.
+_FRAMING_HEADERS: Final = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+def buffered_response(response: httpx.Response, content: bytes) -> httpx.Response:
+    """A read answer: the same status, headers and request, with its decoded ``content`` in memory."""
+    headers = [
+        (name, value) for name, value in response.headers.multi_items() if name not in _FRAMING_HEADERS
+    ]
+    extensions: dict[str, Any] = {
+        key: response.extensions[key]
+        for key in ("http_version", "reason_phrase")
+        if key in response.extensions
+    }
+    return httpx.Response(
+        response.status_code,
+        headers=headers,
+        content=content,
+        request=response.request,
+        extensions=extensions,
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -638,6 +740,17 @@ def error_from_exception(
     detail = scrub(str(exc), secrets)[:300]
     where = f"{method.upper()} {path}"
     tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if isinstance(exc, AnswerTooLarge):
+        effect = "; the request took effect" if 200 <= exc.status_code < 300 else ""
+        return ResponseTooLargeError(
+            f"HTTP {exc.status_code} answer to {where} is larger than max_response_bytes ({exc.limit}): "
+            f"not read, connection closed{effect}",
+            limit=exc.limit,
+            status_code=exc.status_code,
+            method=method.upper(),
+            path=path,
+            attempts=attempts,
+        )
     if outcome_unknown:
         fate = (
             "; the request may have reached the server and taken effect (outcome unknown): "
@@ -649,7 +762,8 @@ def error_from_exception(
         fate = ""
     if isinstance(exc, httpx.TimeoutException):
         phase = type(exc).__name__.removesuffix("Timeout").lower() or "request"
-        message = f"{phase} timeout on {where}{tries}{fate}"
+        deadline = " (the attempt's deadline passed)" if "deadline" in detail else ""
+        message = f"{phase} timeout on {where}{tries}{deadline}{fate}"
         return APITimeoutError(
             message, method=method.upper(), path=path, attempts=attempts, outcome_unknown=outcome_unknown
         )
