@@ -6,8 +6,9 @@ shells (``AsyncClient._request`` and the generated ``Client._request``) only loo
     key = idempotency_key_for(op, config, mint=uuid4-ish)       # once per logical call
     for attempt in 1, 2, ...:
         request = build_request(op, config, key, attempt=attempt)
-        outcome = send(request)                                # httpx.Response or httpx.RequestError
-        decision = retry_decision(op, attempt, outcome, config, key, rng=..., now=...)
+        deadline = now + attempt_budget(op, config, elapsed=...)  # D61
+        outcome = send(request)          # streamed under check_answer: httpx.Response or RequestError
+        decision = retry_decision(op, attempt, outcome, config, key, rng=..., now=..., remaining=...)
         if not decision.retry:
             return result_from_outcome(op, outcome, ...)      # the parsed model, or raises
         sleep(decision.delay)
