@@ -619,27 +619,14 @@ def check_answer(response: httpx.Response, size: int, limit: int, *, left: float
         )
 
 
-#: Headers about the wire form of a body, dropped when its decoded bytes are kept.
-_FRAMING_HEADERS: Final = frozenset({"content-encoding", "content-length", "transfer-encoding"})
-
-
 def buffered_response(response: httpx.Response, content: bytes) -> httpx.Response:
-    """A read answer: the same status, headers and request, with its decoded ``content`` in memory."""
-    headers = [
-        (name, value) for name, value in response.headers.multi_items() if name not in _FRAMING_HEADERS
-    ]
-    extensions: dict[str, Any] = {
-        key: response.extensions[key]
-        for key in ("http_version", "reason_phrase")
-        if key in response.extensions
-    }
-    return httpx.Response(
-        response.status_code,
-        headers=headers,
-        content=content,
-        request=response.request,
-        extensions=extensions,
-    )
+    """``response``, streamed and closed, with its decoded ``content`` kept as if it had been read whole.
+
+    It sets what :meth:`httpx.Response.read` sets (``_content``): building a new response instead would
+    parse every header again, a cost on every call.
+    """
+    response._content = content
+    return response
 
 
 # --------------------------------------------------------------------------------------------------

@@ -136,6 +136,8 @@ def _describe(exc: BaseException, verbose: bool) -> list[str]:
                 f"does not match the contract ({exc.problem})",
                 "  the request may have taken effect: check its state before repeating it",
             ]
+        if isinstance(exc, errors.ResponseTooLargeError):
+            return [f"the API's answer was too large: {exc}"]
         if isinstance(exc, errors.APITimeoutError):
             return [f"the request timed out: {exc}"]
         if isinstance(exc, errors.APIConnectionError):
