@@ -7,6 +7,7 @@ In every ``.py`` file under ``src/`` that holds the marker lines ``# unasync: be
 boundaries): ``async def`` -> ``def``, ``async with`` -> ``with``, ``async for`` -> ``for``,
 ``await `` -> nothing, ``asyncio.sleep`` -> ``time.sleep``, ``asyncio.Lock`` -> ``threading.Lock``,
 ``__aenter__``/``__aexit__`` -> ``__enter__``/``__exit__``, ``aclose`` -> ``close``, ``aread`` -> ``read``,
+``aiter_bytes``/``aiter_raw``/``aiter_text``/``aiter_lines`` -> ``iter_...`` (httpx response streams),
 ``asynccontextmanager`` -> ``contextmanager``, ``redis.asyncio`` -> ``redis`` (the asyncio client of
 redis-py has the sync client's API), ``Async<Name>`` -> ``<Name>`` (so ``AsyncClient`` -> ``Client``),
 and in prose "for ``asyncio`` code" -> "for blocking code"; ``# noqa: ASYNC...`` comments are dropped.
@@ -47,6 +48,7 @@ RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b__aexit__\b", "__exit__"),
         (r"\baclose\b", "close"),
         (r"\baread\b", "read"),
+        (r"\baiter_(bytes|raw|text|lines)\b", r"iter_\1"),
         (r"\basynccontextmanager\b", "contextmanager"),
         (r"\bredis\.asyncio\b", "redis"),
         (r"\bAsync([A-Z]\w*)", r"\1"),

@@ -14,6 +14,9 @@ Fixtures (other test packages use these names):
   yields the base URL. It is its own app instance over the same ``db_url`` as ``app``.
 * ``callback_sink`` -- a real HTTP receiver (:class:`CallbackSink`): ``.url``, ``.received``,
   ``.respond_with([500, 500, 200])``, ``.down()``/``.up()``, ``.wait_for(n)``.
+* ``hold_first_request`` -- ``hold(path)`` makes the server (in process or live) keep the first public
+  request to ``path`` inside its handler, after the idempotency record was written, until
+  ``.release`` is set; ``.finished`` is set once that request was answered (:class:`HeldRequest`).
 """
 
 from __future__ import annotations
@@ -270,3 +273,42 @@ def callback_sink() -> Iterator[CallbackSink]:
         yield sink
     finally:
         sink.down()
+
+
+@dataclass
+class HeldRequest:
+    """The first request to ``path``, held in the server's handler (thread-safe events)."""
+
+    path: str
+    entered: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def hold_first_request(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], HeldRequest]:
+    """See the module docstring: a request still in progress, for the idempotency tests (D17)."""
+    import asyncio
+
+    from paysdk.server.middleware import ServerMiddleware
+
+    original = ServerMiddleware._dispatch
+
+    def hold(path: str) -> HeldRequest:
+        held = HeldRequest(path)
+
+        async def dispatch(self: ServerMiddleware, scope: Any, receive: Any, send: Any) -> None:
+            if scope["path"] != path or held.entered.is_set():
+                await original(self, scope, receive, send)
+                return
+            held.entered.set()
+            await asyncio.to_thread(held.release.wait, 20)  # the test may release it from another thread
+            try:
+                await original(self, scope, receive, send)
+            finally:
+                held.finished.set()
+
+        monkeypatch.setattr(ServerMiddleware, "_dispatch", dispatch)
+        return held
+
+    return hold

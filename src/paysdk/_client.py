@@ -24,27 +24,36 @@ import httpx
 from paysdk._environment import Environment
 from paysdk._errors import AuthenticationError, ValidationError
 from paysdk._pipeline import (
+    DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
+    DEFAULT_TOTAL_TIMEOUT,
     ClientConfig,
     Operation,
     Outcome,
     ResponseInfo,
     RetryDecision,
+    attempt_budget,
+    buffered_response,
     build_request,
+    check_answer,
     describe_outcome,
     idempotency_key_for,
+    may_have_been_received,
     response_info,
     result_from_outcome,
     retry_decision,
     validate_headers,
+    validate_max_response_bytes,
     validate_max_retries,
     validate_timeout,
     validate_token,
+    validate_total_timeout,
 )
 from paysdk._secret import Secret
 from paysdk._token_stores import AsyncStoreAdapter, AsyncTokenStore, StoreAdapter, TokenStore
 from paysdk._tokens import RECOVERABLE_CODES
+from paysdk._transport import attempt_deadline, install_deadlines
 from paysdk._types import NOT_GIVEN, NotGiven
 from paysdk._wallet_auth import (
     AsyncTokenManager,
@@ -79,6 +88,8 @@ def make_config(
     timeout: object,
     max_retries: object,
     default_headers: Mapping[str, str] | None,
+    total_timeout: object = DEFAULT_TOTAL_TIMEOUT,
+    max_response_bytes: object = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> ClientConfig:
     """Validate the client arguments (reading ``PAYSDK_*`` defaults) into a :class:`ClientConfig`."""
     if merchant_token is None:
@@ -90,12 +101,15 @@ def make_config(
             raise ValidationError("environment", str(exc)) from None
     elif not isinstance(environment, Environment):
         raise ValidationError("environment", "must be a paysdk.Environment")
+    checked_timeout = validate_timeout(timeout)
     return ClientConfig(
         environment=environment,
         merchant_token=validate_token(merchant_token),
-        timeout=validate_timeout(timeout),
+        timeout=checked_timeout,
         max_retries=validate_max_retries(max_retries),
         default_headers=validate_headers(default_headers),
+        total_timeout=validate_total_timeout(total_timeout, checked_timeout),
+        max_response_bytes=validate_max_response_bytes(max_response_bytes),
     )
 
 
@@ -107,14 +121,25 @@ def replace_config(
     timeout: float | httpx.Timeout | NotGiven,
     max_retries: int | NotGiven,
     default_headers: Mapping[str, str] | NotGiven,
+    total_timeout: float | NotGiven = NOT_GIVEN,
+    max_response_bytes: int | NotGiven = NOT_GIVEN,
 ) -> ClientConfig:
     """``config`` with the given options replaced (``NOT_GIVEN`` keeps the current value)."""
+    new_timeout = config.timeout if isinstance(timeout, NotGiven) else validate_timeout(timeout)
     return ClientConfig(
         environment=config.environment if isinstance(environment, NotGiven) else environment,
         merchant_token=(
             config.merchant_token if isinstance(merchant_token, NotGiven) else validate_token(merchant_token)
         ),
-        timeout=config.timeout if isinstance(timeout, NotGiven) else validate_timeout(timeout),
+        timeout=new_timeout,
+        total_timeout=validate_total_timeout(
+            config.total_timeout if isinstance(total_timeout, NotGiven) else total_timeout, new_timeout
+        ),
+        max_response_bytes=(
+            config.max_response_bytes
+            if isinstance(max_response_bytes, NotGiven)
+            else validate_max_response_bytes(max_response_bytes)
+        ),
         max_retries=(
             config.max_retries if isinstance(max_retries, NotGiven) else validate_max_retries(max_retries)
         ),
@@ -194,7 +219,12 @@ class AsyncClient:
     :meth:`Environment.from_env() <paysdk.Environment.from_env>`.
 
     ``timeout`` is seconds or an :class:`httpx.Timeout` (default 30 s, 5 s to connect); ``None`` is
-    refused rather than silently disabling timeouts. ``max_retries`` (default 2) bounds retries of
+    refused rather than silently disabling timeouts. It bounds each attempt as a whole (its ``read``
+    value: connecting, sending and reading the whole answer, however slowly the bytes come).
+    ``total_timeout`` (default 60 s) bounds the whole call: every attempt and every wait between them,
+    ``Retry-After`` included. ``max_response_bytes`` (default 16 MiB) caps the answer read; a larger
+    one raises :class:`~paysdk.ResponseTooLargeError` and its connection is closed.
+    ``max_retries`` (default 2) bounds retries of
     connect errors, timeouts, 408/429/5xx answers; a POST is retried after its bytes may have been
     sent only when the environment honours idempotency keys (one key per call, reused on each attempt).
 
@@ -230,8 +260,18 @@ class AsyncClient:
         logger: logging.Logger | None = None,
         wallet: WalletCredentials | None = None,
         token_store: TokenStore | AsyncTokenStore | None = None,
+        total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
-        self._config = make_config(merchant_token, environment, timeout, max_retries, default_headers)
+        self._config = make_config(
+            merchant_token,
+            environment,
+            timeout,
+            max_retries,
+            default_headers,
+            total_timeout,
+            max_response_bytes,
+        )
         self._wallet_credentials = check_wallet(wallet)
         self._token_store = AsyncStoreAdapter.of(token_store)
         if http_client is not None and transport is not None:
@@ -242,6 +282,8 @@ class AsyncClient:
             if http_client is not None
             else httpx.AsyncClient(transport=transport, timeout=self._config.timeout)
         )
+        if http_client is None and transport is None:
+            install_deadlines(self._http)  # the attempt deadline at the socket (paysdk._transport)
         self._logger = logger or logging.getLogger(LOGGER_NAME)
         self._sleep = asyncio.sleep
         self._random = random.random
@@ -293,6 +335,16 @@ class AsyncClient:
         """How many times a failed call may be retried."""
         return self._config.max_retries
 
+    @property
+    def total_timeout(self) -> float:
+        """Seconds a whole call may take, retries and waits included."""
+        return self._config.total_timeout
+
+    @property
+    def max_response_bytes(self) -> int:
+        """The largest answer read, in bytes."""
+        return self._config.max_response_bytes
+
     def with_options(
         self,
         *,
@@ -301,6 +353,8 @@ class AsyncClient:
         timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,
         max_retries: int | NotGiven = NOT_GIVEN,
         default_headers: Mapping[str, str] | NotGiven = NOT_GIVEN,
+        total_timeout: float | NotGiven = NOT_GIVEN,
+        max_response_bytes: int | NotGiven = NOT_GIVEN,
     ) -> Self:
         """A copy of this client with some options changed, sharing its connection pool.
 
@@ -314,6 +368,8 @@ class AsyncClient:
             timeout=timeout,
             max_retries=max_retries,
             default_headers=default_headers,
+            total_timeout=total_timeout,
+            max_response_bytes=max_response_bytes,
         )
         clone._owns_http = False
         clone.last_response = None
@@ -357,17 +413,24 @@ class AsyncClient:
         key = idempotency_key_for(op, config, mint=self._mint_key)
         started = self._monotonic()
         attempt = 0
+        maybe_received = False  # an attempt may have reached the server (outcome_unknown)
         while True:
             attempt += 1
             request = build_request(op, config, key, attempt=attempt, bearer=bearer)
             sent = self._monotonic()
+            deadline = sent + attempt_budget(op, config, elapsed=sent - started)
             outcome: Outcome
             try:
-                outcome = await self._http.send(request)
+                with attempt_deadline(deadline):
+                    outcome = await self._receive(await self._http.send(request, stream=True), deadline)
             except httpx.RequestError as exc:
                 outcome = exc
             log_attempt(self._logger, op, attempt, outcome, self._monotonic() - sent)
-            decision = retry_decision(op, attempt, outcome, config, key, rng=self._random, now=self._now)
+            maybe_received = maybe_received or may_have_been_received(outcome)
+            remaining = config.total_timeout - (self._monotonic() - started)
+            decision = retry_decision(
+                op, attempt, outcome, config, key, rng=self._random, now=self._now, remaining=remaining
+            )
             if not decision.retry:
                 break
             log_retry(self._logger, op, attempt, decision)
@@ -378,7 +441,25 @@ class AsyncClient:
         else:
             self.last_response = None
         secrets = config.secrets() if bearer is None else (*config.secrets(), bearer.reveal())
-        return result_from_outcome(op, outcome, attempts=attempt, secrets=secrets)
+        return result_from_outcome(
+            op, outcome, attempts=attempt, secrets=secrets, maybe_received=maybe_received
+        )
+
+    async def _receive(self, response: httpx.Response, deadline: float) -> httpx.Response:
+        """Read an answer as a stream: at most ``max_response_bytes`` (decoded), by the attempt's
+        ``deadline`` (``time.monotonic``); the connection is closed when either is passed (D61)."""
+        limit = self._config.max_response_bytes
+        chunks: list[bytes] = []
+        try:
+            check_answer(response, -1, limit, left=deadline - self._monotonic())
+            size = 0
+            async for chunk in response.aiter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                check_answer(response, size, limit, left=deadline - self._monotonic())
+        finally:
+            await response.aclose()
+        return buffered_response(response, b"".join(chunks))
 
 
 # unasync: end
@@ -400,7 +481,12 @@ class Client:
     :meth:`Environment.from_env() <paysdk.Environment.from_env>`.
 
     ``timeout`` is seconds or an :class:`httpx.Timeout` (default 30 s, 5 s to connect); ``None`` is
-    refused rather than silently disabling timeouts. ``max_retries`` (default 2) bounds retries of
+    refused rather than silently disabling timeouts. It bounds each attempt as a whole (its ``read``
+    value: connecting, sending and reading the whole answer, however slowly the bytes come).
+    ``total_timeout`` (default 60 s) bounds the whole call: every attempt and every wait between them,
+    ``Retry-After`` included. ``max_response_bytes`` (default 16 MiB) caps the answer read; a larger
+    one raises :class:`~paysdk.ResponseTooLargeError` and its connection is closed.
+    ``max_retries`` (default 2) bounds retries of
     connect errors, timeouts, 408/429/5xx answers; a POST is retried after its bytes may have been
     sent only when the environment honours idempotency keys (one key per call, reused on each attempt).
 
@@ -436,8 +522,18 @@ class Client:
         logger: logging.Logger | None = None,
         wallet: WalletCredentials | None = None,
         token_store: TokenStore | TokenStore | None = None,
+        total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
-        self._config = make_config(merchant_token, environment, timeout, max_retries, default_headers)
+        self._config = make_config(
+            merchant_token,
+            environment,
+            timeout,
+            max_retries,
+            default_headers,
+            total_timeout,
+            max_response_bytes,
+        )
         self._wallet_credentials = check_wallet(wallet)
         self._token_store = StoreAdapter.of(token_store)
         if http_client is not None and transport is not None:
@@ -448,6 +544,8 @@ class Client:
             if http_client is not None
             else httpx.Client(transport=transport, timeout=self._config.timeout)
         )
+        if http_client is None and transport is None:
+            install_deadlines(self._http)  # the attempt deadline at the socket (paysdk._transport)
         self._logger = logger or logging.getLogger(LOGGER_NAME)
         self._sleep = time.sleep
         self._random = random.random
@@ -499,6 +597,16 @@ class Client:
         """How many times a failed call may be retried."""
         return self._config.max_retries
 
+    @property
+    def total_timeout(self) -> float:
+        """Seconds a whole call may take, retries and waits included."""
+        return self._config.total_timeout
+
+    @property
+    def max_response_bytes(self) -> int:
+        """The largest answer read, in bytes."""
+        return self._config.max_response_bytes
+
     def with_options(
         self,
         *,
@@ -507,6 +615,8 @@ class Client:
         timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,
         max_retries: int | NotGiven = NOT_GIVEN,
         default_headers: Mapping[str, str] | NotGiven = NOT_GIVEN,
+        total_timeout: float | NotGiven = NOT_GIVEN,
+        max_response_bytes: int | NotGiven = NOT_GIVEN,
     ) -> Self:
         """A copy of this client with some options changed, sharing its connection pool.
 
@@ -520,6 +630,8 @@ class Client:
             timeout=timeout,
             max_retries=max_retries,
             default_headers=default_headers,
+            total_timeout=total_timeout,
+            max_response_bytes=max_response_bytes,
         )
         clone._owns_http = False
         clone.last_response = None
@@ -563,17 +675,24 @@ class Client:
         key = idempotency_key_for(op, config, mint=self._mint_key)
         started = self._monotonic()
         attempt = 0
+        maybe_received = False  # an attempt may have reached the server (outcome_unknown)
         while True:
             attempt += 1
             request = build_request(op, config, key, attempt=attempt, bearer=bearer)
             sent = self._monotonic()
+            deadline = sent + attempt_budget(op, config, elapsed=sent - started)
             outcome: Outcome
             try:
-                outcome = self._http.send(request)
+                with attempt_deadline(deadline):
+                    outcome = self._receive(self._http.send(request, stream=True), deadline)
             except httpx.RequestError as exc:
                 outcome = exc
             log_attempt(self._logger, op, attempt, outcome, self._monotonic() - sent)
-            decision = retry_decision(op, attempt, outcome, config, key, rng=self._random, now=self._now)
+            maybe_received = maybe_received or may_have_been_received(outcome)
+            remaining = config.total_timeout - (self._monotonic() - started)
+            decision = retry_decision(
+                op, attempt, outcome, config, key, rng=self._random, now=self._now, remaining=remaining
+            )
             if not decision.retry:
                 break
             log_retry(self._logger, op, attempt, decision)
@@ -584,5 +703,23 @@ class Client:
         else:
             self.last_response = None
         secrets = config.secrets() if bearer is None else (*config.secrets(), bearer.reveal())
-        return result_from_outcome(op, outcome, attempts=attempt, secrets=secrets)
+        return result_from_outcome(
+            op, outcome, attempts=attempt, secrets=secrets, maybe_received=maybe_received
+        )
+
+    def _receive(self, response: httpx.Response, deadline: float) -> httpx.Response:
+        """Read an answer as a stream: at most ``max_response_bytes`` (decoded), by the attempt's
+        ``deadline`` (``time.monotonic``); the connection is closed when either is passed (D61)."""
+        limit = self._config.max_response_bytes
+        chunks: list[bytes] = []
+        try:
+            check_answer(response, -1, limit, left=deadline - self._monotonic())
+            size = 0
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                check_answer(response, size, limit, left=deadline - self._monotonic())
+        finally:
+            response.close()
+        return buffered_response(response, b"".join(chunks))
 # unasync: generated end

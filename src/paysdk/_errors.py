@@ -9,7 +9,9 @@
     │   └── CallbackPayloadError
     └── RequestError               a request did not get a usable answer
         ├── APIConnectionError     nothing usable came back (connection refused, reset, ...)
-        │   └── APITimeoutError    connect/read/write/pool timeout
+        │   ├── APITimeoutError    connect/read/write/pool timeout, or the attempt's deadline passed
+        │   └── ResponseTooLargeError  the answer is larger than ``max_response_bytes``
+        ├── UnexpectedResponseError  a 2xx answer that does not match the contract (never retried)
         └── APIError               the API answered with an error status
             ├── BadRequestError        400
             │   ├── AmountOutOfRangeError      400 / ownCode 2003
@@ -92,10 +94,12 @@ __all__ = [
     "RefreshTokenReusedError",
     "RequestError",
     "ResetTokenInvalidError",
+    "ResponseTooLargeError",
     "SameCardError",
     "TokenExpiredError",
     "TokenInvalidError",
     "TokenRevokedError",
+    "UnexpectedResponseError",
     "UnknownClientError",
     "UnknownMerchantError",
     "UnprocessableEntityError",
@@ -135,13 +139,29 @@ class CallbackPayloadError(CallbackError):
 
 
 class RequestError(PaySDKError):
-    """A request failed. ``method`` and ``path`` say which; ``attempts`` how often it was sent."""
+    """A request failed. ``method`` and ``path`` say which; ``attempts`` how often it was sent.
 
-    def __init__(self, message: str, *, method: str = "", path: str = "", attempts: int = 1) -> None:
+    ``outcome_unknown`` is ``True`` when a call that is not idempotent (a POST) failed after its bytes
+    may have reached the server (a read or write timeout, a connection reset or closed after sending)
+    and no answer came: it may or may not have taken effect, so check its state (e.g. look the
+    transaction up by your ``external_id``) before sending it again. ``False`` otherwise: an answer
+    came, nothing was sent (connect errors), or the call is idempotent and can simply be repeated.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str = "",
+        path: str = "",
+        attempts: int = 1,
+        outcome_unknown: bool = False,
+    ) -> None:
         super().__init__(message)
         self.method = method
         self.path = path
         self.attempts = attempts
+        self.outcome_unknown = outcome_unknown
 
     @property
     def retries(self) -> int:
@@ -155,6 +175,56 @@ class APIConnectionError(RequestError):
 
 class APITimeoutError(APIConnectionError):
     """The request timed out (connect, read, write or pool)."""
+
+
+class UnexpectedResponseError(RequestError):
+    """A success (2xx) answer whose body does not match the contract: not JSON, or not the expected shape.
+
+    The server answered, so the request most likely took effect: it is never retried (decision D23).
+    ``status_code`` is the answer's status, ``problem`` says what did not match (field locations and
+    error kinds only, never values), ``headers`` are the answer's headers with credentials masked.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int,
+        problem: str,
+        headers: Mapping[str, str] | None = None,
+        method: str = "",
+        path: str = "",
+        attempts: int = 1,
+    ) -> None:
+        super().__init__(message, method=method, path=path, attempts=attempts)
+        self.status_code = status_code
+        self.problem = problem
+        self.headers: dict[str, str] = dict(headers or {})
+
+    @property
+    def request_id(self) -> str | None:
+        """The server's request id header, when it sent one."""
+        return self.headers.get("x-request-id")
+
+
+class ResponseTooLargeError(APIConnectionError):
+    """The answer is larger than the client's ``max_response_bytes``: reading stopped there and the
+    connection was closed. ``limit`` is that cap, ``status_code`` the answer's status (a 2xx means the
+    request took effect although its answer was not read)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: int,
+        status_code: int,
+        method: str = "",
+        path: str = "",
+        attempts: int = 1,
+    ) -> None:
+        super().__init__(message, method=method, path=path, attempts=attempts)
+        self.limit = limit
+        self.status_code = status_code
 
 
 class APIError(RequestError):

@@ -6,8 +6,9 @@ shells (``AsyncClient._request`` and the generated ``Client._request``) only loo
     key = idempotency_key_for(op, config, mint=uuid4-ish)       # once per logical call
     for attempt in 1, 2, ...:
         request = build_request(op, config, key, attempt=attempt)
-        outcome = send(request)                                # httpx.Response or httpx.RequestError
-        decision = retry_decision(op, attempt, outcome, config, key, rng=..., now=...)
+        deadline = now + attempt_budget(op, config, elapsed=...)  # D61
+        outcome = send(request)          # streamed under check_answer: httpx.Response or RequestError
+        decision = retry_decision(op, attempt, outcome, config, key, rng=..., now=..., remaining=...)
         if not decision.retry:
             return result_from_outcome(op, outcome, ...)      # the parsed model, or raises
         sleep(decision.delay)
@@ -18,16 +19,19 @@ connect errors, timeouts, 408, 429 and 500/502/503/504. A POST is retried only w
 ``Idempotency-Key`` (``Environment.honours_idempotency_keys``) and the endpoint takes part: then one
 key is minted per logical call and sent on every attempt, and the POST is retried like an idempotent
 call. A caller's own key always wins and is always sent, but it does not make retries safe on an
-environment that does not declare support.
+environment that does not declare support. A ``409`` whose details name ``Idempotency-Key`` (the
+first request with that key is still in progress, D17) is retried with the same key and backoff;
+other 409s never are.
 
-A 2xx answer whose body is not the expected JSON raises :class:`~paysdk.APIConnectionError` (the
-answer is not usable) and is never retried: the server may well have acted on the request.
+A 2xx answer whose body is not the expected JSON raises :class:`~paysdk.UnexpectedResponseError` (the
+answer does not match the contract, D23) and is never retried: the server may well have acted on it.
 """
 
 from __future__ import annotations
 
 import email.utils
 import functools
+import math
 import platform
 import re
 from collections.abc import Callable, Mapping
@@ -40,7 +44,15 @@ import pydantic
 
 from paysdk import _json
 from paysdk._environment import Environment
-from paysdk._errors import APIConnectionError, APIError, APITimeoutError, ValidationError, error_class_for
+from paysdk._errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    ResponseTooLargeError,
+    UnexpectedResponseError,
+    ValidationError,
+    error_class_for,
+)
 from paysdk._secret import Secret
 from paysdk._types import NOT_GIVEN, NotGiven
 
@@ -72,9 +84,14 @@ WALLET_AUTH: Final = frozenset({"wallet_app", "wallet_user"})
 #: What one attempt produced: an answer, or the httpx error raised while sending.
 Outcome: TypeAlias = httpx.Response | httpx.RequestError
 
-#: 30 s for the whole exchange, 5 s to connect.
+#: 30 s for the whole exchange, 5 s to connect. The ``read`` value bounds each attempt as a whole
+#: (connect, send, and the whole answer), however slowly the bytes come (:func:`attempt_seconds`).
 DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, connect=5.0)
 DEFAULT_MAX_RETRIES: Final = 2
+#: Seconds a whole call may take: every attempt and every wait between them (decision D61).
+DEFAULT_TOTAL_TIMEOUT: Final = 60.0
+#: The largest answer the SDK reads, in bytes (after decompression); larger ones are cut off (D61).
+DEFAULT_MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
 #: Backoff before retry ``n`` (0-based): ``min(INITIAL * 2**n, MAX)``, minus up to 25 % jitter.
 INITIAL_RETRY_DELAY: Final = 0.5
 MAX_RETRY_DELAY: Final = 8.0
@@ -86,6 +103,8 @@ IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"
 IDEMPOTENCY_HEADER: Final = "Idempotency-Key"
 RETRY_COUNT_HEADER: Final = "X-Paysdk-Retry-Count"
 REQUEST_ID_HEADER: Final = "x-request-id"
+#: The answer header of a replayed idempotent request (decision D17).
+REPLAYED_HEADER: Final = "idempotent-replayed"
 MASK: Final = "****"
 
 #: Header names always masked in errors, logs and :class:`ResponseInfo`.
@@ -123,6 +142,8 @@ class ClientConfig:
     max_retries: int = DEFAULT_MAX_RETRIES
     default_headers: tuple[tuple[str, str], ...] = ()
     user_agent: str = USER_AGENT
+    total_timeout: float = DEFAULT_TOTAL_TIMEOUT
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
     def secrets(self) -> tuple[str, ...]:
         """The secret strings that must never appear in a message (for :func:`scrub`)."""
@@ -209,6 +230,12 @@ class ResponseInfo:
         """How many times the call was retried (``attempts - 1``)."""
         return max(self.attempts - 1, 0)
 
+    @property
+    def replayed(self) -> bool:
+        """Whether the server replayed a stored answer for this idempotency key (``Idempotent-Replayed:
+        true``, decision D17) instead of running the request again."""
+        return self.headers.get(REPLAYED_HEADER, "").strip().lower() == "true"
+
     def __repr__(self) -> str:
         return (
             f"ResponseInfo(method={self.method!r}, path={self.path!r}, status_code={self.status_code}, "
@@ -258,6 +285,29 @@ def validate_max_retries(value: object) -> int:
     """A non-negative ``int``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValidationError("max_retries", "must be an int >= 0")
+    return value
+
+
+def validate_total_timeout(value: object, timeout: httpx.Timeout) -> float:
+    """Seconds a whole call may take: positive, finite, and at least one attempt's ``timeout``."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise ValidationError("total_timeout", "must be a number of seconds")
+    seconds = float(value)
+    if not 0 < seconds < math.inf:
+        raise ValidationError("total_timeout", "must be a positive, finite number of seconds")
+    if seconds < attempt_seconds(timeout):
+        raise ValidationError(
+            "total_timeout",
+            f"{seconds:g} s is shorter than one attempt's timeout ({attempt_seconds(timeout):g} s): "
+            "raise total_timeout too",
+        )
+    return seconds
+
+
+def validate_max_response_bytes(value: object) -> int:
+    """A positive ``int``: the largest answer read, in bytes."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError("max_response_bytes", "must be an int >= 1 (bytes)")
     return value
 
 
@@ -445,6 +495,26 @@ def backoff_delay(retry_index: int, *, rng: Callable[[], float]) -> float:
     return base * (1.0 - 0.25 * rng())
 
 
+def is_idempotency_in_progress(response: httpx.Response) -> bool:
+    """A ``409`` whose ``details`` name ``Idempotency-Key``: the first request with this key is still
+    being processed (the IETF ``Idempotency-Key`` draft, decision D17). Sending the same key again
+    later is safe: the server either replays the stored answer or says it is still in progress. Other
+    409s (ownCode 5000, 5004, state conflicts) are not this."""
+    if response.status_code != 409:
+        return False
+    try:
+        body = _json.loads(response.content)
+    except _json.JSONDecodeError:
+        return False
+    if not isinstance(body, dict) or body.get("ownCode") is not None:
+        return False
+    details = body.get("details")
+    return isinstance(details, list) and any(
+        isinstance(item, dict) and str(item.get("field", "")).lower() == IDEMPOTENCY_HEADER.lower()
+        for item in details
+    )
+
+
 #: Errors raised before a single byte of the request left: always safe to retry.
 _NOTHING_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 #: Errors after which the server may or may not have received the request.
@@ -460,21 +530,26 @@ def retry_decision(
     *,
     rng: Callable[[], float],
     now: Callable[[], float],
+    remaining: float = math.inf,
 ) -> RetryDecision:
     """Whether to send attempt ``attempt + 1`` and after how long (``attempt`` is 1-based).
 
-    ``rng`` returns a float in [0, 1) (jitter); ``now`` the current Unix time (HTTP-date ``Retry-After``).
-    See the module docstring for the rule.
+    ``rng`` returns a float in [0, 1) (jitter); ``now`` the current Unix time (HTTP-date ``Retry-After``);
+    ``remaining`` the seconds left of the call's ``total_timeout``: a wait that would use them all up
+    is not taken (the error is raised at once, D61). See the module docstring for the rule.
     """
     if isinstance(outcome, httpx.Response):
         status = outcome.status_code
         if _is_success(op, status):
             return RetryDecision(False, reason="success")
-        if status not in RETRYABLE_STATUSES:
+        if idempotency_key is not None and is_idempotency_in_progress(outcome):
+            reason = "409: the request with this Idempotency-Key is still in progress"
+        elif status not in RETRYABLE_STATUSES:
             return RetryDecision(False, reason=f"status {status} is not retryable")
-        if not _replay_is_safe(op, config, idempotency_key):
+        elif not _replay_is_safe(op, config, idempotency_key):
             return RetryDecision(False, reason=f"status {status}: {op.method} without an honoured key")
-        reason = f"status {status}"
+        else:
+            reason = f"status {status}"
     elif isinstance(outcome, _NOTHING_SENT):
         reason = f"{type(outcome).__name__} (nothing sent)"
     elif isinstance(outcome, _MAYBE_SENT):
@@ -496,7 +571,62 @@ def retry_decision(
             delay = min(delay, MAX_RETRY_AFTER)
     if delay is None:
         delay = backoff_delay(attempt - 1, rng=rng)
+    if delay >= remaining:
+        return RetryDecision(
+            False, reason=f"{reason}; a {delay:.1f}s wait would pass the call's total_timeout"
+        )
     return RetryDecision(True, delay=delay, reason=reason)
+
+
+# --------------------------------------------------------------------------------------------------
+# Deadlines and bounded answers (decision D61)
+
+
+def attempt_seconds(timeout: httpx.Timeout) -> float:
+    """How long one attempt may take as a whole: the timeout's ``read`` value (30 s by default)."""
+    return float(timeout.read if timeout.read is not None else DEFAULT_TIMEOUT.read or 30.0)
+
+
+def attempt_budget(op: Operation[Any], config: ClientConfig, *, elapsed: float) -> float:
+    """Seconds the next attempt may take: its timeout, cut to what is left of ``total_timeout``."""
+    return min(attempt_seconds(op.timeout or config.timeout), config.total_timeout - elapsed)
+
+
+class AnswerTooLarge(httpx.RequestError):
+    """Raised while reading an answer larger than ``limit`` bytes (becomes
+    :class:`~paysdk.ResponseTooLargeError`; never retried)."""
+
+    def __init__(self, limit: int, status_code: int, *, request: httpx.Request) -> None:
+        super().__init__(f"answer larger than {limit} bytes", request=request)
+        self.limit = limit
+        self.status_code = status_code
+
+
+def check_answer(response: httpx.Response, size: int, limit: int, *, left: float) -> None:
+    """Called before and during the read of an answer: ``size`` bytes read so far (``-1`` before the
+    first, when the declared ``Content-Length`` is checked), ``left`` seconds before the attempt's
+    deadline. Raises :class:`AnswerTooLarge` past ``limit``, :class:`httpx.ReadTimeout` past the deadline.
+    """
+    if size < 0:
+        declared = response.headers.get("content-length", "")
+        if declared.strip().isdigit() and int(declared) > limit:
+            raise AnswerTooLarge(limit, response.status_code, request=response.request)
+    elif size > limit:
+        raise AnswerTooLarge(limit, response.status_code, request=response.request)
+    if left <= 0:
+        raise httpx.ReadTimeout(
+            "the attempt's deadline passed while reading the answer", request=response.request
+        )
+
+
+def buffered_response(response: httpx.Response, content: bytes) -> httpx.Response:
+    """``response``, streamed and closed, with its decoded ``content`` kept as if it had been read whole.
+
+    It sets what :meth:`httpx.Response.read` sets (``_content``): building a new response instead would
+    parse every header again, a cost on every call.
+    """
+    response._content = content
+    return response
 
 
 # --------------------------------------------------------------------------------------------------
@@ -606,18 +736,60 @@ def error_from_response(
 
 
 def error_from_exception(
-    exc: httpx.RequestError, *, method: str, path: str, attempts: int, secrets: tuple[str, ...] = ()
+    exc: httpx.RequestError,
+    *,
+    method: str,
+    path: str,
+    attempts: int,
+    secrets: tuple[str, ...] = (),
+    outcome_unknown: bool = False,
 ) -> APIConnectionError:
-    """An httpx transport error as :class:`~paysdk.APITimeoutError` or :class:`~paysdk.APIConnectionError`."""
+    """An httpx transport error as :class:`~paysdk.APITimeoutError` or :class:`~paysdk.APIConnectionError`.
+
+    The message ends with what is known of the request's fate: ``outcome_unknown`` (a call that is not
+    idempotent, one of whose attempts may have reached the server) says it may have taken effect; a
+    connect error otherwise says the request was not sent.
+    """
     detail = scrub(str(exc), secrets)[:300]
     where = f"{method.upper()} {path}"
     tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if isinstance(exc, AnswerTooLarge):
+        effect = "; the request took effect" if 200 <= exc.status_code < 300 else ""
+        return ResponseTooLargeError(
+            f"HTTP {exc.status_code} answer to {where} is larger than max_response_bytes ({exc.limit}): "
+            f"not read, connection closed{effect}",
+            limit=exc.limit,
+            status_code=exc.status_code,
+            method=method.upper(),
+            path=path,
+            attempts=attempts,
+        )
+    if outcome_unknown:
+        fate = (
+            "; the request may have reached the server and taken effect (outcome unknown): "
+            "check its state before sending it again"
+        )
+    elif isinstance(exc, _NOTHING_SENT):
+        fate = "; the request was not sent"
+    else:
+        fate = ""
     if isinstance(exc, httpx.TimeoutException):
         phase = type(exc).__name__.removesuffix("Timeout").lower() or "request"
-        message = f"{phase} timeout on {where}{tries}"
-        return APITimeoutError(message, method=method.upper(), path=path, attempts=attempts)
+        deadline = " (the attempt's deadline passed)" if "deadline" in detail else ""
+        message = f"{phase} timeout on {where}{tries}{deadline}{fate}"
+        return APITimeoutError(
+            message, method=method.upper(), path=path, attempts=attempts, outcome_unknown=outcome_unknown
+        )
     message = f"connection error on {where}{tries}: {type(exc).__name__}" + (f": {detail}" if detail else "")
-    return APIConnectionError(message, method=method.upper(), path=path, attempts=attempts)
+    return APIConnectionError(
+        message + fate, method=method.upper(), path=path, attempts=attempts, outcome_unknown=outcome_unknown
+    )
+
+
+def may_have_been_received(outcome: Outcome) -> bool:
+    """Whether an attempt failed after its bytes may have reached the server (read/write timeouts,
+    resets, a connection closed before the answer); ``False`` for answers and connect errors."""
+    return isinstance(outcome, _MAYBE_SENT) and not isinstance(outcome, _NOTHING_SENT)
 
 
 def _describe_validation(exc: pydantic.ValidationError) -> str:
@@ -627,17 +799,28 @@ def _describe_validation(exc: pydantic.ValidationError) -> str:
 
 
 def result_from_outcome(
-    op: Operation[T], outcome: Outcome, *, attempts: int, secrets: tuple[str, ...] = ()
+    op: Operation[T],
+    outcome: Outcome,
+    *,
+    attempts: int,
+    secrets: tuple[str, ...] = (),
+    maybe_received: bool = False,
 ) -> T:
     """The parsed result of the final outcome, or the error to raise.
 
+    ``maybe_received``: an earlier attempt of the call failed after its bytes may have reached the
+    server (:func:`may_have_been_received`). A transport error of a call that is not idempotent then
+    has ``outcome_unknown`` set, as it has when the final attempt itself may have been received.
+
     A 2xx whose body is not valid JSON, or does not fit the result model, raises
-    :class:`~paysdk.APIConnectionError`: the call may have taken effect but its answer is unusable.
+    :class:`~paysdk.UnexpectedResponseError` (D23): the call may have taken effect but its answer does
+    not match the contract.
     """
     method = op.method.upper()
     if not isinstance(outcome, httpx.Response):
+        unknown = not op.is_idempotent and (maybe_received or may_have_been_received(outcome))
         raise error_from_exception(
-            outcome, method=method, path=op.path, attempts=attempts, secrets=secrets
+            outcome, method=method, path=op.path, attempts=attempts, secrets=secrets, outcome_unknown=unknown
         ) from outcome
     response = outcome
     if not _is_success(op, response.status_code):
@@ -647,20 +830,27 @@ def result_from_outcome(
     try:
         data = _json.loads(response.content) if response.content.strip() else None
     except _json.JSONDecodeError as exc:
-        raise APIConnectionError(
-            f"HTTP {response.status_code} answer to {method} {op.path} is not valid JSON: {exc}",
-            method=method,
-            path=op.path,
-            attempts=attempts,
-        ) from None
+        raise unexpected_response(op, response, f"not valid JSON ({exc})", attempts=attempts) from None
     try:
         return op.parse(data)
     except pydantic.ValidationError as exc:
         problem = _describe_validation(exc)
     except (KeyError, TypeError, ValueError) as exc:
         problem = f"{type(exc).__name__}: {scrub(str(exc), secrets)[:200]}"
-    raise APIConnectionError(
-        f"HTTP {response.status_code} answer to {method} {op.path} has an unexpected shape: {problem}",
+    raise unexpected_response(op, response, f"unexpected shape: {problem}", attempts=attempts)
+
+
+def unexpected_response(
+    op: Operation[Any], response: httpx.Response, problem: str, *, attempts: int
+) -> UnexpectedResponseError:
+    """The :class:`~paysdk.UnexpectedResponseError` of a 2xx answer that does not match the contract."""
+    method = op.method.upper()
+    return UnexpectedResponseError(
+        f"HTTP {response.status_code} answer to {method} {op.path} does not match the API contract "
+        f"({problem}); the request may have taken effect, so it was not retried",
+        status_code=response.status_code,
+        problem=problem,
+        headers=redact_headers(response.headers),
         method=method,
         path=op.path,
         attempts=attempts,

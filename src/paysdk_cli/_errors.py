@@ -9,7 +9,8 @@ code    meaning
 3       ``serve`` cannot listen on its address (in use)
 4       authentication: HTTP 401/403, or no merchant token configured
 6       the API refused the request: any other HTTP 4xx
-7       the API failed (HTTP 5xx) or could not be reached (connection, timeout)
+7       the API failed (HTTP 5xx, or a success answer that does not match the contract) or could not
+        be reached (connection, timeout)
 130     interrupted (Ctrl-C), except ``callbacks listen`` and ``serve``, which exit 0 (also on SIGTERM)
 ======  =====================================================================
 """
@@ -77,7 +78,7 @@ def exit_code_for(exc: BaseException) -> int:
             if 400 <= status < 500:
                 return ExitCode.API
             return ExitCode.ERROR
-        if isinstance(exc, errors.APIConnectionError):
+        if isinstance(exc, errors.APIConnectionError | errors.UnexpectedResponseError):
             return ExitCode.SERVER
     return ExitCode.ERROR
 
@@ -163,6 +164,14 @@ def _describe(exc: BaseException, verbose: bool) -> list[str]:
                     f"  request: {where or '?'}, attempts {exc.attempts}, request id {exc.request_id or '-'}"
                 )
             return lines
+        if isinstance(exc, errors.UnexpectedResponseError):
+            return [
+                f"the API answered HTTP {exc.status_code} to {exc.method} {exc.path}, but the answer "
+                f"does not match the contract ({exc.problem})",
+                "  the request may have taken effect: check its state before repeating it",
+            ]
+        if isinstance(exc, errors.ResponseTooLargeError):
+            return [f"the API's answer was too large: {exc}"]
         address = _address_tried(exc) if isinstance(exc, errors.APIConnectionError) else None
         if address:
             return _unreachable(exc, address)

@@ -50,7 +50,7 @@ Exit codes:
   3  serve: the address is in use
   4  authentication (HTTP 401/403, or no merchant token / wallet key)
   6  the API refused the request (other HTTP 4xx)
-  7  the API failed (HTTP 5xx) or could not be reached
+  7  the API failed (HTTP 5xx, an off-contract answer) or could not be reached
 \b
 Environment: PAYSDK_PROFILE, PAYSDK_BASE_URL, PAYSDK_MERCHANT_TOKEN (overrides the
 stored token), PAYSDK_WALLET_PRIVATE_KEY (overrides the stored wallet key),

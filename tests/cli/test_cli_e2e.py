@@ -116,7 +116,29 @@ def test_alt_process_writes_a_valid_png(tmp_path: Path) -> None:
     assert again.exit_code == 6
     assert again.stderr.startswith("Error: HTTP 409")
     simulated = run_cli("sandbox", "simulate", payment["uid"], "--outcome", "paid")
-    assert simulated.exit_code == 6
+    assert simulated.exit_code == 6  # dismissed: terminal
+    assert simulated.stderr.startswith("Error: HTTP 409")
+
+
+def test_simulate_a_rail_payment_after_alt_intent() -> None:
+    _new_client()
+    payment = _json_ok("alt", "create", "--amount", "25.00", "--user-id", "+50255555555", "--channel", "web")
+    assert _json_ok("alt", "intent", payment["uid"], "--processor", "pronet")["status"] == "requires_action"
+    simulated = _json_ok("sandbox", "simulate", payment["uid"], "--outcome", "paid")
+    assert simulated == {
+        "uid": payment["uid"],
+        "status": "approved",
+        "outcome": "rail_paid",
+        "message": "Paid on pronet.",
+    }
+    assert _json_ok("sandbox", "transactions", "show", payment["uid"])["status"] == "approved"
+    table = run_cli("-o", "table", "sandbox", "simulate", payment["uid"], "--outcome", "expired")
+    assert table.exit_code == 6  # approved is terminal
+
+    expiring = _json_ok("alt", "create", "--amount", "5.00", "--user-id", "+50255555555", "--channel", "web")
+    table = run_cli("-o", "table", "sandbox", "simulate", expiring["uid"], "--outcome", "expired")
+    assert table.exit_code == 0, table.stderr
+    assert "expired" in table.stdout
 
 
 def test_exit_codes_against_the_real_server(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -141,6 +141,27 @@ def test_network_errors_exit_7(mock_api: MockAPI, error: Exception) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_off_contract_success_answer_is_not_a_connection_error(mock_api: MockAPI) -> None:
+    mock_api.body = {"uid": "u1", "status": "approved"}  # a 200 without reference and URL
+    result = run_cli(*LINK)
+    assert result.exit_code == 7
+    assert result.stderr.startswith("Error: the API answered HTTP 200 to POST /transactions, but the answer")
+    assert "does not match the contract" in result.stderr
+    assert "may have taken effect" in result.stderr
+    assert "could not reach" not in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(mock_api.requests) == 1
+
+
+def test_an_answer_over_the_size_cap_is_not_a_connection_error(mock_api: MockAPI) -> None:
+    mock_api.handler = lambda request: httpx.Response(200, content=b" " * (16 * 1024 * 1024 + 1))
+    result = run_cli(*LINK)
+    assert result.exit_code == 7
+    assert result.stderr.startswith("Error: the API's answer was too large: HTTP 200 answer to POST")
+    assert "max_response_bytes" in result.stderr
+    assert "could not reach" not in result.stderr
+
+
 def test_verbose_shows_traceback_and_debug_lines_but_no_token(mock_api: MockAPI) -> None:
     mock_api.status = 500
     mock_api.body = {"ownCode": None, "message": "Boom.", "details": []}

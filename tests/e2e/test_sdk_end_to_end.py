@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import socket
 import time
 from collections.abc import AsyncIterator
 from decimal import Decimal
@@ -19,6 +20,7 @@ from fastapi import FastAPI
 from PIL import Image
 
 import paysdk
+import paysdk.contracts.sandbox
 from paysdk.contracts.sandbox import SandboxClient
 
 T = TypeVar("T")
@@ -191,6 +193,27 @@ async def test_alternative_payment_qr_intent_and_dismiss(
         await call(client.alternative_payments.process("no-such-uid", processor="akisiQR"))
 
 
+async def test_simulate_answers_the_outcome_of_a_rail_payment(
+    sandbox: AnyClient, shop: SandboxClient, client_for: Any
+) -> None:
+    """Decision D60: ``/simulate`` answers a ``PayResult`` like ``/pay``, and the SDK parses it."""
+    client = client_for(shop.sandbox_token)
+    args: dict[str, Any] = {"amount": 15, "channel": "web", "client": shop.slug, "user_id": "+50255550123"}
+    paid = await call(client.alternative_payments.create(**args))
+    await call(client.alternative_payments.create_payment_intent(paid.uid, processor="pronet"))
+    result = await call(sandbox.sandbox.simulate(paid.uid, "paid"))
+    assert isinstance(result, paysdk.contracts.sandbox.PayResult)
+    assert (result.uid, result.status, result.outcome) == (paid.uid, "approved", "rail_paid")
+    assert "pronet" in result.message
+    assert (await call(sandbox.sandbox.transaction(paid.uid))).status == "approved"
+
+    expiring = await call(client.alternative_payments.create(**args))
+    result = await call(sandbox.sandbox.simulate(expiring.uid, "expired"))
+    assert (result.uid, result.status, result.outcome) == (expiring.uid, "expired", "expired")
+    with pytest.raises(paysdk.ConflictError):  # terminal now
+        await call(sandbox.sandbox.simulate(expiring.uid, "paid"))
+
+
 async def test_rail_the_client_lacks_is_an_invalid_field(sandbox: AnyClient, client_for: Any) -> None:
     shop: SandboxClient = await call(sandbox.sandbox.create_client(payment_methods=["akisiQR"]))
     client = client_for(shop.sandbox_token)
@@ -231,10 +254,51 @@ async def test_idempotency_key_replays_the_same_transaction(shop: SandboxClient,
     client = client_for(shop.sandbox_token)
     args: dict[str, Any] = {"amount": 10, "user_id": "+50255550123", "channel": "wa", "client": shop.slug}
     first = await call(client.payment_links.create(**args, idempotency_key="order-77"))
+    assert client.last_response.replayed is False
     again = await call(client.payment_links.create(**args, idempotency_key="order-77"))
     assert first.uid == again.uid
-    with pytest.raises(paysdk.ConflictError):
+    assert client.last_response.replayed is True
+    assert client.last_response.attempts == 1
+    with pytest.raises(paysdk.UnprocessableEntityError) as info:  # the key with another body (D17)
         await call(client.payment_links.create(**{**args, "amount": 11}, idempotency_key="order-77"))
+    assert info.value.status_code == 422
+    assert info.value.attempts == 1  # never retried
+    assert info.value.body["details"][0]["field"] == "Idempotency-Key"
+
+
+@pytest.mark.parametrize("kind", ["async-socket", "sync-socket"])
+async def test_a_request_still_in_progress_is_retried_with_its_key_until_replayed(
+    kind: str, shop: SandboxClient, client_for: Any, sandbox: AnyClient, hold_first_request: Any
+) -> None:
+    """Attempt 1 times out while the server still works on it; attempt 2 gets the in-progress 409 and
+    backs off; attempt 3, with the same key, gets the stored answer replayed (D17)."""
+    held = hold_first_request("/transactions")
+    client = client_for(shop.sandbox_token, timeout=httpx.Timeout(1.0, connect=5.0))
+    sleeps: list[float] = []
+
+    def pause(delay: float) -> None:
+        sleeps.append(delay)
+        if len(sleeps) == 2:  # after the in-progress 409: let the first request finish
+            held.release.set()
+            assert held.finished.wait(20)
+
+    async def apause(delay: float) -> None:
+        pause(delay)
+
+    client._sleep = apause if isinstance(client, paysdk.AsyncClient) else pause
+    link = await call(
+        client.payment_links.create(amount=10, user_id="+50255550123", channel="wa", client=shop.slug)
+    )
+    info = client.last_response
+    assert (info.attempts, info.status_code, info.replayed) == (3, 200, True)
+    assert len(sleeps) == 2
+    posts = [r for r in await call(sandbox.sandbox.requests()) if r.path == "/transactions"]
+    # Logged as answered: the 409, then the held first attempt, then the replay.
+    assert len(posts) == 3
+    assert posts[0].status_code == 409
+    assert posts[2].status_code == 200
+    assert [r.headers.get("x-paysdk-retry-count") for r in posts] == ["1", None, "2"]
+    assert (await call(sandbox.sandbox.transaction(link.uid))).status == "pending"
 
 
 async def test_rate_limit_is_retried_after_retry_after(
@@ -272,3 +336,43 @@ async def test_hook_keys_create_a_link_without_a_merchant_token(
                 channel="web",
             )
         )
+
+
+@pytest.mark.parametrize("kind", ["async-socket", "sync-socket"])
+async def test_a_post_cut_off_after_sending_says_its_outcome_is_unknown(
+    kind: str,
+    shop: SandboxClient,
+    client_for: Any,
+    environment: paysdk.Environment,
+    hold_first_request: Any,
+) -> None:
+    """Item 7.23: a read timeout after the POST was sent, not replayed (the environment does not declare
+    key support), raises with ``outcome_unknown``; the server did create the link meanwhile."""
+    held = hold_first_request("/transactions")
+    plain = paysdk.Environment(
+        environment.base_url, environment.webview_url, environment.wallet_base_url, environment.cms_base_url
+    )
+    hasty = client_for(shop.sandbox_token, plain, timeout=httpx.Timeout(0.5, connect=5.0))
+    args: dict[str, Any] = {"amount": 10, "user_id": "+50255550123", "channel": "wa", "client": shop.slug}
+    with pytest.raises(paysdk.APITimeoutError) as info:
+        await call(hasty.payment_links.create(**args, idempotency_key="cut-1"))
+    assert info.value.outcome_unknown is True
+    assert info.value.attempts == 1  # not replayed: the key is not declared honoured
+    assert "may have reached the server and taken effect (outcome unknown)" in str(info.value)
+    held.release.set()
+    assert held.finished.wait(20)
+    # It did take effect: sending it again with the same key replays the link the first attempt created.
+    patient = client_for(shop.sandbox_token, plain)
+    await call(patient.payment_links.create(**args, idempotency_key="cut-1"))
+    assert patient.last_response.replayed is True
+
+    # Nothing listens on a closed port: the POST was never sent, and the error says so.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    closed = paysdk.Environment.local(f"http://127.0.0.1:{port}")
+    refused = client_for(shop.sandbox_token, closed, max_retries=0)
+    with pytest.raises(paysdk.APIConnectionError) as refused_info:
+        await call(refused.payment_links.create(**args))
+    assert refused_info.value.outcome_unknown is False
+    assert str(refused_info.value).endswith("the request was not sent")

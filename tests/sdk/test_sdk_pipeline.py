@@ -214,6 +214,47 @@ class TestExceptions:
         )
         assert type(error) is paysdk.APIConnectionError
         assert TOKEN not in str(error)
+        assert str(error).endswith("; the request was not sent")
+        assert error.outcome_unknown is False
+
+    @pytest.mark.parametrize(
+        "exc",
+        [
+            httpx.ReadTimeout("read"),
+            httpx.WriteTimeout("write"),
+            httpx.ReadError("reset by peer"),
+            httpx.RemoteProtocolError("closed without an answer"),
+        ],
+    )
+    def test_a_post_that_may_have_arrived_has_an_unknown_outcome(self, exc: httpx.RequestError) -> None:
+        with pytest.raises(paysdk.APIConnectionError) as info:
+            result_from_outcome(link_op(), exc, attempts=1)
+        assert info.value.outcome_unknown is True
+        assert "may have reached the server and taken effect (outcome unknown)" in str(info.value)
+        assert "not sent" not in str(info.value)
+        # The same failure of an idempotent call: simply repeat it.
+        get: Operation[Any] = Operation(method="GET", path="/x", parse=no_result)
+        with pytest.raises(paysdk.APIConnectionError) as info:
+            result_from_outcome(get, exc, attempts=1)
+        assert info.value.outcome_unknown is False
+        assert "outcome unknown" not in str(info.value)
+
+    @pytest.mark.parametrize("exc", [httpx.ConnectError("refused"), httpx.ConnectTimeout("c")])
+    def test_connect_errors_say_nothing_was_sent(self, exc: httpx.RequestError) -> None:
+        with pytest.raises(paysdk.APIConnectionError) as info:
+            result_from_outcome(link_op(), exc, attempts=1)
+        assert info.value.outcome_unknown is False
+        assert str(info.value).endswith("the request was not sent")
+        # ... unless an earlier attempt of the same call may have arrived (a keyed retry).
+        with pytest.raises(paysdk.APIConnectionError) as info:
+            result_from_outcome(link_op(), exc, attempts=2, maybe_received=True)
+        assert info.value.outcome_unknown is True
+        assert "not sent" not in str(info.value)
+
+    def test_answers_are_never_unknown(self) -> None:
+        with pytest.raises(paysdk.InternalServerError) as info:
+            result_from_outcome(link_op(), httpx.Response(503), attempts=1, maybe_received=True)
+        assert info.value.outcome_unknown is False
 
 
 class TestRedaction:
@@ -258,19 +299,31 @@ class TestResults:
         assert link.url == "http://c/?orderId=u"
 
     @pytest.mark.parametrize("body", [b"<html>ok</html>", b'{"uid": 1.5e999}', b"NaN"])
-    def test_2xx_unreadable_body_is_connection_error(self, body: bytes) -> None:
-        with pytest.raises(paysdk.APIConnectionError) as info:
+    def test_2xx_unreadable_body_is_an_unexpected_response(self, body: bytes) -> None:
+        with pytest.raises(paysdk.UnexpectedResponseError) as info:
             result_from_outcome(link_op(), httpx.Response(200, content=body), attempts=1)
-        assert not isinstance(info.value, paysdk.APITimeoutError)
+        assert not isinstance(info.value, paysdk.APIConnectionError)  # not "could not reach the API"
         assert "not valid JSON" in str(info.value)
+        assert "does not match the API contract" in str(info.value)
+        assert info.value.status_code == 200
 
-    def test_2xx_wrong_shape_is_connection_error(self) -> None:
-        with pytest.raises(paysdk.APIConnectionError, match="unexpected shape"):
-            result_from_outcome(link_op(), httpx.Response(200, content=b'{"uid": "u"}'), attempts=1)
+    def test_2xx_wrong_shape_is_an_unexpected_response(self) -> None:
+        response = httpx.Response(
+            201, content=b'{"uid": "u"}', headers={"X-Request-Id": "r-1", "Authorization": TOKEN}
+        )
+        with pytest.raises(paysdk.UnexpectedResponseError, match="unexpected shape") as info:
+            result_from_outcome(link_op(), response, attempts=1)
+        error = info.value
+        assert isinstance(error, paysdk.RequestError)
+        assert (error.status_code, error.method, error.path) == (201, "POST", "/transactions")
+        assert "reference (missing)" in error.problem
+        assert error.request_id == "r-1"
+        assert error.headers["authorization"] == "****"
+        assert "may have taken effect" in str(error)
 
     def test_missing_data_envelope(self) -> None:
         op = alternative_payments.dismiss_operation("u1")
-        with pytest.raises(paysdk.APIConnectionError, match="data"):
+        with pytest.raises(paysdk.UnexpectedResponseError, match="data"):
             result_from_outcome(
                 op, httpx.Response(200, content=b'{"uid":"u1","status":"dismissed"}'), attempts=1
             )

@@ -44,6 +44,15 @@ def response(status: int, **headers: str) -> httpx.Response:
     return httpx.Response(status, headers=headers, request=REQUEST)
 
 
+def problem(status: int, own_code: int | None, field: str) -> httpx.Response:
+    """A D1 error body naming ``field``."""
+    body = {"ownCode": own_code, "message": "m", "details": [{"field": field, "message": "m"}]}
+    return httpx.Response(status, json=body, request=REQUEST)
+
+
+IN_PROGRESS = problem(409, None, "Idempotency-Key")
+
+
 def decide(
     op: Operation[Any],
     outcome: Outcome,
@@ -93,6 +102,28 @@ CASES = [
     ("keyed POST, 504: retried", POST, response(504), KEYED, "k", True),
     ("keyed POST, 500: retried", POST, response(500), KEYED, "k", True),
     ("keyed POST, 409: not retried", POST, response(409), KEYED, "k", False),
+    ("keyed POST, 409 in progress (details name Idempotency-Key)", POST, IN_PROGRESS, KEYED, "k", True),
+    (
+        "caller key, 409 in progress on a server not declared: retried with the key",
+        CALLER_KEY_POST,
+        IN_PROGRESS,
+        PLAIN,
+        "caller-key-1",
+        True,
+    ),
+    ("keyless POST, 409 naming Idempotency-Key: no key sent", POST, IN_PROGRESS, PLAIN, None, False),
+    ("keyed POST, 409 / 5000: not retried", POST, problem(409, 5000, "amount"), KEYED, "k", False),
+    ("keyed POST, 409 / 5004: not retried", POST, problem(409, 5004, "client"), KEYED, "k", False),
+    ("keyed POST, 409 state conflict: not retried", POST, problem(409, None, "uid"), KEYED, "k", False),
+    (
+        "keyed POST, 422 key reused with another body: not retried",
+        POST,
+        problem(422, None, "Idempotency-Key"),
+        KEYED,
+        "k",
+        False,
+    ),
+    ("keyed POST, 409 with a non-JSON body: not retried", POST, response(409), KEYED, "k", False),
     ("keyed POST, 400: not retried", POST, response(400), KEYED, "k", False),
     ("keyed POST, 501: not retried", POST, response(501), KEYED, "k", False),
     ("any call, 200: done", POST, response(200), KEYED, "k", False),
@@ -201,3 +232,11 @@ class TestIdempotencyKeyFor:
     def test_not_minted_for_get_or_sandbox_post(self) -> None:
         assert idempotency_key_for(GET, config(KEYED), mint=self.mint) is None
         assert idempotency_key_for(SANDBOX_POST, config(KEYED), mint=self.mint) is None
+
+
+def test_in_progress_409_backs_off_and_stops_at_max_retries() -> None:
+    assert decide(POST, IN_PROGRESS, KEYED, "k", attempt=1) == (True, 0.5)
+    assert decide(POST, IN_PROGRESS, KEYED, "k", attempt=2) == (True, 1.0)
+    assert decide(POST, IN_PROGRESS, KEYED, "k", attempt=3) == (False, 0.0)
+    waited = httpx.Response(409, json=IN_PROGRESS.json(), headers={"Retry-After": "2"}, request=REQUEST)
+    assert decide(POST, waited, KEYED, "k") == (True, 2.0)

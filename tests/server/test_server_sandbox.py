@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from decimal import Decimal
 from typing import Any
@@ -287,7 +288,7 @@ async def test_idempotency_replays_and_refuses_other_bodies(
     other = await asgi_client.post(
         "/transactions", content=dumps(link_body(merchant, amount=Decimal("11.00"))), headers=headers
     )
-    assert_error(other, 409, None, "Idempotency-Key")
+    assert_error(other, 422, None, "Idempotency-Key")  # the IETF draft's status for a reused key (D17)
     fresh = await asgi_client.post(
         "/transactions", content=raw, headers={**auth(merchant), "Idempotency-Key": "key-2"}
     )
@@ -305,6 +306,29 @@ async def test_idempotency_replays_and_refuses_other_bodies(
     assert later.status_code == 200
     assert "idempotent-replayed" not in later.headers
     assert body(later)["uid"] != body(first)["uid"]
+
+
+async def test_idempotency_key_in_progress_is_409_naming_the_header(
+    asgi_client: httpx.AsyncClient, merchant: SandboxClient, hold_first_request: Any
+) -> None:
+    held = hold_first_request("/transactions")
+    headers = {**auth(merchant), "Idempotency-Key": "slow-1"}
+    raw = dumps(link_body(merchant))
+    first = asyncio.create_task(asgi_client.post("/transactions", content=raw, headers=headers))
+    assert await asyncio.to_thread(held.entered.wait, 20)
+    running = await asgi_client.post("/transactions", content=raw, headers=headers)
+    assert_error(running, 409, None, "Idempotency-Key")
+    assert "in progress" in body(running)["message"]
+    assert "idempotent-replayed" not in running.headers
+    other_body = dumps(link_body(merchant, amount=Decimal("12.00")))
+    assert_error(await asgi_client.post("/transactions", content=other_body, headers=headers), 422, None)
+    held.release.set()
+    done = await first
+    assert done.status_code == 200
+    assert "idempotent-replayed" not in done.headers
+    replay = await asgi_client.post("/transactions", content=raw, headers=headers)
+    assert replay.content == done.content
+    assert replay.headers["idempotent-replayed"] == "true"
 
 
 async def test_idempotency_key_is_scoped_per_credentials_and_5xx_not_stored(

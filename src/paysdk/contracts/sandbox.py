@@ -122,7 +122,14 @@ class PayRequest(WireModel):
 
 
 class PayResult(WireModel):
-    """The outcome of a payment: the transaction's new status and why."""
+    """The outcome of a payment: the transaction's new status and why.
+
+    The answer of both ``POST /_sandbox/transactions/{uid}/pay`` and ``.../simulate`` (decision D60):
+    ``status`` is the transaction's status after the call (``approved``, ``declined``, ``expired``, or
+    ``pending`` while a 3-D Secure challenge waits), ``outcome`` the machine-readable reason
+    (``approved``, ``insufficient_funds``, ``three_ds_required``, ``rail_paid``, ``expired``, ...).
+    Read the whole transaction with ``GET /_sandbox/transactions/{uid}``.
+    """
 
     uid: str
     status: str

@@ -208,11 +208,14 @@ def pay_operation(uid: str, card_number: str, three_ds_result: str | None = None
     return _op("POST", f"/transactions/{path_segment(uid, 'uid')}/pay", PayResult.model_validate, json=body)
 
 
-def simulate_operation(uid: str, outcome: str) -> Operation[SandboxTransaction]:
-    """``POST /_sandbox/transactions/{uid}/simulate``: a rail reports ``paid`` or the payment ``expired``."""
+def simulate_operation(uid: str, outcome: str) -> Operation[PayResult]:
+    """``POST /_sandbox/transactions/{uid}/simulate``: a rail reports ``paid`` or the payment ``expired``.
+
+    The answer is a :class:`PayResult`, like ``/pay`` (decision D60).
+    """
     body = _wire(SimulateRequest, outcome=outcome)
     path = f"/transactions/{path_segment(uid, 'uid')}/simulate"
-    return _op("POST", path, SandboxTransaction.model_validate, json=body)
+    return _op("POST", path, PayResult.model_validate, json=body)
 
 
 def transaction_operation(uid: str) -> Operation[SandboxTransaction]:
@@ -352,8 +355,12 @@ class AsyncSandbox:
         """
         return await self._client._request(pay_operation(uid, card_number, three_ds_result))
 
-    async def simulate(self, uid: str, outcome: Literal["paid", "expired"]) -> SandboxTransaction:
-        """Make the rail of alternative payment ``uid`` report ``paid``, or let it expire."""
+    async def simulate(self, uid: str, outcome: Literal["paid", "expired"]) -> PayResult:
+        """Make the rail of alternative payment ``uid`` report ``paid``, or let transaction ``uid`` expire.
+
+        Answers the outcome like :meth:`pay`: ``status`` (``approved`` or ``expired``), ``outcome``
+        (``rail_paid`` or ``expired``) and ``message`` (decision D60).
+        """
         return await self._client._request(simulate_operation(uid, outcome))
 
     async def transaction(self, uid: str) -> SandboxTransaction:
@@ -537,8 +544,12 @@ class Sandbox:
         """
         return self._client._request(pay_operation(uid, card_number, three_ds_result))
 
-    def simulate(self, uid: str, outcome: Literal["paid", "expired"]) -> SandboxTransaction:
-        """Make the rail of alternative payment ``uid`` report ``paid``, or let it expire."""
+    def simulate(self, uid: str, outcome: Literal["paid", "expired"]) -> PayResult:
+        """Make the rail of alternative payment ``uid`` report ``paid``, or let transaction ``uid`` expire.
+
+        Answers the outcome like :meth:`pay`: ``status`` (``approved`` or ``expired``), ``outcome``
+        (``rail_paid`` or ``expired``) and ``message`` (decision D60).
+        """
         return self._client._request(simulate_operation(uid, outcome))
 
     def transaction(self, uid: str) -> SandboxTransaction:

@@ -24,8 +24,9 @@ without FastAPI's routing and dependency resolution) or FastAPI routing. The con
   caller of httpx.
 * Idempotency (D17): a public ``POST`` with ``Idempotency-Key`` is remembered for 24 h (virtual clock),
   scoped by key, method, path and the ``Authorization`` header. The same key and body replays the stored
-  answer (header ``Idempotent-Replayed: true``); another body is ``409``, ``ownCode: null``; a request
-  still running with that key is ``409`` too. 5xx answers are not stored, so a retry runs again.
+  answer (header ``Idempotent-Replayed: true``); another body is ``422``, ``ownCode: null``; a request
+  still running with that key is ``409`` (the IETF ``Idempotency-Key`` draft's statuses), both with
+  ``details`` naming ``Idempotency-Key``. 5xx answers are not stored, so a retry runs again.
 * Hook CORS (D14): ``/transactions-hook`` answers preflight ``OPTIONS`` itself and adds
   ``Access-Control-Allow-Origin: *`` to every answer, errors included.
 """
@@ -567,9 +568,12 @@ class ServerMiddleware:
         ).hexdigest()
         body_hash = hashlib.sha256(body).hexdigest()
         stored = await self.context.run(_begin, self.context, scope_hash, body_hash)
-        if stored.verdict == "mismatch":
-            problem = APIProblem.conflict(
-                "This Idempotency-Key was used with another body.", "Idempotency-Key"
+        if stored.verdict == "mismatch":  # the IETF Idempotency-Key draft: 422, not 409 (D17)
+            problem = APIProblem(
+                422,
+                None,
+                "This Idempotency-Key was used with another body.",
+                [("Idempotency-Key", "was used with another request body")],
             )
             await _send_problem(problem, scope, receive, send)
             return

@@ -121,7 +121,7 @@ async def pay(uid: str, request: Request) -> Response:
 
 @router.post("/transactions/{uid}/simulate")
 async def simulate(uid: str, request: Request) -> Response:
-    """A rail reports the payment ``paid``, or the transaction ``expired``."""
+    """A rail reports the payment ``paid``, or the transaction ``expired``; answers a ``PayResult`` (D60)."""
     context = get_context(request)
     body = validate(SimulateRequest, await read_json_object(request))
     result = await context.run(payments.simulate_rail, context.clock, uid, body.outcome, None)
