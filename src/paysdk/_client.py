@@ -84,10 +84,7 @@ def make_config(
     if merchant_token is None:
         merchant_token = os.environ.get(TOKEN_ENV_VAR) or None
     if environment is None:
-        try:
-            environment = Environment.from_env()
-        except ValueError as exc:
-            raise ValidationError("environment", str(exc)) from None
+        environment = Environment.from_env()  # ValidationError naming the PAYSDK_* variable
     elif not isinstance(environment, Environment):
         raise ValidationError("environment", "must be a paysdk.Environment")
     return ClientConfig(
