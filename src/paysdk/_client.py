@@ -23,6 +23,7 @@ import httpx
 
 from paysdk._environment import Environment
 from paysdk._errors import AuthenticationError, ValidationError
+from paysdk._logging import LOGGER_NAME, setup_from_env
 from paysdk._pipeline import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -65,7 +66,6 @@ T = TypeVar("T")
 
 #: Environment variable read when ``merchant_token`` is not passed.
 TOKEN_ENV_VAR = "PAYSDK_MERCHANT_TOKEN"
-LOGGER_NAME = "paysdk"
 
 
 def new_idempotency_key() -> str:
@@ -81,6 +81,7 @@ def make_config(
     default_headers: Mapping[str, str] | None,
 ) -> ClientConfig:
     """Validate the client arguments (reading ``PAYSDK_*`` defaults) into a :class:`ClientConfig`."""
+    setup_from_env()  # PAYSDK_LOG, read once per process
     if merchant_token is None:
         merchant_token = os.environ.get(TOKEN_ENV_VAR) or None
     if environment is None:
