@@ -6,7 +6,10 @@ import pytest
 
 from .conftest import TOKEN, MockAPI, run_cli
 
-LINK = ["links", "create", "--amount", "10.50", "--user-id", "+50255555555", "--channel", "wa", "--client", "acme"]
+LINK = [
+    *("links", "create", "--amount", "10.50", "--user-id", "+50255555555"),
+    *("--channel", "wa", "--client", "acme"),
+]
 
 
 @pytest.fixture(autouse=True)

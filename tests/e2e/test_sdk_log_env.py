@@ -66,7 +66,8 @@ def _run(live_server: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 def _secrets(stdout: str) -> list[str]:
     found = [line.split(" ", 1)[1] for line in stdout.splitlines() if line.startswith("SECRET ")]
-    assert len(found) == 12 and all(found)
+    assert len(found) == 12
+    assert all(found)
     return found
 
 
