@@ -39,6 +39,8 @@ from sqlalchemy import (
     delete,
     event,
 )
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy import text as sql_text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 from sqlalchemy.pool import NullPool
@@ -241,6 +243,8 @@ class RequestLogRow(Base):
     status_code: Mapped[int] = mapped_column(Integer)
     at: Mapped[datetime]
     headers: Mapped[dict[str, Any]] = mapped_column(JSON)
+    #: The ``X-Request-Id`` of the answer (D65); ``None`` in rows written before it existed.
+    request_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class FaultRow(Base):
@@ -370,11 +374,28 @@ class Database:
         from paysdk.server import wallet_tables  # noqa: F401  (registers the wallet tables on Base)
 
         Base.metadata.create_all(self.engine)
+        self._add_missing_columns()
         # create_all leaves the tables a database already has alone: add the indexes a newer version
         # declares on them.
         for table in Base.metadata.sorted_tables:
             for index in table.indexes:
                 index.create(self.engine, checkfirst=True)
+
+    def _add_missing_columns(self) -> None:
+        """Add the nullable columns a newer version declares on tables a database already has (such
+        as ``request_log.request_id``); a column another process added meanwhile is left alone."""
+        inspector = sa_inspect(self.engine)
+        for table in Base.metadata.sorted_tables:
+            present = {column["name"] for column in inspector.get_columns(table.name)}
+            for column in table.columns:
+                if column.name in present or not column.nullable:
+                    continue
+                kind = column.type.compile(dialect=self.engine.dialect)
+                statement = f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" {kind}'
+                if self.engine.dialect.name == "postgresql":
+                    statement = f'ALTER TABLE "{table.name}" ADD COLUMN IF NOT EXISTS "{column.name}" {kind}'
+                with self.engine.begin() as connection:
+                    connection.execute(sql_text(statement))
 
     @contextlib.contextmanager
     def session(self) -> Iterator[Session]:
