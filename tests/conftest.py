@@ -37,6 +37,7 @@ from fastapi import FastAPI
 from paysdk import _json
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
 from paysdk.server import create_app
+from sdk_coverage import covers_check, report_collected  # the covers marker's checks (tests/sdk_coverage.py)
 
 PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -265,3 +266,11 @@ def callback_sink() -> Iterator[CallbackSink]:
         yield sink
     finally:
         sink.down()
+
+
+__all__ = ["covers_check"]  # an autouse fixture of every test (a no-op without the covers marker)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """With ``$PAYSDK_COVERAGE_REPORT`` set, write which SDK methods the collected tests cover."""
+    report_collected(session)
