@@ -47,6 +47,7 @@ async def test_public_answers_carry_an_id_that_the_log_shows(
     assert [a.status_code for a in answers] == [200, 401, 409, 404, 405, 204]
     ids = [request_id(a) for a in answers]
     assert len(set(ids)) == len(ids)
+    assert ids == sorted(ids)  # time-ordered
     entries = await log(asgi_client)
     assert [(e.status_code, e.request_id) for e in entries] == list(
         zip([200, 401, 409, 404, 405], ids[:5], strict=True)

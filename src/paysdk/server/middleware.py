@@ -29,7 +29,7 @@ without FastAPI's routing and dependency resolution) or FastAPI routing. The con
 * Hook CORS (D14): ``/transactions-hook`` answers preflight ``OPTIONS`` itself and adds
   ``Access-Control-Allow-Origin: *`` to every answer, errors included.
 * Request ids (D65): every answer, control plane, pages, errors and preflights included, carries
-  ``X-Request-Id: req_<32 hex>`` (a UUIDv7 minted here, never the client's), kept in the scope
+  ``X-Request-Id: req_<32 hex>`` (time-ordered, minted here, never the client's), kept in the scope
   (:data:`REQUEST_ID_SCOPE_KEY`, for the 500 handler outside this layer) and in the request log.
 """
 
@@ -39,7 +39,9 @@ import asyncio
 import hashlib
 import inspect
 import logging
+import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -61,7 +63,7 @@ from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
 from paysdk.server.errors import REQUEST_ID_SCOPE_KEY, APIProblem, ConnectionDropped
 from paysdk.server.services import faults
-from paysdk.server.services.transactions import new_uid, virtual_now
+from paysdk.server.services.transactions import virtual_now
 
 __all__ = [
     "REQUEST_ID_SCOPE_KEY",
@@ -90,8 +92,9 @@ REQUEST_ID_HEADER = b"x-request-id"
 
 
 def new_request_id() -> str:
-    """``req_`` and the 32 hex digits of a UUIDv7 (time-ordered, unique across server instances)."""
-    return "req_" + new_uid().replace("-", "")
+    """``req_``, 16 hex digits of the wall-clock microseconds and 16 of ``os.urandom`` (time-ordered,
+    unique across server instances; about a microsecond, a quarter of a UUIDv7's cost)."""
+    return "req_%016x%s" % (time.time_ns() // 1000, os.urandom(8).hex())  # noqa: UP031 (faster)
 
 
 def _stamp(message: Message, request_id: bytes) -> Message:
