@@ -40,6 +40,7 @@ from fastapi import FastAPI
 from paysdk import _json
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
 from paysdk.server import create_app
+from sdk_coverage import covers_check, report_collected  # the covers marker's checks (tests/sdk_coverage.py)
 
 #: The control plane takes JSON bodies only (D92).
 JSON_TYPE = {"Content-Type": "application/json"}
@@ -312,3 +313,11 @@ def hold_first_request(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], HeldR
         return held
 
     return hold
+
+
+__all__ = ["covers_check"]  # an autouse fixture of every test (a no-op without the covers marker)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """With ``$PAYSDK_COVERAGE_REPORT`` set, write which SDK methods the collected tests cover."""
+    report_collected(session)

@@ -23,6 +23,7 @@ import httpx
 
 from paysdk._environment import Environment
 from paysdk._errors import AuthenticationError, ValidationError
+from paysdk._logging import LOGGER_NAME, setup_from_env
 from paysdk._pipeline import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_RETRIES,
@@ -74,7 +75,6 @@ T = TypeVar("T")
 
 #: Environment variable read when ``merchant_token`` is not passed.
 TOKEN_ENV_VAR = "PAYSDK_MERCHANT_TOKEN"
-LOGGER_NAME = "paysdk"
 
 
 def new_idempotency_key() -> str:
@@ -92,13 +92,11 @@ def make_config(
     max_response_bytes: object = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> ClientConfig:
     """Validate the client arguments (reading ``PAYSDK_*`` defaults) into a :class:`ClientConfig`."""
+    setup_from_env()  # PAYSDK_LOG, read once per process
     if merchant_token is None:
         merchant_token = os.environ.get(TOKEN_ENV_VAR) or None
     if environment is None:
-        try:
-            environment = Environment.from_env()
-        except ValueError as exc:
-            raise ValidationError("environment", str(exc)) from None
+        environment = Environment.from_env()  # ValidationError naming the PAYSDK_* variable
     elif not isinstance(environment, Environment):
         raise ValidationError("environment", "must be a paysdk.Environment")
     checked_timeout = validate_timeout(timeout)

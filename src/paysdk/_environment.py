@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from paysdk._errors import ValidationError
+
 __all__ = ["Environment"]
 
 _ENV_VARS = {
@@ -14,6 +16,9 @@ _ENV_VARS = {
     "wallet_base_url": "PAYSDK_WALLET_BASE_URL",
     "cms_base_url": "PAYSDK_CMS_BASE_URL",
 }
+
+#: Values of ``PAYSDK_IDEMPOTENCY`` (case-insensitive) and what they declare.
+_FLAG_VALUES = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 #: Path prefixes the reference server (``paysdk serve``) uses for the three non-base addresses.
 CHECKOUT_PREFIX = "/checkout"
@@ -44,8 +49,8 @@ class Environment:
     def __post_init__(self) -> None:
         for field in ("base_url", "webview_url", "wallet_base_url", "cms_base_url"):
             value = getattr(self, field)
-            if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-                raise ValueError(f"Environment.{field} must be an http(s) URL, got {value!r}")
+            if not _is_http_url(value):
+                raise ValidationError(field, f"must be an http(s) URL, got {value!r}")
             object.__setattr__(self, field, value.rstrip("/"))
 
     @classmethod
@@ -66,22 +71,46 @@ class Environment:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Environment:
-        """Build an environment from ``PAYSDK_BASE_URL`` and friends.
+        """Build an environment from ``PAYSDK_BASE_URL`` and friends (``environ``: default ``os.environ``).
 
-        With only ``PAYSDK_BASE_URL`` set, the other three are derived as for :meth:`local`.
-        ``PAYSDK_IDEMPOTENCY=1`` declares idempotency-key support.
+        ``PAYSDK_BASE_URL`` is required; the three other addresses (``PAYSDK_WEBVIEW_URL``,
+        ``PAYSDK_WALLET_BASE_URL``, ``PAYSDK_CMS_BASE_URL``) default to the reference server's paths
+        under it, as for :meth:`local`. Idempotency-key support is declared only by
+        ``PAYSDK_IDEMPOTENCY=1`` (or ``true``/``yes``; ``0``/``false``/``no`` say no): an address alone
+        says nothing about the deployment behind it, so a POST that may have arrived is not re-sent.
+        ``PAYSDK_ENVIRONMENT`` names it (default ``"custom"``). A missing ``PAYSDK_BASE_URL`` or a bad
+        value raises :class:`~paysdk.ValidationError` naming the variable.
         """
         env = os.environ if environ is None else environ
         base = env.get(_ENV_VARS["base_url"])
         if not base:
-            raise ValueError(
-                "no API address: pass environment=Environment(...) or set PAYSDK_BASE_URL"
+            raise ValidationError(
+                _ENV_VARS["base_url"],
+                "not set: set it (e.g. http://127.0.0.1:8000 for `paysdk serve`) "
+                "or pass environment=paysdk.Environment(...)",
             )
+        for var in _ENV_VARS.values():
+            value = env.get(var)
+            if value and not _is_http_url(value):
+                raise ValidationError(var, f"must be an http(s) URL, got {value!r}")
         derived = cls.local(base)
-        values = {
-            field: env.get(var) or getattr(derived, field) for field, var in _ENV_VARS.items()
-        }
-        explicit = all(env.get(var) for var in _ENV_VARS.values())
-        flag = env.get("PAYSDK_IDEMPOTENCY")
-        honours = flag in {"1", "true", "yes"} if flag is not None else not explicit
-        return cls(**values, name=env.get("PAYSDK_ENVIRONMENT", "custom"), honours_idempotency_keys=honours)
+        values = {field: env.get(var) or getattr(derived, field) for field, var in _ENV_VARS.items()}
+        return cls(
+            **values,
+            name=env.get("PAYSDK_ENVIRONMENT") or "custom",
+            honours_idempotency_keys=_idempotency_flag(env.get("PAYSDK_IDEMPOTENCY")),
+        )
+
+
+def _is_http_url(value: object) -> bool:
+    return isinstance(value, str) and value.startswith(("http://", "https://"))
+
+
+def _idempotency_flag(value: str | None) -> bool:
+    """``PAYSDK_IDEMPOTENCY``: unset or empty is ``False``; anything but the known values is refused."""
+    if not value:
+        return False
+    flag = _FLAG_VALUES.get(value.strip().lower())
+    if flag is None:
+        raise ValidationError("PAYSDK_IDEMPOTENCY", f"must be 1 or 0 (true/false, yes/no), got {value!r}")
+    return flag

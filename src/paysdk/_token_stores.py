@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from paysdk._errors import ValidationError
+from paysdk._paths import user_path
 from paysdk._tokens import StoredTokens
 
 if TYPE_CHECKING:
@@ -176,10 +177,14 @@ class FileTokenStore:
     ``delete`` also take ``<path>.lock`` for their short read-modify-write of the file. Locks are released
     when the holder exits, even by a crash. The refresh tokens are in clear in the file: keep it in a
     private directory.
+
+    ``path`` may start with ``~`` (your home directory, e.g. ``"~/.myapp/tokens.json"``); a relative
+    path is taken against the working directory when the store is created and kept absolute
+    (:attr:`path`). Missing parent directories are created (mode 0700) on the first write.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._path = Path(path)
+        self._path = user_path(path)
         self._lock_path = self._path.with_name(self._path.name + ".lock")
 
     def _key_lock_path(self, key: str) -> Path:

@@ -49,39 +49,24 @@ def state(ctx: typer.Context) -> State:
     return fresh
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to whatever ``sys.stderr`` is at the time of the record (test runners swap it)."""
-
-    @property
-    def stream(self) -> Any:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value: Any) -> None:
-        pass
-
-
 _LOGGERS = ("paysdk", "paysdk_cli")
 
 
 def configure_logging(verbose: bool) -> None:
-    """``-v``: debug lines of the SDK and the CLI (request metadata, never bodies or secrets) on stderr.
+    """``-v`` (or ``PAYSDK_LOG=debug``/``info``, read as the SDK reads it): debug lines of the SDK and
+    the CLI (request metadata, never bodies or secrets) on stderr, through the SDK's own handler.
 
-    Without ``-v`` the CLI's handler is removed again (it matters when commands run in one process).
+    Without either, the handler is removed again (it matters when commands run in one process).
     """
-    for name in _LOGGERS:
-        logger = logging.getLogger(name)
-        ours = [h for h in logger.handlers if isinstance(h, _StderrHandler)]
-        if verbose:
-            if not ours:
-                handler = _StderrHandler()
-                handler.setFormatter(logging.Formatter("debug %(name)s: %(message)s"))
-                logger.addHandler(handler)
-            logger.setLevel(logging.DEBUG)
-        elif ours:
-            for handler in ours:
-                logger.removeHandler(handler)
-            logger.setLevel(logging.NOTSET)
+    if not verbose and not os.environ.get("PAYSDK_LOG") and "paysdk._logging" not in sys.modules:
+        return  # nothing to turn on or off, and ``--help`` stays free of the SDK's imports
+    from paysdk._logging import disable_stderr_log, enable_stderr_log, level_from_env
+
+    level = logging.DEBUG if verbose else level_from_env()
+    if level is not None:
+        enable_stderr_log(level, _LOGGERS)
+    else:
+        disable_stderr_log(_LOGGERS)
 
 
 def require_client_slug(st: State, given: str | None) -> str:

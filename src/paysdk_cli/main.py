@@ -9,6 +9,7 @@ command that needs it. Typer's rich help formatting is off (it imports rich on e
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Annotated, Any
 
@@ -153,7 +154,7 @@ def main(
     if output is None:
         output = OutputFormat.table if sys.stdout.isatty() else OutputFormat.json
     ctx.obj = State(profile=profile, base_url_option=base_url or None, output=output, verbose=verbose)
-    if verbose or "paysdk_cli._context" in sys.modules:
+    if verbose or "paysdk_cli._context" in sys.modules or os.environ.get("PAYSDK_LOG"):
         from paysdk_cli._context import configure_logging
 
         configure_logging(verbose)

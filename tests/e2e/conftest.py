@@ -1,20 +1,26 @@
-"""End-to-end fixtures: a merchant's callback receiver built on ``paysdk.callbacks``, and Chromium
-(``browser``: one per test module; ``page``: a fresh browser context per test)."""
+"""End-to-end fixtures: a merchant's callback receiver built on ``paysdk.callbacks``, Chromium
+(``browser``: one per test module; ``page``: a fresh browser context per test), and the SDK against the
+real server in both client kinds (``kind``: ``async-asgi`` in process, ``sync-socket`` over uvicorn;
+``make(**options)`` builds a client of that kind; ``call`` awaits what needs awaiting)."""
 
 from __future__ import annotations
 
+import inspect
 import secrets
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import httpx
 import pytest
+from fastapi import FastAPI
 from playwright.sync_api import Browser, Page, sync_playwright
 
+import paysdk
 from paysdk.callbacks import CallbackReceiver, CallbackResult, MemoryDedupStore
 from paysdk.contracts.callbacks import CallbackPayload
 
@@ -112,3 +118,55 @@ def page(browser: Browser) -> Iterator[Page]:
         yield context.new_page()
     finally:
         context.close()
+
+
+T = TypeVar("T")
+AnyClient = paysdk.Client | paysdk.AsyncClient
+
+
+async def call(value: T | Any) -> Any:
+    """Await an async client's result; pass a sync client's result through."""
+    return await value if inspect.isawaitable(value) else value
+
+
+@pytest.fixture(params=["async-asgi", "sync-socket"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def environment(kind: str, db_url: str, request: pytest.FixtureRequest) -> paysdk.Environment:
+    if kind == "async-asgi":
+        return paysdk.Environment.local("http://testserver")
+    return paysdk.Environment.local(request.getfixturevalue("live_server"))
+
+
+class Maker:
+    def __init__(self, kind: str, request: pytest.FixtureRequest, environment: paysdk.Environment) -> None:
+        self.kind, self.request, self.environment = kind, request, environment
+        self.made: list[AnyClient] = []
+
+    def __call__(self, **options: Any) -> Any:
+        client: AnyClient
+        if self.kind == "async-asgi":
+            app: FastAPI = self.request.getfixturevalue("app")
+            client = paysdk.AsyncClient(
+                environment=self.environment, transport=httpx.ASGITransport(app=app), **options
+            )
+        else:
+            client = paysdk.Client(environment=self.environment, **options)
+        self.made.append(client)
+        return client
+
+
+@pytest.fixture
+async def make(
+    kind: str, request: pytest.FixtureRequest, environment: paysdk.Environment
+) -> AsyncIterator[Maker]:
+    maker = Maker(kind, request, environment)
+    yield maker
+    for client in maker.made:
+        if isinstance(client, paysdk.AsyncClient):
+            await client.aclose()
+        else:
+            client.close()

@@ -93,6 +93,7 @@ async def client_for(
             client.close()
 
 
+@pytest.mark.covers("payment_links.create", "sandbox.create_client", "sandbox.transaction", "sandbox.pay")
 async def test_payment_link_paid_by_test_card_sends_the_callback(
     sandbox: AnyClient, shop: SandboxClient, client_for: Any, environment: paysdk.Environment
 ) -> None:
@@ -123,6 +124,7 @@ async def test_payment_link_paid_by_test_card_sends_the_callback(
     assert (await call(sandbox.sandbox.transaction(link.uid))).status == "approved"
 
 
+@pytest.mark.covers("sandbox.requests")
 async def test_error_contract_maps_to_typed_errors(
     sandbox: AnyClient, shop: SandboxClient, client_for: Any
 ) -> None:
@@ -159,6 +161,12 @@ async def test_error_contract_maps_to_typed_errors(
     assert len(await call(sandbox.sandbox.requests())) == before  # nothing was sent
 
 
+@pytest.mark.covers(
+    "alternative_payments.create",
+    "alternative_payments.process",
+    "alternative_payments.create_payment_intent",
+    "alternative_payments.dismiss",
+)
 async def test_alternative_payment_qr_intent_and_dismiss(
     sandbox: AnyClient, shop: SandboxClient, client_for: Any
 ) -> None:
@@ -227,6 +235,7 @@ async def test_rail_the_client_lacks_is_an_invalid_field(sandbox: AnyClient, cli
     assert any(d["field"] == "processor" for d in info.value.body["details"])
 
 
+@pytest.mark.covers("sandbox.add_fault")
 async def test_post_is_retried_with_one_key_only_where_keys_are_honoured(
     sandbox: AnyClient, shop: SandboxClient, client_for: Any, environment: paysdk.Environment
 ) -> None:
@@ -312,6 +321,7 @@ async def test_rate_limit_is_retried_after_retry_after(
     assert time.monotonic() - started >= 1.0
 
 
+@pytest.mark.covers("payment_links.create_with_hook_keys")
 async def test_hook_keys_create_a_link_without_a_merchant_token(
     sandbox: AnyClient, shop: SandboxClient, client_for: Any
 ) -> None:

@@ -1,74 +1,43 @@
 """The wallet through the SDK against the REAL reference server: async in process (ASGITransport) and
-sync over a uvicorn socket, on SQLite and PostgreSQL. One test body serves both client kinds."""
+sync over a uvicorn socket, on SQLite and PostgreSQL. One test body serves both client kinds (the
+``kind``/``make`` fixtures of ``conftest.py``)."""
 
 from __future__ import annotations
 
-import inspect
 import secrets
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any, TypeVar
 
-import httpx
 import pytest
-from fastapi import FastAPI
 
 import paysdk
 from paysdk.contracts.wallet import CardPermissionType
 
-T = TypeVar("T")
-AnyClient = paysdk.Client | paysdk.AsyncClient
+from .conftest import Maker, call
 
 
-async def call(value: T | Any) -> Any:
-    """Await an async client's result; pass a sync client's result through."""
-    return await value if inspect.isawaitable(value) else value
-
-
-@pytest.fixture(params=["async-asgi", "sync-socket"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def environment(kind: str, db_url: str, request: pytest.FixtureRequest) -> paysdk.Environment:
-    if kind == "async-asgi":
-        return paysdk.Environment.local("http://testserver")
-    return paysdk.Environment.local(request.getfixturevalue("live_server"))
-
-
-class Maker:
-    def __init__(self, kind: str, request: pytest.FixtureRequest, environment: paysdk.Environment) -> None:
-        self.kind, self.request, self.environment = kind, request, environment
-        self.made: list[AnyClient] = []
-
-    def __call__(self, **options: Any) -> Any:
-        client: AnyClient
-        if self.kind == "async-asgi":
-            app: FastAPI = self.request.getfixturevalue("app")
-            client = paysdk.AsyncClient(
-                environment=self.environment, transport=httpx.ASGITransport(app=app), **options
-            )
-        else:
-            client = paysdk.Client(environment=self.environment, **options)
-        self.made.append(client)
-        return client
-
-
-@pytest.fixture
-async def make(
-    kind: str, request: pytest.FixtureRequest, environment: paysdk.Environment
-) -> AsyncIterator[Maker]:
-    maker = Maker(kind, request, environment)
-    yield maker
-    for client in maker.made:
-        if isinstance(client, paysdk.AsyncClient):
-            await client.aclose()
-        else:
-            client.close()
-
-
+@pytest.mark.covers(
+    "sandbox.create_user",
+    "wallet.login",
+    "wallet.jwks",
+    "wallet.cards.issue_virtual",
+    "wallet.funds.add",
+    "wallet.funds.withdraw",
+    "wallet.cards.get",
+    "wallet.transfers.create",
+    "wallet.cards.list",
+    "wallet.cards.movements",
+    "wallet.users.login",
+    "wallet.as_user",
+    "wallet.permissions.grant",
+    "wallet.permissions.list",
+    "wallet.cards.block",
+    "wallet.permissions.update",
+    "wallet.cards.unblock",
+    "wallet.cards.cvv_view_token",
+    "wallet.cards.cvv",
+    "wallet.users.logout",
+)
 async def test_wallet_end_to_end(make: Maker) -> None:
     sandbox = make()
     merchant = await call(sandbox.sandbox.create_client())
@@ -141,6 +110,7 @@ async def test_wallet_end_to_end(make: Maker) -> None:
         await call(ana_view.cards.get(card.card_id))
 
 
+@pytest.mark.covers("sandbox.advance_clock", "wallet.users.refresh")
 async def test_user_session_refreshed_automatically(make: Maker) -> None:
     sandbox = make()
     merchant = await call(sandbox.sandbox.create_client(user_access_token_ttl=60))
@@ -159,6 +129,7 @@ async def test_user_session_refreshed_automatically(make: Maker) -> None:
         await call(client.wallet.users.refresh(session))
 
 
+@pytest.mark.covers("sandbox.clock", "sandbox.rotate_wallet_keys")
 async def test_login_refused_is_typed(make: Maker) -> None:
     sandbox = make()
     merchant = await call(sandbox.sandbox.create_client())
@@ -182,6 +153,12 @@ async def test_login_refused_is_typed(make: Maker) -> None:
         await call(expiring.wallet.login())
 
 
+@pytest.mark.covers(
+    "wallet.users.request_otp",
+    "sandbox.outbox",
+    "wallet.users.verify_otp",
+    "wallet.users.reset_password",
+)
 async def test_password_reset_with_otp(make: Maker) -> None:
     sandbox = make()
     merchant = await call(sandbox.sandbox.create_client())

@@ -583,7 +583,7 @@ def test_environment_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PAYSDK_BASE_URL")
     with pytest.raises(paysdk.ValidationError) as info:
         paysdk.Client(TOKEN)
-    assert info.value.field == "environment"
+    assert info.value.field == "PAYSDK_BASE_URL"
 
 
 def test_sync_context_manager_closes_pool() -> None:

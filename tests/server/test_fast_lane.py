@@ -25,6 +25,7 @@ ALTERNATIVES = "/api/v1/integrations/transactions"
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _REFERENCE = re.compile(rb"(PL|AP)-[A-Z2-7]{16}")
 _EXPIRE_AT = re.compile(rb'"expireAt":\s*\d+')
+_REQUEST_ID = re.compile(r"req_[0-9a-f]{32}")
 
 
 def _without_fast_lane(app: FastAPI) -> FastAPI:
@@ -61,7 +62,10 @@ def _answer(response: httpx.Response) -> tuple[int, list[tuple[str, str]], bytes
     content = _UUID.sub(b"<uid>", response.content)
     content = _REFERENCE.sub(b"<reference>", content)
     content = _EXPIRE_AT.sub(b'"expireAt": <ms>', content)
-    return response.status_code, list(response.headers.multi_items()), content
+    headers = list(response.headers.multi_items())
+    assert [_REQUEST_ID.fullmatch(v) is not None for k, v in headers if k == "x-request-id"] == [True]
+    headers = [(k, "<request-id>" if k == "x-request-id" else v) for k, v in headers]
+    return response.status_code, headers, content
 
 
 def _cases(merchant: SandboxClient) -> list[tuple[str, str, dict[str, Any], bytes]]:

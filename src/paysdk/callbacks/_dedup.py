@@ -26,8 +26,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+from paysdk._paths import user_path
 
 __all__ = [
     "DEFAULT_LEASE",
@@ -320,6 +321,9 @@ class SQLiteDedupStore:
     ``fork``) opens its own connection. Expired rows are purged on open and then hourly. Do not put the
     file on a network filesystem (SQLite locking is unreliable there); for several hosts use
     :class:`~paysdk.callbacks.RedisDedupStore`.
+
+    ``path`` may start with ``~`` (your home directory); a relative path is taken against the working
+    directory when the store is created and kept absolute (:attr:`path`). Its directory must exist.
     """
 
     _PURGE_INTERVAL_SECONDS = 3600.0
@@ -337,7 +341,7 @@ class SQLiteDedupStore:
         if not _TABLE_NAME.fullmatch(table):
             raise ValueError("table: must be a plain SQL identifier")
         self.timing = DedupTiming(retention, lease)
-        self.path = Path(path)
+        self.path = user_path(path)
         self.table = table
         self._sql = {name: template.format(table=table) for name, template in _SQL_TEMPLATES.items()}
         self._clock = clock

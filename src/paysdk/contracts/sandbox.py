@@ -177,13 +177,15 @@ class CallbackAttempt(WireModel):
 
 
 class RequestLogEntry(WireModel):
-    """One public request (``GET /_sandbox/requests``); secrets masked."""
+    """One public request (``GET /_sandbox/requests``); secrets masked. ``request_id`` is the
+    ``X-Request-Id`` of its answer (D65; ``None`` for entries older than that)."""
 
     method: str
     path: str
     status_code: int
     at: datetime
     headers: dict[str, str] = Field(default_factory=dict)
+    request_id: str | None = None
 
 
 FaultKind = Literal["latency", "error", "rate_limit", "drop", "duplicate_callback"]

@@ -243,6 +243,8 @@ class RequestLogRow(Base):
     status_code: Mapped[int] = mapped_column(Integer)
     at: Mapped[datetime]
     headers: Mapped[dict[str, Any]] = mapped_column(JSON)
+    #: The ``X-Request-Id`` of the answer (D65); ``None`` in rows written before it existed.
+    request_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class FaultRow(Base):
@@ -412,8 +414,10 @@ class Database:
                         continue
                     quote = self.engine.dialect.identifier_preparer
                     name, kind = quote.format_column(column), column.type.compile(dialect=self.engine.dialect)
+                    # IF NOT EXISTS on PostgreSQL: another process may add the column at the same time.
+                    guard = "IF NOT EXISTS " if self.engine.dialect.name == "postgresql" else ""
                     connection.exec_driver_sql(
-                        f"ALTER TABLE {quote.format_table(table)} ADD COLUMN {name} {kind}"
+                        f"ALTER TABLE {quote.format_table(table)} ADD COLUMN {guard}{name} {kind}"
                     )
                     log.info("added column %s.%s", table.name, column.name)
 

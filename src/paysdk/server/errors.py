@@ -24,6 +24,7 @@ from paysdk import _json
 from paysdk.contracts.common import OwnCode
 
 __all__ = [
+    "REQUEST_ID_SCOPE_KEY",
     "APIProblem",
     "ConnectionDropped",
     "JSONResponse",
@@ -33,6 +34,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("paysdk.server")
+
+#: The ASGI scope key under which ServerMiddleware keeps the request's id (D65, ``X-Request-Id``).
+REQUEST_ID_SCOPE_KEY = "paysdk.request_id"
 
 
 class JSONResponse(Response):
@@ -163,7 +167,10 @@ def install_error_handlers(app: FastAPI) -> None:
         if not isinstance(exc, ConnectionDropped):
             # Only the method and path: headers and bodies may hold credentials.
             log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-        return JSONResponse(error_body(None, "Internal server error."), status_code=500)
+        # Sent by Starlette's outermost layer, around ServerMiddleware: the request id comes from the scope.
+        request_id = request.scope.get(REQUEST_ID_SCOPE_KEY)
+        headers = {"X-Request-Id": request_id} if isinstance(request_id, str) else None
+        return JSONResponse(error_body(None, "Internal server error."), status_code=500, headers=headers)
 
     app.add_exception_handler(APIProblem, on_problem)
     app.add_exception_handler(RequestValidationError, on_request_validation)

@@ -29,6 +29,9 @@ without FastAPI's routing and dependency resolution) or FastAPI routing. The con
   ``details`` naming ``Idempotency-Key``. 5xx answers are not stored, so a retry runs again.
 * Hook CORS (D14): ``/transactions-hook`` answers preflight ``OPTIONS`` itself and adds
   ``Access-Control-Allow-Origin: *`` to every answer, errors included.
+* Request ids (D65): every answer, control plane, pages, errors and preflights included, carries
+  ``X-Request-Id: req_<32 hex>`` (time-ordered, minted here, never the client's), kept in the scope
+  (:data:`REQUEST_ID_SCOPE_KEY`, for the 500 handler outside this layer) and in the request log.
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ import asyncio
 import hashlib
 import inspect
 import logging
+import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -58,11 +63,12 @@ from paysdk._environment import WALLET_PREFIX
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
-from paysdk.server.errors import APIProblem, ConnectionDropped
+from paysdk.server.errors import REQUEST_ID_SCOPE_KEY, APIProblem, ConnectionDropped
 from paysdk.server.services import faults
 from paysdk.server.services.transactions import virtual_now
 
 __all__ = [
+    "REQUEST_ID_SCOPE_KEY",
     "AccessLogFilter",
     "Endpoint",
     "ServerMiddleware",
@@ -124,6 +130,30 @@ HOOK_PATH = "/transactions-hook"
 # (funds, transfers, card issuing...). Wallet login and refresh never send a key (the SDK knows a
 # refresh is not replayable), and a replay would hand out a used token pair anyway.
 _API_PREFIXES = ("/transactions", "/api/", WALLET_PREFIX + "/")
+
+
+#: The header that carries the request's id (D65) on every answer.
+REQUEST_ID_HEADER = b"x-request-id"
+
+
+def new_request_id() -> str:
+    """``req_``, 16 hex digits of the wall-clock microseconds and 16 of ``os.urandom`` (time-ordered,
+    unique across server instances; about a microsecond, a quarter of a UUIDv7's cost)."""
+    return "req_%016x%s" % (time.time_ns() // 1000, os.urandom(8).hex())  # noqa: UP031 (faster)
+
+
+def _stamp(message: Message, request_id: bytes) -> Message:
+    """An ``http.response.start`` message with the ``X-Request-Id`` header added."""
+    return {**message, "headers": [*message.get("headers", ()), (REQUEST_ID_HEADER, request_id)]}
+
+
+def _stamping(send: Send, request_id: bytes) -> Send:
+    """``send`` adding ``X-Request-Id`` to the answer (the control plane and preflights)."""
+
+    async def stamped(message: Message) -> None:
+        await send(_stamp(message, request_id) if message["type"] == "http.response.start" else message)
+
+    return stamped
 
 
 def is_control_path(path: str) -> bool:
@@ -237,11 +267,12 @@ class _Entry:
     path: str
     status: int
     headers: list[tuple[bytes, bytes]]
+    request_id: str
 
 
 _LOG = cast(Table, RequestLogRow.__table__)
 _CLIENTS = cast(Table, ClientRow.__table__)
-_INSERT_LOG = Statement(insert(_LOG), ("method", "path", "status_code", "at", "headers"))
+_INSERT_LOG = Statement(insert(_LOG), ("method", "path", "status_code", "at", "headers", "request_id"))
 _HEADER_NAMES = Statement(select(_CLIENTS.c.callback_header_name).distinct())
 
 
@@ -261,6 +292,7 @@ def _write_log(connection: Connection, clock: Clock, entries: list[_Entry]) -> N
                 "status_code": entry.status,
                 "at": at,
                 "headers": mask_headers(entry.headers, names),
+                "request_id": entry.request_id,
             }
             for entry in entries
         ],
@@ -412,13 +444,16 @@ class _Exchange:
     """One public request seen by :class:`ServerMiddleware`: the status for the log, the log entry
     written before the last body byte leaves, and the hook's CORS header (one ``send`` wrapper)."""
 
-    __slots__ = ("_layer", "_scope", "_send", "hook", "logged", "status")
+    __slots__ = ("_layer", "_scope", "_send", "hook", "logged", "request_id", "status")
 
-    def __init__(self, layer: ServerMiddleware, scope: Scope, send: Send, hook: bool) -> None:
+    def __init__(
+        self, layer: ServerMiddleware, scope: Scope, send: Send, hook: bool, request_id: str
+    ) -> None:
         self._layer = layer
         self._scope = scope
         self._send = send
         self.hook = hook
+        self.request_id = request_id
         self.status = 500
         self.logged = False
 
@@ -428,7 +463,11 @@ class _Exchange:
         self.logged = True
         scope = self._scope
         entry = _Entry(
-            str(scope["method"]), _path_with_query(scope), self.status, list(scope.get("headers", []))
+            str(scope["method"]),
+            _path_with_query(scope),
+            self.status,
+            list(scope.get("headers", [])),
+            self.request_id,
         )
         await self._layer.context.append(self._layer._sink, entry)  # never raises for a database error
 
@@ -443,6 +482,7 @@ class _Exchange:
                     if bytes(k).lower() != b"access-control-allow-origin"
                 ]
                 message = {**message, "headers": headers + _CORS_HEADERS}
+            message = _stamp(message, self.request_id.encode("ascii"))
         elif kind == "http.response.body" and not message.get("more_body", False):
             # Written before the last byte leaves, so a client that got the answer finds it logged.
             await self.record()
@@ -479,19 +519,21 @@ class ServerMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
         refused = self.context.addresses.refusal(scope)  # allowed host, control plane (D91, D92)
         if refused is not None:
-            await _send_problem(refused, scope, receive, send)
+            await _send_problem(refused, scope, receive, _stamping(send, request_id.encode("ascii")))
             return
         path = scope["path"]
         hook = path.rstrip("/") == HOOK_PATH
         if hook and scope["method"] == "OPTIONS":
-            await Response(status_code=204, headers=_PREFLIGHT_HEADERS)(scope, receive, send)
+            preflight = Response(status_code=204, headers=_PREFLIGHT_HEADERS)
+            await preflight(scope, receive, _stamping(send, request_id.encode("ascii")))
             return
         if is_control_path(path):  # never the hook path
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, _stamping(send, request_id.encode("ascii")))
             return
-        exchange = _Exchange(self, scope, send, hook)
+        exchange = _Exchange(self, scope, send, hook, request_id)
         try:
             await self._faults(scope, receive, exchange.send)
         except ConnectionDropped:

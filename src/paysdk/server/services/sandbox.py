@@ -218,6 +218,7 @@ def request_log(session: Session, limit: int, path: str | None = None) -> list[R
             status_code=row.status_code,
             at=row.at,
             headers={str(k): str(v) for k, v in row.headers.items()},
+            request_id=row.request_id,
         )
         for row in rows
     ]
