@@ -21,11 +21,12 @@ The rules, so that a new doc line is picked up without touching this file:
   HTML comment ``<!-- doc-test: new session -->`` starts a new session (for independent sections).
 * **Ports.** The doc's ports (``--port 8000``, ``http://127.0.0.1:9000/...``) are mapped to free ports,
   one per doc port and session, and ``PAYSDK_BASE_URL`` points at the doc's default address so mapped.
-* **Placeholders** (``<uid>``, ``UID``, ``CARD_ID``, ...: :data:`PLACEHOLDERS`) are filled from the JSON
-  printed by earlier lines of the session. An unknown ``<placeholder>`` fails the test.
-* **Prompts** for a password get :data:`DOC_PASSWORD`; ``--open`` records the URL instead of opening a
-  browser. Other commands run in process (``CliRunner``; output is JSON as in a pipe), against the
-  live server.
+* **Placeholders** (``<uid>``, ``UID``, ``CARD_ID``, ``CHARGE_ID``, ...: :data:`PLACEHOLDERS`,
+  :data:`PLACEHOLDER_WORD`) are filled from the JSON printed by earlier lines of the session; one with no
+  earlier value fails the test.
+* **Other commands** run in process (``CliRunner``) against the live server. Their stdin is a terminal,
+  as the reader's is, and a hidden prompt gets :data:`DOC_PASSWORD`; stdout is a pipe, so they print
+  JSON. ``--open`` records the URL instead of opening a browser.
 * **Callbacks.** When a session ran ``callbacks listen``, every callback the server queued for it must
   be delivered (2xx) and printed by the listener before the session ends.
 
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import io
 import json
 import os
 import re
@@ -82,6 +84,17 @@ PLACEHOLDERS: dict[str, tuple[tuple[str, ...], int]] = {
     "USER_ID": (("userId", "authUserId"), -1),
     "OTHER_USER": (("userId", "authUserId"), 1),
 }
+
+#: Any other upper-case word with an underscore (``CHARGE_ID``) or ending in ``ID`` is a placeholder too,
+#: taken from the last value printed under its camelCase JSON key (``chargeId``).
+PLACEHOLDER_WORD = r"[A-Z]+(_[A-Z0-9]+)+|[A-Z]*ID"
+
+
+def _json_key(placeholder: str) -> str:
+    """``CHARGE_ID`` -> ``chargeId``; ``UID`` -> ``uid``."""
+    first, *rest = placeholder.lower().split("_")
+    return first + "".join(word.capitalize() for word in rest)
+
 
 #: Example lines that are parsed (as synopses are) but never run: (file, command as written) -> why.
 #: Only for lines that need something outside this test (a real deployment, a secret manager, a
@@ -251,7 +264,8 @@ def check_synopsis(tokens: tuple[str, ...]) -> list[str]:
             continue
         if word.startswith("-") and word != "-":
             name, has_value, _ = word.partition("=")
-            takes_value = False
+            # An unknown option is reported once; the word after it, unless an option, is its value.
+            takes_value = index < len(words) and not words[index].startswith("-")
             for alternative in name.split("/"):  # --three-ds/--no-three-ds
                 for path, command in commands:
                     param = _option(command, alternative, ctx)
@@ -366,6 +380,17 @@ class SessionRecord:
     values: dict[str, list[str]] = field(default_factory=dict)
 
 
+class _TerminalRunner(CliRunner):
+    """A ``CliRunner`` whose stdin is a terminal, as the doc's reader's is: a hidden prompt is answered
+    (with :data:`DOC_PASSWORD`) as typed there. Stdout stays a pipe, so commands print JSON."""
+
+    @contextlib.contextmanager
+    def isolation(self, *args: Any, **kwargs: Any) -> Iterator[tuple[io.BytesIO, io.BytesIO, io.BytesIO]]:
+        with super().isolation(*args, **kwargs) as streams:
+            sys.stdin.isatty = lambda: True  # type: ignore[method-assign]
+            yield streams
+
+
 class Session:
     """One reader's session (see the module docstring)."""
 
@@ -403,14 +428,16 @@ class Session:
     # -- rewriting
 
     def _value(self, name: str, line: DocLine) -> str:
-        if name not in PLACEHOLDERS:
-            pytest.fail(f"{line.where}\nunknown placeholder {name}: add it to PLACEHOLDERS", pytrace=False)
-        keys, which = PLACEHOLDERS[name]
+        keys, which = PLACEHOLDERS.get(name) or ((_json_key(name),), -1)
         for key in keys:
             found = self.values.get(key, [])
             if len(found) > which if which >= 0 else found:
                 return found[which]
-        pytest.fail(f"{line.where}\nno earlier line printed a value for {name} ({keys})", pytrace=False)
+        pytest.fail(
+            f"{line.where}\nno earlier line printed a value for {name} (JSON key {' or '.join(keys)}); "
+            "if it is taken from another key, add it to PLACEHOLDERS",
+            pytrace=False,
+        )
 
     def rewrite(self, line: DocLine) -> list[str]:
         """The line's argv with the session's ports and the placeholders' values."""
@@ -424,7 +451,7 @@ class Session:
             token = re.sub(
                 r"<([\w-]+)>", lambda m: self._value(m.group(1).upper().replace("-", "_"), line), token
             )
-            if token in PLACEHOLDERS:
+            if token in PLACEHOLDERS or re.fullmatch(PLACEHOLDER_WORD, token):
                 token = self._value(token, line)
             argv.append(token)
         if argv[1:2] == ["serve"] and "--port" not in argv:
@@ -466,7 +493,7 @@ class Session:
                 mock.patch.dict(os.environ, self.env, clear=True),
                 mock.patch.object(webbrowser, "open", open_url),
             ):
-                result = CliRunner().invoke(app, argv[1:], input=f"{DOC_PASSWORD}\n" * 4)
+                result = _TerminalRunner().invoke(app, argv[1:], input=f"{DOC_PASSWORD}\n" * 4)
         finally:
             keyring.set_keyring(previous)
             CLIENT_OPTIONS.clear()
@@ -705,6 +732,23 @@ def test_extraction_joins_continuations_and_reads_exit_codes(tmp_path: Path) -> 
     assert not first.new_session
     assert second.new_session
     assert second.lines[0].background
+
+
+def test_placeholder_words_and_their_json_keys() -> None:
+    assert [
+        bool(re.fullmatch(PLACEHOLDER_WORD, word)) for word in ("CHARGE_ID", "UID", "CARD_A", "GTQ", "X")
+    ] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert [_json_key(name) for name in ("CHARGE_ID", "UID", "PERMISSION_ID")] == [
+        "chargeId",
+        "uid",
+        "permissionId",
+    ]
 
 
 @db_sqlite
