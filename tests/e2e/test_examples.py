@@ -1,8 +1,11 @@
-"""Every script under examples/ runs against the reference server, as CI runs them."""
+"""Every script under examples/, and every Python snippet of the README, runs against the reference server,
+as CI runs them: under ``python -X dev -W error::ResourceWarning``, so a client or socket left open fails
+(issue 7.14)."""
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -16,20 +19,28 @@ import paysdk
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+#: Python in development mode, a ResourceWarning (an unclosed client, socket or file) an error.
+PYTHON_DEV = [sys.executable, "-X", "dev", "-W", "error::ResourceWarning"]
 
 
-def _run(script: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+def _python(args: list[str], env: dict[str, str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / script), *args],
+        [*PYTHON_DEV, *args],
         env={**os.environ, **env},
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=ROOT,
+        cwd=cwd,
         check=False,
     )
     assert result.returncode == 0, result.stderr
+    # A ResourceWarning raised in a finalizer is printed ("Exception ignored in ..."), not propagated.
+    assert "ResourceWarning" not in result.stderr, result.stderr
     return result
+
+
+def _run(script: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return _python([str(ROOT / "examples" / script), *args], env)
 
 
 def _merchant_env(live_server: str, **fields: object) -> tuple[dict[str, str], paysdk.Client]:
@@ -71,7 +82,7 @@ def test_fastapi_receiver_processes_each_event_once(live_server: str, tmp_path: 
         port = sock.getsockname()[1]
     header_value = "receiver-secret-" + os.urandom(8).hex()
     receiver = subprocess.Popen(
-        [sys.executable, str(ROOT / "examples" / "callback_receiver_fastapi.py")],
+        [*PYTHON_DEV, str(ROOT / "examples" / "callback_receiver_fastapi.py")],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -115,6 +126,7 @@ def test_fastapi_receiver_processes_each_event_once(live_server: str, tmp_path: 
         output, _ = receiver.communicate(timeout=10)
     assert output.count(link.reference) == 1, output  # logged once: the duplicate was not processed
     assert header_value not in output
+    assert "ResourceWarning" not in output, output
 
 
 def test_wallet_cards(live_server: str) -> None:
@@ -133,3 +145,38 @@ def test_wallet_cards(live_server: str) -> None:
     assert "overdraw refused: HTTP 422 ownCode 7303" in out
     assert "main 60.0000, savings 40.0001" in out
     assert merchant.signing_private_key not in out
+
+
+def test_readme_python_snippets(live_server: str, tmp_path: Path) -> None:
+    """The README's snippets as a reader runs them: ``"..."`` is the merchant token, the local address is
+    the live server's, and the names the README leaves to the reader are set first (:data:`given`)."""
+    with paysdk.Client(environment=paysdk.Environment.local(live_server)) as sandbox:
+        merchant = sandbox.sandbox.create_client(slug="my-store")
+        assert merchant.signing_private_key is not None
+        password = "a-long-password"
+        user = sandbox.sandbox.create_user(merchant.slug, "ana", "ana@example.com", password)
+    wallet = paysdk.WalletCredentials(merchant=merchant.slug, private_key=merchant.signing_private_key)
+    with paysdk.Client(environment=paysdk.Environment.local(live_server), wallet=wallet) as issuer:
+        other_card = issuer.wallet.cards.issue_virtual(user.auth_user_id)
+    given = {
+        "signing_key": merchant.signing_private_key,
+        "user_id": user.auth_user_id,
+        "password": password,
+        "other_card_id": other_card.card_id,
+    }
+    readme = (ROOT / "README.md").read_text()
+    snippets = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    assert len(snippets) >= 2
+    prelude = "from decimal import Decimal\nimport paysdk\n" + "".join(
+        f"{name} = {value!r}\n" for name, value in given.items()
+    )
+    outputs = []
+    for snippet in snippets:
+        code = snippet.replace('"..."', repr(merchant.sandbox_token)).replace(
+            "http://127.0.0.1:8000", live_server
+        )
+        outputs.append(_python(["-c", prelude + code], {"PAYSDK_BASE_URL": live_server}, tmp_path).stdout)
+    assert all(merchant.sandbox_token not in out for out in outputs)
+    url, error = outputs[0].splitlines()
+    assert url.startswith(f"{live_server}/checkout/?orderId=")
+    assert error == "400 2003"  # as the README's comment says

@@ -380,6 +380,39 @@ async def test_hook_errors(
     )
 
 
+@pytest.mark.parametrize("path", ["/transactions-hook", "/transactions"])
+async def test_user_id_is_checked_as_e164_even_after_a_close_number_was_accepted(
+    asgi_client: httpx.AsyncClient, merchant: SandboxClient, path: str
+) -> None:
+    """The phone check (spec 2.1) runs on both endpoints, and its cache of accepted numbers answers only
+    for the exact string it accepted: a variant of an accepted number is checked again, and refused."""
+
+    async def post(user_id: str) -> httpx.Response:
+        if path == "/transactions-hook":
+            return await asgi_client.post(path, content=dumps(hook_body(merchant, userId=user_id)))
+        return await asgi_client.post(
+            path, content=dumps(link_body(merchant, userId=user_id)), headers=auth(merchant)
+        )
+
+    def refused(response: httpx.Response) -> None:
+        data = assert_error(response, 409, 5000, "userId")
+        assert "userId" in data["message"], data
+
+    refused(await post("not-a-phone"))
+    accepted = "+5025555" + str(uuid.uuid4().int % 10_000).zfill(4)  # not seen by the cache before
+    assert (await post(accepted)).status_code == 200
+    assert (await post(accepted)).status_code == 200  # answered from the cache
+    for variant in (
+        accepted[1:],  # the same digits without "+"
+        "00" + accepted[1:],  # an international prefix instead of "+"
+        accepted[:-1],  # one digit short
+        accepted + "12345678",  # too long
+        accepted[:-2] + "l" + accepted[-1],  # a letter among the digits
+        "not-a-phone",  # refused twice: a refusal is never remembered as accepted
+    ):
+        refused(await post(variant))
+
+
 async def test_hook_cors_preflight(asgi_client: httpx.AsyncClient) -> None:
     response = await asgi_client.options(
         "/transactions-hook",

@@ -1,10 +1,12 @@
 """The scheduler's transaction expiries: found by ``(status, expire_at)`` with no job row per transaction,
 run in one due-time order with the jobs (callbacks), compatible with the ``expire`` job rows of older
-versions, and never looping on a transaction whose expiry fails."""
+versions, and never looping on a transaction whose expiry fails. An advance runs each job at its own
+virtual time, so what a job causes is due then, and runs in the same advance."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -13,7 +15,10 @@ import sqlalchemy
 from fastapi import FastAPI
 from server_helpers import advance, attempts, create_alternative, create_link, transaction
 
+from paysdk import _json
+from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
+from paysdk.server.clock import Clock
 from paysdk.server.db import JobRow
 from paysdk.server.services import payments
 
@@ -36,9 +41,8 @@ async def test_expiries_need_no_job_row_and_run_at_their_own_time(
         stored = await transaction(asgi_client, uid)
         assert stored.status == "expired"
         assert stored.expire_at == stored.created_at + lifetime
-        # The clock was moved to the expiry itself (plus the wall time the run took), not to the end of
-        # the two days.
-        assert timedelta(0) <= stored.updated_at - stored.expire_at < timedelta(seconds=5)
+        # The expiry ran at its own virtual time, not at the end of the two days.
+        assert stored.updated_at == stored.expire_at
     # Each expiry queued its callback at its own time, so the two were delivered in expiry order and
     # each at once (their attempts are 24 h minus 15 minutes apart).
     first, second = await attempts(asgi_client, payment["uid"]), await attempts(asgi_client, link["uid"])
@@ -105,3 +109,71 @@ def test_a_database_of_an_older_version_gets_the_expiry_index(tmp_path: Any) -> 
         index["name"] for index in sqlalchemy.inspect(engine).get_indexes("transactions")
     }
     engine.dispose()
+
+
+class _SlowWall:
+    """The wall clock of a very slow machine: every read is ``step`` later than the one before."""
+
+    def __init__(self, step: timedelta) -> None:
+        self.step = step
+        self.last = datetime(2026, 1, 5, 12, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.last += self.step
+        return self.last
+
+    def next_read(self) -> datetime:
+        """What the next read will answer."""
+        return self.last + self.step
+
+
+@pytest.fixture
+async def slow_app(db_url: str) -> AsyncIterator[tuple[FastAPI, _SlowWall, httpx.AsyncClient]]:
+    wall = _SlowWall(timedelta(minutes=10))
+    application = create_app(db_url, start_ticker=False, clock=Clock(wall))
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        yield application, wall, client
+    application.state.paysdk.db.dispose()
+
+
+async def test_a_job_caused_inside_an_advance_is_due_at_its_cause_and_runs_in_that_advance(
+    slow_app: tuple[FastAPI, _SlowWall, httpx.AsyncClient], callback_sink: Any
+) -> None:
+    """Each wall read is 10 minutes later, so work done during an advance "takes" 10 minutes per read.
+    The advance ends 90 s after the link expires: the expiry's callback (refused once) and its retry one
+    minute later must both run in that advance, stamped at their virtual times, not at wall time."""
+    app, wall, client = slow_app
+    response = await client.post("/_sandbox/clients", content=_json.dumps({"callbackUrl": callback_sink.url}))
+    assert response.status_code == 201, response.text
+    merchant = SandboxClient.model_validate(_json.loads(response.content))
+    link = await create_link(client, merchant)
+    expire_at = (await transaction(client, link["uid"])).expire_at
+    callback_sink.respond_with([500])  # the first attempt fails: a retry is due one minute later
+
+    # The advance's first wall read fixes its start: make its target exactly 90 s after the expiry.
+    offset = timedelta(microseconds=_offset_us(app))
+    seconds = expire_at + timedelta(seconds=90) - (wall.next_read() + offset)
+    await app.state.paysdk.scheduler.advance(seconds)
+
+    rows = await attempts(client, link["uid"])
+    assert [(row.status_code, row.at) for row in rows] == [
+        (500, expire_at),
+        (200, expire_at + timedelta(minutes=1)),
+    ]
+    stored = await transaction(client, link["uid"])
+    assert stored.status == "expired"
+    assert stored.updated_at == expire_at
+    assert [item.json()["status"] for item in callback_sink.received] == ["expired", "expired"]
+    assert _job_statuses(app) == ["done", "done"]
+
+
+def _offset_us(app: FastAPI) -> int:
+    with app.state.paysdk.db.session() as session:
+        offset: int = app.state.paysdk.clock.offset_us(session)
+    return offset
+
+
+def _job_statuses(app: FastAPI) -> list[str]:
+    with app.state.paysdk.db.session() as session:
+        return [job.status for job in session.scalars(sqlalchemy.select(JobRow).order_by(JobRow.id))]

@@ -30,6 +30,11 @@ class Clock:
     def __init__(self, wall: Callable[[], datetime] = _wall) -> None:
         self._wall = wall
 
+    def frozen_at(self, moment: datetime) -> Clock:
+        """This clock as work done at the virtual time ``moment`` sees it: :meth:`now` answers ``moment``;
+        the offset (read and moved by the other methods) is still the shared one."""
+        return _FrozenClock(self._wall, moment)
+
     def offset_us(self, session: Session) -> int:
         """Microseconds the virtual clock is ahead of the wall clock."""
         row = session.get(ClockRow, 1)
@@ -64,3 +69,15 @@ class Clock:
         elif offset_us > row.offset_us:
             row.offset_us = offset_us
         session.flush()
+
+
+class _FrozenClock(Clock):
+    """:meth:`Clock.frozen_at`: ``now()`` is a fixed virtual moment."""
+
+    def __init__(self, wall: Callable[[], datetime], moment: datetime) -> None:
+        super().__init__(wall)
+        self._moment = moment
+
+    def now(self, session: Session) -> datetime:
+        """The fixed moment."""
+        return self._moment

@@ -12,6 +12,9 @@ an expiry before a job due at the same moment.
 * :meth:`Scheduler.advance` moves the virtual clock forward by steps: it runs every job due before the
   target *at its own due time* (the clock is set to the job's ``due_at`` first), so callback retries land
   exactly 1, 2, 4 ... minutes apart even when the clock jumps a week; then the clock is set to the target.
+  A job runs on the clock frozen at its due time (:meth:`Clock.frozen_at`): what it causes happens at
+  that virtual time, so a job it creates (an expiry's callback, due at once) is due before the target
+  and runs in the same advance, however long the wall clock took.
 * :meth:`Scheduler.ticker` runs :meth:`run_due` about every second of wall time while the app is served
   with its lifespan (uvicorn). In process (``httpx.ASGITransport``, no lifespan) tests drive time with
   ``POST /_sandbox/clock/advance``.
@@ -116,16 +119,16 @@ class Scheduler:
             clock.move_to_at_least(session, job.due_at)
         return job
 
-    async def _run_one(self, job: ClaimedJob) -> None:
+    async def _run_one(self, job: ClaimedJob, clock: Clock) -> None:
         context = self._context
         try:
             if job.kind == "callback":
                 assert job.id is not None  # only expiries have no job row
-                await callbacks.deliver_job(context, job.id, job.ref, job.due_at)
+                await callbacks.deliver_job(context, job.id, job.ref, job.due_at, clock)
             elif job.kind == "expire":
-                await context.run(self._expire, job)
+                await context.run(self._expire, job, clock)
             elif job.kind in JOB_HANDLERS:
-                await context.run(self._registered, job)
+                await context.run(self._registered, job, clock)
             else:  # pragma: no cover - unknown kinds come only from a newer server version
                 log.warning("unknown job kind %r (job %s) skipped", job.kind, job.id)
                 await context.run(_finish_job, job.id)
@@ -137,12 +140,12 @@ class Scheduler:
             else:
                 await context.run(_finish_job, job.id)
 
-    def _registered(self, session: Session, job: ClaimedJob) -> None:
-        JOB_HANDLERS[job.kind](session, self._context.clock, job.ref)
+    def _registered(self, session: Session, job: ClaimedJob, clock: Clock) -> None:
+        JOB_HANDLERS[job.kind](session, clock, job.ref)
         _finish_job(session, job.id)
 
-    def _expire(self, session: Session, job: ClaimedJob) -> None:
-        payments.expire_job(session, self._context.clock, job.ref)
+    def _expire(self, session: Session, job: ClaimedJob, clock: Clock) -> None:
+        payments.expire_job(session, clock, job.ref)
         _finish_job(session, job.id)  # an ``expire`` job row of an older version; none now
 
     async def run_due(self) -> int:
@@ -153,7 +156,7 @@ class Scheduler:
                 job = await self._context.run(self._claim, None, False)
                 if job is None:
                     return ran
-                await self._run_one(job)
+                await self._run_one(job, self._context.clock)
                 ran += 1
 
     async def advance(self, seconds: timedelta) -> int:
@@ -168,7 +171,7 @@ class Scheduler:
                 job = await self._context.run(self._claim, target, True)
                 if job is None:
                     break
-                await self._run_one(job)
+                await self._run_one(job, clock.frozen_at(job.due_at))
                 ran += 1
             # The offset grows by exactly ``seconds`` (more only if a job's due time needed it).
             await self._context.run(clock.set_offset_at_least, start_offset + step)

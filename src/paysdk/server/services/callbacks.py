@@ -294,8 +294,11 @@ def _record(
         )
 
 
-async def deliver_job(context: ServerContext, job_id: int, event_id: str, due_at: datetime) -> None:
-    """Run one delivery round of ``event_id`` (one or two POSTs) and record it."""
+async def deliver_job(
+    context: ServerContext, job_id: int, event_id: str, due_at: datetime, clock: Clock | None = None
+) -> None:
+    """Run one delivery round of ``event_id`` (one or two POSTs) and record it, at ``clock``'s time (the
+    server's clock by default; the scheduler's advance passes it frozen at ``due_at``)."""
     delivery = await context.run(_prepare, event_id)
     if delivery is None:
         await context.run(_mark_done, job_id)
@@ -324,7 +327,7 @@ async def deliver_job(context: ServerContext, job_id: int, event_id: str, due_at
             _host(delivery.url),
             result.status_code or result.error,
         )
-    await context.run(_record, context.clock, job_id, delivery, results, due_at)
+    await context.run(_record, clock or context.clock, job_id, delivery, results, due_at)
 
 
 def _mark_done(session: Session, job_id: int) -> None:
