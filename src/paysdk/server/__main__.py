@@ -1,6 +1,7 @@
 """Run the reference server.
 
-``python -m paysdk.server [--host 127.0.0.1] [--port 8000] [--db URL] [--environment sandbox|production]``
+``python -m paysdk.server [--host 127.0.0.1] [--port 8000] [--db URL] [--environment sandbox|production]
+[--body-timeout 30] [--keep-alive-timeout 5]``
 """
 
 from __future__ import annotations
@@ -8,6 +9,9 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Sequence
+
+from paysdk.server.app import KEEP_ALIVE_TIMEOUT
+from paysdk.server.bodies import BODY_TIMEOUT
 
 __all__ = ["main"]
 
@@ -25,11 +29,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="sqlite:///path or postgresql://... (default: sandbox.db in the user data directory)",
     )
     parser.add_argument("--environment", choices=("sandbox", "production"), default="sandbox")
+    parser.add_argument(
+        "--body-timeout",
+        type=float,
+        default=BODY_TIMEOUT,
+        help=f"seconds a request body may take, else 408 (default {BODY_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        default=KEEP_ALIVE_TIMEOUT,
+        help=f"seconds an idle connection may wait for a request head (default {KEEP_ALIVE_TIMEOUT:g})",
+    )
     args = parser.parse_args(argv)
+    timeouts = {"--body-timeout": args.body_timeout, "--keep-alive-timeout": args.keep_alive_timeout}
+    for option, value in timeouts.items():
+        if not value > 0:
+            parser.error(f"{option}: must be a number of seconds above 0, not {value:g}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from paysdk.server.app import serve
 
-    serve(args.host, args.port, args.db, args.environment)
+    serve(
+        args.host,
+        args.port,
+        args.db,
+        args.environment,
+        body_timeout=args.body_timeout,
+        keep_alive_timeout=args.keep_alive_timeout,
+    )
     return 0
 
 

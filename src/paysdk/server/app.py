@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import math
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
@@ -23,6 +24,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
 from paysdk._environment import CMS_PREFIX, WALLET_PREFIX
+from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import Database
@@ -40,7 +42,7 @@ from paysdk.server.routers import (
 )
 from paysdk.server.scheduler import Scheduler
 
-__all__ = ["FAMILY_ROUTERS", "create_app", "serve"]
+__all__ = ["FAMILY_ROUTERS", "KEEP_ALIVE_TIMEOUT", "create_app", "serve"]
 
 log = logging.getLogger("paysdk.server")
 
@@ -54,6 +56,8 @@ FAMILY_ROUTERS: list[tuple[str, APIRouter]] = [
     (WALLET_PREFIX, wallet_users.router),
     (WALLET_PREFIX, wallet_cards.router),
 ]
+#: Seconds an idle connection stays open under :func:`serve` (uvicorn's ``timeout_keep_alive``, D86).
+KEEP_ALIVE_TIMEOUT = 5.0
 #: Where the wallet and backoffice routers will be mounted.
 WALLET_MOUNT = WALLET_PREFIX
 CMS_MOUNT = CMS_PREFIX
@@ -82,6 +86,8 @@ def create_app(
     tick_interval: float = 1.0,
     callback_timeout: float = 10.0,
     clock: Clock | None = None,
+    body_limit: int = MAX_BODY_BYTES,
+    body_timeout: float = BODY_TIMEOUT,
 ) -> FastAPI:
     """Build the reference server.
 
@@ -90,6 +96,8 @@ def create_app(
     authenticates. ``start_ticker``: run due jobs every ``tick_interval`` seconds while served with a
     lifespan (uvicorn); in-process tests pass ``False`` and drive time with ``/_sandbox/clock/advance``.
     ``http_transport``: the httpx transport callbacks are delivered with (tests may inject one).
+    ``body_limit`` (bytes, default 1 MiB) and ``body_timeout`` (seconds, default 30): the bounds of every
+    request body, enforced while it streams (``413`` / ``408``, D85).
     """
     if environment not in ("sandbox", "production"):
         raise ValueError(f"environment must be 'sandbox' or 'production', not {environment!r}")
@@ -137,6 +145,8 @@ def create_app(
         context=context,
         fast_lane=_fast_lane(),
         exception_handlers=app.exception_handlers,
+        body_limit=body_limit,
+        body_timeout=body_timeout,
     )
     return app
 
@@ -167,10 +177,29 @@ def serve(
     port: int = 8000,
     database_url: str | None = None,
     environment: Literal["sandbox", "production"] = "sandbox",
+    *,
+    body_timeout: float = BODY_TIMEOUT,
+    keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT,
 ) -> None:
-    """Run the server with uvicorn until interrupted (``python -m paysdk.server``, ``paysdk serve``)."""
+    """Run the server with uvicorn until interrupted (``python -m paysdk.server``, ``paysdk serve``).
+
+    ``body_timeout``: seconds a request body may take (``408`` after, D85). ``keep_alive_timeout``:
+    seconds a connection may wait for a request head, before its first request or after an answer,
+    however many bytes trickle in meanwhile; then it is closed (D86).
+    """
     import uvicorn
 
-    app = create_app(database_url, environment)
+    from paysdk.server.connections import protocol_with_head_timeout
+
+    app = create_app(database_url, environment, body_timeout=body_timeout)
     log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
-    uvicorn.run(app, host=host, port=port, log_level="info", proxy_headers=False)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="info",
+        proxy_headers=False,
+        # Whole seconds for uvicorn's own timer; the head timer closes at the exact value.
+        timeout_keep_alive=max(1, math.ceil(keep_alive_timeout)),
+        http=protocol_with_head_timeout(keep_alive_timeout),
+    )

@@ -26,6 +26,10 @@ without FastAPI's routing and dependency resolution) or FastAPI routing. The con
   scoped by key, method, path and the ``Authorization`` header. The same key and body replays the stored
   answer (header ``Idempotent-Replayed: true``); another body is ``409``, ``ownCode: null``; a request
   still running with that key is ``409`` too. 5xx answers are not stored, so a retry runs again.
+* Body bounds (D85, :mod:`paysdk.server.bodies`): on every route, the control plane included, a declared
+  ``Content-Length`` over the limit is ``413`` before any byte is read, and ``receive`` is a
+  :class:`paysdk.server.bodies.BoundedReceive` (``413`` past the limit, ``408`` when the body stalls). A
+  client that disconnects mid-body is one log line (status ``0`` in the request log), never a traceback.
 * Hook CORS (D14): ``/transactions-hook`` answers preflight ``OPTIONS`` itself and adds
   ``Access-Control-Allow-Origin: *`` to every answer, errors included.
 """
@@ -33,6 +37,7 @@ without FastAPI's routing and dependency resolution) or FastAPI routing. The con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import inspect
 import logging
@@ -48,11 +53,12 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk._environment import WALLET_PREFIX
+from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, BodyRefused, BoundedReceive, declared_too_large
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
@@ -374,8 +380,12 @@ class ServerMiddleware:
         context: ServerContext,
         fast_lane: Mapping[tuple[str, str], Endpoint] | None = None,
         exception_handlers: Mapping[Any, Callable[..., Any]] | None = None,
+        body_limit: int = MAX_BODY_BYTES,
+        body_timeout: float = BODY_TIMEOUT,
     ) -> None:
         self.app = app
+        self.body_limit = body_limit
+        self.body_timeout = body_timeout
         self.context = context
         self._sink = _LogSink(context)
         self._fault_key = faults.database_key(context.db.engine.url)
@@ -387,17 +397,24 @@ class ServerMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if declared_too_large(scope, self.body_limit):
+            await _send_problem(BodyRefused.too_large(self.body_limit), scope, receive, send)
+            return
+        receive = BoundedReceive(scope, receive, self.body_limit, self.body_timeout)
         path = scope["path"]
         hook = path.rstrip("/") == HOOK_PATH
         if hook and scope["method"] == "OPTIONS":
             await Response(status_code=204, headers=_PREFLIGHT_HEADERS)(scope, receive, send)
             return
         if is_control_path(path):  # never the hook path
-            await self.app(scope, receive, send)
+            with contextlib.suppress(ClientDisconnect):  # mid-body: BoundedReceive logged it
+                await self.app(scope, receive, send)
             return
         exchange = _Exchange(self, scope, send, hook)
         try:
             await self._faults(scope, receive, exchange.send)
+        except ClientDisconnect:  # mid-body: BoundedReceive logged it
+            exchange.status = 0
         except ConnectionDropped:
             exchange.status = 0
             raise
@@ -458,7 +475,11 @@ class ServerMiddleware:
             )
             await _send_problem(problem, scope, receive, send)
             return
-        body = await _read_body(receive)
+        try:
+            body = await _read_body(receive)
+        except BodyRefused as refused:
+            await _send_problem(refused, scope, receive, send)
+            return
         authorization = _header(scope, b"authorization") or b""
         scope_hash = hashlib.sha256(
             b"\0".join(

@@ -36,6 +36,26 @@ def serve(
     environment: Annotated[
         ServerEnvironment, typer.Option("--environment", help="sandbox or production.")
     ] = ServerEnvironment.sandbox,
+    body_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--body-timeout",
+            metavar="SECONDS",
+            min=0.001,
+            help="Seconds a request body may take to arrive; slower bodies get 408. Default: 30.",
+            show_default=False,
+        ),
+    ] = None,
+    keep_alive_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--keep-alive-timeout",
+            metavar="SECONDS",
+            min=0.001,
+            help="Seconds an idle connection may wait for a request head before it is closed. Default: 5.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the local reference server.
 
@@ -49,8 +69,15 @@ def serve(
         raise CLIError(
             f"the reference server needs the server extra: pip install 'paysdk[server]' ({exc})"
         ) from None
+    timeouts = {"body_timeout": body_timeout, "keep_alive_timeout": keep_alive_timeout}
     with contextlib.suppress(KeyboardInterrupt):
-        run_server(host=host, port=port, database_url=db, environment=environment.value)
+        run_server(
+            host=host,
+            port=port,
+            database_url=db,
+            environment=environment.value,
+            **{name: value for name, value in timeouts.items() if value is not None},
+        )
 
 
 app = new_app(group=False)
