@@ -8,13 +8,13 @@ its camelCase wire name (D3). Strings holding NUL characters and values nested m
 it would reject (which would otherwise be a 500).
 
 Bounds while the body streams (D85), on every route: :class:`BoundedReceive` wraps the ASGI ``receive``
-of each request (:class:`paysdk.server.middleware.ServerMiddleware` installs it). A declared
-``Content-Length`` above :data:`MAX_BODY_BYTES` is ``413`` before any byte is read
-(:func:`declared_too_large`); a body that grows past it is cut off with ``413``; a body not complete
-within :data:`BODY_TIMEOUT` seconds of its first read is ``408``. Both answers are the D1 body naming
-``body`` and carry ``Connection: close``, so the rest of the body is never read. A client that disconnects
-before the end of its body is one ``INFO`` log line and :class:`starlette.requests.ClientDisconnect`
-(the middleware ends the request quietly).
+of each request (:class:`paysdk.server.middleware.ServerMiddleware` installs it, from its
+:class:`BodyBounds`). A declared ``Content-Length`` above :data:`MAX_BODY_BYTES` is ``413`` before any
+byte is read (:func:`declared_too_large`); a body that grows past it is cut off with ``413``; a body
+not complete within :data:`BODY_TIMEOUT` seconds of its first read is ``408`` (within a second more).
+Both answers are the D1 body naming ``body`` and carry ``Connection: close``, so the rest of the body
+is never read. A client that disconnects before the end of its body is one ``INFO`` log line and
+:class:`starlette.requests.ClientDisconnect` (the middleware ends the request quietly).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ __all__ = [
     "BODY_TIMEOUT",
     "MAX_BODY_BYTES",
     "MAX_DEPTH",
+    "BodyBounds",
     "BodyRefused",
     "BoundedReceive",
     "declared_too_large",
@@ -98,43 +99,105 @@ def declared_too_large(scope: Scope, limit: int) -> bool:
 _DISCONNECT: Message = {"type": "http.disconnect"}
 
 
+class BodyBounds:
+    """The body bounds of one server: ``limit`` bytes, ``timeout`` seconds per body (D85).
+
+    :meth:`wrap` gives each request its :class:`BoundedReceive`. Slow bodies are found by one watchdog
+    timer per server rather than a timer per read (the hot path pays a dict insert, not a timer): while
+    any read is waiting, it looks every ``timeout / 4`` seconds (at most 1 s) and cancels the reads past
+    their deadline, which then answer ``408``. A body is so refused between ``timeout`` and
+    ``timeout`` plus that period after its first read.
+    """
+
+    __slots__ = ("_handle", "_loop", "_period", "_waiting", "limit", "timeout")
+
+    def __init__(self, limit: int = MAX_BODY_BYTES, timeout: float = BODY_TIMEOUT) -> None:
+        self.limit = limit
+        self.timeout = timeout
+        self._period = min(1.0, timeout / 4)
+        self._waiting: dict[BoundedReceive, asyncio.Task[Any]] = {}
+        self._handle: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def wrap(self, scope: Scope, receive: Receive) -> BoundedReceive:
+        """The bounded ``receive`` of one request."""
+        return BoundedReceive(self, scope, receive)
+
+    def _enter(self, reader: BoundedReceive, loop: asyncio.AbstractEventLoop) -> None:
+        if loop is not self._loop:  # first use, or another event loop (tests): start afresh
+            self._loop, self._handle = loop, None
+            self._waiting.clear()
+        task = asyncio.current_task(loop)
+        if task is None:  # pragma: no cover - ASGI servers always run the app in a task
+            return
+        self._waiting[reader] = task
+        if self._handle is None:
+            self._handle = loop.call_later(self._period, self._check)
+
+    def _leave(self, reader: BoundedReceive) -> None:
+        self._waiting.pop(reader, None)
+
+    def _check(self) -> None:
+        self._handle = None
+        if self._loop is None:  # pragma: no cover - set before the first timer
+            return
+        now = self._loop.time()
+        for reader, task in list(self._waiting.items()):
+            if reader.deadline <= now:
+                del self._waiting[reader]
+                reader.expired = True
+                task.cancel()
+        if self._waiting:
+            self._handle = self._loop.call_later(self._period, self._check)
+
+
 class BoundedReceive:
     """An ASGI ``receive`` that enforces the body bounds while the body streams (module docstring).
 
-    Counts the bytes of ``http.request`` messages and raises :class:`BodyRefused` past ``limit`` or
-    when the body is not complete ``timeout`` seconds after the first read. Once the body is complete,
-    calls pass straight through (a streaming answer may wait for ``http.disconnect`` as long as it
-    likes); once the body was refused, every call answers ``http.disconnect`` (nothing more is read).
+    Counts the bytes of ``http.request`` messages and raises :class:`BodyRefused` past the limit or
+    when the body is not complete ``timeout`` seconds after the first read (see :class:`BodyBounds`).
+    Once the body is complete, calls pass straight through (a streaming answer may wait for
+    ``http.disconnect`` as long as it likes); once the body was refused, every call answers
+    ``http.disconnect`` (nothing more is read).
     """
 
-    __slots__ = ("_deadline", "_limit", "_receive", "_received", "_scope", "_state", "_timeout")
+    __slots__ = ("_bounds", "_receive", "_received", "_scope", "_state", "deadline", "expired")
 
-    def __init__(self, scope: Scope, receive: Receive, limit: int, timeout: float) -> None:
+    def __init__(self, bounds: BodyBounds, scope: Scope, receive: Receive) -> None:
+        self._bounds = bounds
         self._scope = scope
         self._receive = receive
-        self._limit = limit
-        self._timeout = timeout
         self._received = 0
-        self._deadline: float | None = None
         self._state = 0  # 0 reading, 1 complete, 2 refused or disconnected
+        self.deadline = 0.0
+        self.expired = False
 
     async def __call__(self) -> Message:
         if self._state:
             return await self._receive() if self._state == 1 else _DISCONNECT
-        if self._deadline is None:
-            self._deadline = asyncio.get_running_loop().time() + self._timeout
+        bounds = self._bounds
+        loop = asyncio.get_running_loop()
+        if not self.deadline:
+            self.deadline = loop.time() + bounds.timeout
+        bounds._enter(self, loop)
         try:
-            async with asyncio.timeout_at(self._deadline):
-                message = await self._receive()
-        except TimeoutError:
+            message = await self._receive()
+        except asyncio.CancelledError:
+            if not self.expired:
+                raise
+            task = asyncio.current_task(loop)
+            if task is not None:
+                task.uncancel()
             self._state = 2
-            raise BodyRefused.too_slow(self._timeout) from None
+            raise BodyRefused.too_slow(bounds.timeout) from None
+        finally:
+            bounds._leave(self)
         kind = message["type"]
         if kind == "http.request":
             self._received += len(message.get("body", b""))
-            if self._received > self._limit:
+            if self._received > bounds.limit:
                 self._state = 2
-                raise BodyRefused.too_large(self._limit)
+                raise BodyRefused.too_large(bounds.limit)
             if not message.get("more_body", False):
                 self._state = 1
         elif kind == "http.disconnect":

@@ -58,7 +58,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk._environment import WALLET_PREFIX
-from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, BodyRefused, BoundedReceive, declared_too_large
+from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, BodyBounds, BodyRefused, declared_too_large
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
@@ -384,8 +384,7 @@ class ServerMiddleware:
         body_timeout: float = BODY_TIMEOUT,
     ) -> None:
         self.app = app
-        self.body_limit = body_limit
-        self.body_timeout = body_timeout
+        self.body_bounds = BodyBounds(body_limit, body_timeout)
         self.context = context
         self._sink = _LogSink(context)
         self._fault_key = faults.database_key(context.db.engine.url)
@@ -397,10 +396,10 @@ class ServerMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if declared_too_large(scope, self.body_limit):
-            await _send_problem(BodyRefused.too_large(self.body_limit), scope, receive, send)
+        if declared_too_large(scope, self.body_bounds.limit):
+            await _send_problem(BodyRefused.too_large(self.body_bounds.limit), scope, receive, send)
             return
-        receive = BoundedReceive(scope, receive, self.body_limit, self.body_timeout)
+        receive = self.body_bounds.wrap(scope, receive)
         path = scope["path"]
         hook = path.rstrip("/") == HOOK_PATH
         if hook and scope["method"] == "OPTIONS":
