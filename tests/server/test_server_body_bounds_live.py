@@ -252,3 +252,14 @@ def test_a_client_gone_mid_body_is_one_log_line(server: Server) -> None:
     assert "unhandled error" not in log
     assert "Exception in ASGI application" not in log
     assert httpx.get(f"{server.url}/_sandbox/health", timeout=10).status_code == 200
+
+
+@pytest.mark.parametrize("option", ["--body-timeout", "--keep-alive-timeout"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+def test_the_timeouts_must_be_positive(option: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from paysdk.server.__main__ import main
+
+    with pytest.raises(SystemExit) as exited:
+        main([option, value])
+    assert exited.value.code == 2
+    assert f"{option}: must be a number of seconds above 0" in capsys.readouterr().err
