@@ -111,3 +111,11 @@ async def test_a_body_at_the_limit_is_read(bounded_app: FastAPI) -> None:
     assert len(padded) == MAX_BODY_BYTES
     assert response.status_code == 201, response.text
     assert small.status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("body_limit", -1), ("body_timeout", 0), ("body_timeout", float("nan"))]
+)
+def test_bad_bounds_are_refused_naming_the_option(db_url: str, option: str, value: float) -> None:
+    with pytest.raises(ValueError, match=f"^{option}: must be"):
+        create_app(db_url, start_ticker=False, **{option: value})

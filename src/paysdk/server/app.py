@@ -24,7 +24,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
 from paysdk._environment import CMS_PREFIX, WALLET_PREFIX
-from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES
+from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, BodyBounds
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import Database
@@ -101,6 +101,7 @@ def create_app(
     """
     if environment not in ("sandbox", "production"):
         raise ValueError(f"environment must be 'sandbox' or 'production', not {environment!r}")
+    body_bounds = BodyBounds(body_limit, body_timeout)  # checks them (ValueError naming the option)
     database = Database(database_url)
     database.create_schema()
     context = ServerContext(
@@ -145,8 +146,7 @@ def create_app(
         context=context,
         fast_lane=_fast_lane(),
         exception_handlers=app.exception_handlers,
-        body_limit=body_limit,
-        body_timeout=body_timeout,
+        body_bounds=body_bounds,
     )
     return app
 

@@ -112,6 +112,10 @@ class BodyBounds:
     __slots__ = ("_handle", "_loop", "_period", "_waiting", "limit", "timeout")
 
     def __init__(self, limit: int = MAX_BODY_BYTES, timeout: float = BODY_TIMEOUT) -> None:
+        if not limit >= 0:
+            raise ValueError(f"body_limit: must be a number of bytes, 0 or more, not {limit!r}")
+        if not timeout > 0:
+            raise ValueError(f"body_timeout: must be a number of seconds above 0, not {timeout!r}")
         self.limit = limit
         self.timeout = timeout
         self._period = min(1.0, timeout / 4)

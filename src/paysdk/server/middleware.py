@@ -58,7 +58,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk._environment import WALLET_PREFIX
-from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, BodyBounds, BodyRefused, declared_too_large
+from paysdk.server.bodies import BodyBounds, BodyRefused, declared_too_large
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
@@ -372,6 +372,7 @@ class ServerMiddleware:
     resolution; the handler's exceptions go to the app's exception handlers as FastAPI would send them
     (``exception_handlers``: the app's, read at the first request). The routes stay declared in FastAPI
     (OpenAPI, and requests the fast lane does not take: another method, a ``root_path``).
+    ``body_bounds``: the limit and timeout of every request body (default 1 MiB and 30 s, D85).
     """
 
     def __init__(
@@ -380,11 +381,10 @@ class ServerMiddleware:
         context: ServerContext,
         fast_lane: Mapping[tuple[str, str], Endpoint] | None = None,
         exception_handlers: Mapping[Any, Callable[..., Any]] | None = None,
-        body_limit: int = MAX_BODY_BYTES,
-        body_timeout: float = BODY_TIMEOUT,
+        body_bounds: BodyBounds | None = None,
     ) -> None:
         self.app = app
-        self.body_bounds = BodyBounds(body_limit, body_timeout)
+        self.body_bounds = body_bounds if body_bounds is not None else BodyBounds()
         self.context = context
         self._sink = _LogSink(context)
         self._fault_key = faults.database_key(context.db.engine.url)
