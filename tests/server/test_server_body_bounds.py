@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -117,5 +118,6 @@ async def test_a_body_at_the_limit_is_read(bounded_app: FastAPI) -> None:
     ("option", "value"), [("body_limit", -1), ("body_timeout", 0), ("body_timeout", float("nan"))]
 )
 def test_bad_bounds_are_refused_naming_the_option(db_url: str, option: str, value: float) -> None:
+    settings: dict[str, Any] = {option: value}
     with pytest.raises(ValueError, match=f"^{option}: must be"):
-        create_app(db_url, start_ticker=False, **{option: value})
+        create_app(db_url, start_ticker=False, **settings)
