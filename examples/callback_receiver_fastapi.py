@@ -6,8 +6,14 @@ Run it::
     uvicorn --factory examples.callback_receiver_fastapi:create_app --port 8080
 
 Environment: ``PAYSDK_CALLBACK_HEADER_VALUE`` (required; comma-separated during a rotation),
-``PAYSDK_CALLBACK_HEADER_NAME`` (default ``X-Callback-Token``), ``PAYSDK_CALLBACK_DB`` (SQLite file,
-default ``callbacks.sqlite3``). The SQLite store is shared by every uvicorn worker on the host.
+``PAYSDK_CALLBACK_HEADER_NAME`` (default ``X-Callback-Token``), ``PAYSDK_CALLBACK_DB`` (the SQLite file
+of processed event ids; default ``callbacks.sqlite3`` in the user data directory, e.g.
+``~/.local/share/paysdk/`` on Linux, never the working directory). The SQLite store is shared by every
+uvicorn worker on the host. Each processed payment is logged at INFO on the ``callback_receiver``
+logger, to stderr beside uvicorn's own lines.
+
+The header is checked before the body is read, and the body is read with a cap while it streams
+(``read_verified_body``): an unauthenticated or oversized request costs the receiver nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import platformdirs
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
@@ -27,10 +34,32 @@ from paysdk.callbacks import (
     AsyncHandler,
     CallbackPayload,
     CallbackReceiver,
+    CallbackResult,
     SQLiteDedupStore,
+    read_verified_body,
 )
 
 logger = logging.getLogger("callback_receiver")
+
+
+def default_db_path() -> Path:
+    """``PAYSDK_CALLBACK_DB``, else ``callbacks.sqlite3`` in the user data directory (created)."""
+    configured = os.environ.get("PAYSDK_CALLBACK_DB", "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    directory = Path(platformdirs.user_data_dir("paysdk"))
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / "callbacks.sqlite3"
+
+
+def configure_logging() -> None:
+    """Show this example's INFO lines under uvicorn, which configures only its own loggers."""
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
 
 
 async def record_payment(payload: CallbackPayload) -> None:
@@ -51,7 +80,8 @@ def create_app(
         header_value = [value.strip() for value in configured.split(",") if value.strip()]
         if not header_value:
             raise RuntimeError("set PAYSDK_CALLBACK_HEADER_VALUE to the registered callback header value")
-    store = SQLiteDedupStore(db_path or os.environ.get("PAYSDK_CALLBACK_DB", "callbacks.sqlite3"))
+    configure_logging()
+    store = SQLiteDedupStore(db_path or default_db_path())
     receiver = CallbackReceiver(
         header_name or os.environ.get("PAYSDK_CALLBACK_HEADER_NAME", DEFAULT_HEADER_NAME),
         header_value,
@@ -68,8 +98,14 @@ def create_app(
 
     @app.post("/callbacks/paysdk")
     async def receive_callback(request: Request) -> JSONResponse:
-        # The raw bytes, not a parsed model: parse_payload keeps amounts exact (Decimal).
-        result = await receiver.ahandle(request.headers, await request.body(), handler)
+        # The header first, then the raw bytes with a cap (64 KiB): a wrong header is 401 and an
+        # oversized body 413, both before the body is held in memory. Raw bytes, not a parsed model:
+        # parse_payload keeps amounts exact (Decimal).
+        body = await read_verified_body(request, receiver)
+        if isinstance(body, CallbackResult):
+            result = body
+        else:
+            result = await receiver.ahandle(request.headers, body, handler)
         return JSONResponse(result.response_body(), status_code=result.status_code)
 
     return app
@@ -78,5 +114,4 @@ def create_app(
 if __name__ == "__main__":
     import uvicorn
 
-    logging.basicConfig(level=logging.INFO)
     uvicorn.run(create_app(), host="127.0.0.1", port=int(os.environ.get("PORT", "8080")))

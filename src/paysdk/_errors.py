@@ -7,6 +7,7 @@
     ├── CallbackError              a callback failed verification or could not be parsed
     │   ├── CallbackAuthenticationError
     │   └── CallbackPayloadError
+    │       └── CallbackBodyTooLargeError
     └── RequestError               a request did not get a usable answer
         ├── APIConnectionError     nothing usable came back (connection refused, reset, ...)
         │   ├── APITimeoutError    connect/read/write/pool timeout, or the attempt's deadline passed
@@ -62,6 +63,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "CallbackAuthenticationError",
+    "CallbackBodyTooLargeError",
     "CallbackError",
     "CallbackPayloadError",
     "CardAlreadyLinkedError",
@@ -136,6 +138,10 @@ class CallbackAuthenticationError(CallbackError):
 
 class CallbackPayloadError(CallbackError):
     """The callback body is not a valid payload (spec 2.4)."""
+
+
+class CallbackBodyTooLargeError(CallbackPayloadError):
+    """The callback body is (or declares to be) larger than the receiver's cap: answer ``413``."""
 
 
 class RequestError(PaySDKError):

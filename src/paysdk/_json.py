@@ -17,7 +17,7 @@ from decimal import Decimal, InvalidOperation
 from enum import Enum
 from typing import Any
 
-__all__ = ["JSONDecodeError", "dumps", "loads"]
+__all__ = ["DuplicateKeyError", "JSONDecodeError", "dumps", "loads"]
 
 #: The largest integer digit count accepted: a 1e400-style number is refused rather than kept.
 _MAX_NUMBER_CHARS = 64
@@ -25,6 +25,23 @@ _MAX_NUMBER_CHARS = 64
 
 class JSONDecodeError(ValueError):
     """The bytes are not a JSON document paysdk accepts (malformed, non-UTF-8 or non-finite numbers)."""
+
+
+class DuplicateKeyError(JSONDecodeError):
+    """An object of the document has the same key twice (``loads(..., unique_keys=True)``); ``key``."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key[:40]!r}")
+        self.key = key
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise DuplicateKeyError(key)
+        result[key] = value
+    return result
 
 
 def _parse_float(text: str) -> Decimal:
@@ -49,11 +66,12 @@ def _parse_constant(name: str) -> Any:
     raise JSONDecodeError(f"{name} is not valid JSON")
 
 
-def loads(data: bytes | str) -> Any:
+def loads(data: bytes | str, *, unique_keys: bool = False) -> Any:
     """Parse a JSON document; non-integer numbers become ``Decimal``.
 
     Raises :class:`JSONDecodeError` for malformed JSON, invalid UTF-8, ``NaN``/``Infinity`` and
-    numbers whose magnitude no amount could have.
+    numbers whose magnitude no amount could have. ``unique_keys``: an object with the same key twice
+    raises :class:`DuplicateKeyError` (otherwise the last one wins, as in :mod:`json`).
     """
     if isinstance(data, bytes | bytearray | memoryview):
         try:
@@ -64,7 +82,11 @@ def loads(data: bytes | str) -> Any:
         text = data
     try:
         return json.loads(
-            text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant
+            text,
+            parse_float=_parse_float,
+            parse_int=_parse_int,
+            parse_constant=_parse_constant,
+            object_pairs_hook=_unique_object if unique_keys else None,
         )
     except JSONDecodeError:
         raise

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
 
 import httpx
 import pytest
 
-from paysdk.callbacks import CallbackPayload
+from paysdk.callbacks import MAX_BODY_BYTES, CallbackPayload
 
 from ._support import OLD_TOKEN, TOKEN, make_body
 
@@ -92,3 +93,63 @@ def test_header_value_comes_from_the_environment(
     app = example.create_app()
     assert "2 secret(s)" in repr(app.state.receiver)
     assert TOKEN not in repr(app.state.receiver)
+
+
+class Counted:
+    """An endless async body of 64 KiB chunks that counts what the receiver pulled."""
+
+    def __init__(self) -> None:
+        self.pulled = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        while True:
+            self.pulled += 1
+            yield b" " * 65536
+
+
+async def _post(app: object, content: Counted, headers: dict[str, str]) -> httpx.Response:
+    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+    async with httpx.AsyncClient(transport=transport, base_url="http://receiver") as client:
+        return await client.post("/callbacks/paysdk", content=content, headers=headers)
+
+
+async def test_a_huge_body_without_the_header_is_401_unread(example: ModuleType, tmp_path: Path) -> None:
+    app = example.create_app(header_value=TOKEN, db_path=tmp_path / "cb.db")
+    content = Counted()
+    response = await _post(app, content, {"Content-Length": str(1 << 30)})
+    assert response.status_code == 401
+    assert content.pulled == 0
+    wrong = Counted()
+    response = await _post(app, wrong, {"X-Callback-Token": "wrong"})  # chunked, no length
+    assert response.status_code == 401
+    assert wrong.pulled == 0
+
+
+async def test_an_oversized_body_with_the_header_is_413_and_read_no_further(
+    example: ModuleType, tmp_path: Path
+) -> None:
+    processed: list[CallbackPayload] = []
+    app = example.create_app(header_value=TOKEN, db_path=tmp_path / "cb.db", handler=processed.append)
+    declared = Counted()
+    response = await _post(app, declared, {"X-Callback-Token": TOKEN, "Content-Length": str(1 << 30)})
+    assert response.status_code == 413
+    assert response.json()["message"] == f"body: larger than {MAX_BODY_BYTES} bytes"
+    assert declared.pulled == 0
+    streamed = Counted()
+    response = await _post(app, streamed, {"X-Callback-Token": TOKEN})
+    assert response.status_code == 413
+    # Memory stays bounded: reading stopped at the chunk that crossed the cap.
+    assert streamed.pulled == MAX_BODY_BYTES // 65536 + 1
+    assert processed == []
+
+
+def test_the_store_defaults_to_the_user_data_directory(
+    example: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PAYSDK_CALLBACK_DB", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    assert example.default_db_path() == tmp_path / "data" / "paysdk" / "callbacks.sqlite3"
+    monkeypatch.setenv("PAYSDK_CALLBACK_DB", "~/elsewhere.sqlite3")
+    assert example.default_db_path() == Path("~/elsewhere.sqlite3").expanduser()
+    # Under uvicorn (tests/e2e/test_examples.py): the file lands there and the log line shows.

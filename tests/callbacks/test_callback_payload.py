@@ -116,3 +116,24 @@ def test_error_does_not_echo_input_values() -> None:
         parse_payload(make_body(reference=["very-private-looking-value"]))
     assert "very-private-looking-value" not in str(info.value)
     assert info.value.__cause__ is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        (b', "amount": 99999.00', "amount"),  # the last one would win: a different amount
+        (b', "status": "approved"', "status"),
+        (b', "customKeys": {"order": "1", "order": "2"}', "order"),  # nested objects too
+    ],
+)
+def test_a_key_sent_twice_is_refused_naming_it(extra: bytes, key: str) -> None:
+    body = make_body(amount=Decimal("10.50"), status="declined", customKeys={})
+    if key == "order":
+        body = body.replace(b'"customKeys":{}', extra.lstrip(b", "))
+    else:
+        body = body[:-1] + extra + b"}"
+    with pytest.raises(CallbackPayloadError, match=rf"^{key}: appears more than once"):
+        parse_payload(body)
+    # The same document without the repeat parses.
+    if key != "order":
+        assert parse_payload(body.replace(extra, b"")).amount == Decimal("10.50")

@@ -252,6 +252,13 @@ def test_listen_receives_a_real_callback_and_prints_a_duplicate_once(
     assert "200" in table.stdout
 
 
+@pytest.mark.parametrize("option", ["--body-timeout", "--keep-alive-timeout"])
+def test_serve_timeouts_must_be_positive(option: str) -> None:
+    result = run_cli("serve", option, "0")
+    assert result.exit_code == 2
+    assert option in result.output
+
+
 def test_serve_starts_the_reference_server(config_dir: Path, tmp_path: Path) -> None:
     port = free_port()
     env = subprocess_env(config_dir)
@@ -265,6 +272,8 @@ def test_serve_starts_the_reference_server(config_dir: Path, tmp_path: Path) -> 
             str(port),
             "--db",
             f"sqlite:///{tmp_path / 's.db'}",
+            "--keep-alive-timeout",
+            "1",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -293,6 +302,11 @@ def test_serve_starts_the_reference_server(config_dir: Path, tmp_path: Path) -> 
             time.sleep(0.2)
         assert health.returncode == 0, (health.stderr, proc.poll())
         assert json.loads(health.stdout)["environment"] == "sandbox"
+        # --keep-alive-timeout reached the server: an idle connection is closed after about 1 s.
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as idle:
+            started = time.monotonic()
+            assert idle.recv(10) == b""
+            assert 0.5 < time.monotonic() - started < 20
     finally:
         proc.send_signal(2)
         proc.communicate(timeout=20)

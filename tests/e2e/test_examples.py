@@ -81,18 +81,29 @@ def test_fastapi_receiver_processes_each_event_once(live_server: str, tmp_path: 
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     header_value = "receiver-secret-" + os.urandom(8).hex()
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    env = {
+        key: value for key, value in os.environ.items() if key not in ("PAYSDK_CALLBACK_DB", "XDG_DATA_HOME")
+    }
+    # As its docstring says to run it: uvicorn --factory, from another working directory.
     receiver = subprocess.Popen(
-        [*PYTHON_DEV, str(ROOT / "examples" / "callback_receiver_fastapi.py")],
-        cwd=ROOT,
+        [
+            *PYTHON_DEV,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "examples.callback_receiver_fastapi:create_app",
+            "--app-dir",
+            str(ROOT),
+            "--port",
+            str(port),
+        ],
+        cwd=workdir,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={
-            **os.environ,
-            "PORT": str(port),
-            "PAYSDK_CALLBACK_HEADER_VALUE": header_value,
-            "PAYSDK_CALLBACK_DB": str(tmp_path / "cb.db"),
-        },
+        env={**env, "PAYSDK_CALLBACK_HEADER_VALUE": header_value, "XDG_DATA_HOME": str(tmp_path / "data")},
     )
     try:
         deadline = time.monotonic() + 30
@@ -124,9 +135,14 @@ def test_fastapi_receiver_processes_each_event_once(live_server: str, tmp_path: 
     finally:
         receiver.terminate()
         output, _ = receiver.communicate(timeout=10)
-    assert output.count(link.reference) == 1, output  # logged once: the duplicate was not processed
+    # Logged once (the duplicate was not processed), visible under uvicorn.
+    assert output.count(f"callback_receiver: {link.reference} approved") == 1, output
+    assert output.count(link.reference) == 1, output
     assert header_value not in output
     assert "ResourceWarning" not in output, output
+    # The store is in the user data directory, nothing in the working directory.
+    assert (tmp_path / "data" / "paysdk" / "callbacks.sqlite3").is_file()
+    assert list(workdir.iterdir()) == []
 
 
 def test_wallet_cards(live_server: str) -> None:

@@ -34,6 +34,12 @@ What ``handle`` guarantees:
 For asyncio frameworks use ``await receiver.ahandle(headers, body, handler)``: ``handler`` may be
 ``async def``; ``AsyncRedisDedupStore`` is awaited and sync stores run in a worker thread.
 
+Read the body only after the header checked out, and with a cap (D88): with Starlette or FastAPI,
+``body = await read_verified_body(request, receiver)`` returns the body, or the ``401``/``413``
+:class:`CallbackResult` to answer at once (nothing of an unauthenticated body is read; a
+``Content-Length`` over :data:`MAX_BODY_BYTES` is refused unread, a stream is cut at it). With any other
+framework, ``receiver.verify(headers)`` first, then :func:`read_body` over its chunks (sync or async).
+
 Stores (pick one shared by every process that receives callbacks):
 
 * :class:`MemoryDedupStore`: one process only (tests, single-worker apps).
@@ -53,6 +59,7 @@ protocol (``claim``, ``complete``, ``release``, ``state``) for your own store.
 
 from __future__ import annotations
 
+from paysdk.callbacks._body import StreamingRequest, read_body, read_verified_body
 from paysdk.callbacks._dedup import (
     DEFAULT_LEASE,
     DEFAULT_RETENTION,
@@ -98,6 +105,9 @@ __all__ = [
     "MemoryDedupStore",
     "RedisDedupStore",
     "SQLiteDedupStore",
+    "StreamingRequest",
     "parse_payload",
+    "read_body",
+    "read_verified_body",
     "verify_header",
 ]

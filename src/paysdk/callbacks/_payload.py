@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from paysdk._errors import CallbackPayloadError
-from paysdk._json import JSONDecodeError, loads
+from paysdk._json import DuplicateKeyError, JSONDecodeError, loads
 from paysdk.contracts.callbacks import CallbackPayload
 
 __all__ = ["MAX_BODY_BYTES", "parse_payload"]
@@ -27,7 +27,9 @@ def parse_payload(body: bytes) -> CallbackPayload:
     Pass the bytes exactly as received. Numbers are parsed as ``Decimal`` (``amount`` is exact, never a
     ``float``); ``amount`` must be a JSON number and ``createdAt`` must read ``DD/MM/YYYY HH:MM:SS``.
     Raises :class:`~paysdk.CallbackPayloadError` whose message starts with the offending field
-    (``body`` for an undecodable or non-object body); input values are not echoed.
+    (``body`` for an undecodable or non-object body); input values are not echoed. A key sent twice in
+    one object is refused, naming the key (D87): which of the two values counts would otherwise
+    depend on the parser.
     """
     if not isinstance(body, bytes | bytearray | memoryview):
         raise TypeError("parse_payload expects the raw body as bytes")
@@ -35,7 +37,9 @@ def parse_payload(body: bytes) -> CallbackPayload:
     if len(raw) > MAX_BODY_BYTES:
         raise CallbackPayloadError(f"body: larger than {MAX_BODY_BYTES} bytes")
     try:
-        data: Any = loads(raw)
+        data: Any = loads(raw, unique_keys=True)
+    except DuplicateKeyError as exc:
+        raise CallbackPayloadError(f"{exc.key[:40]}: appears more than once in one object") from None
     except JSONDecodeError as exc:
         raise CallbackPayloadError(f"body: not a valid JSON document ({exc})") from None
     if not isinstance(data, dict):

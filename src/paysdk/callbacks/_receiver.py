@@ -44,6 +44,8 @@ class CallbackOutcome(enum.Enum):
     """The callback header is missing or wrong: 401."""
     INVALID = "invalid"
     """The body is not a valid callback payload: 400."""
+    TOO_LARGE = "too_large"
+    """The body is larger than the cap of :func:`~paysdk.callbacks.read_verified_body`: 413."""
 
     @property
     def status_code(self) -> int:
@@ -57,6 +59,7 @@ _STATUS_CODES = {
     CallbackOutcome.IN_PROGRESS: 409,
     CallbackOutcome.UNAUTHORIZED: 401,
     CallbackOutcome.INVALID: 400,
+    CallbackOutcome.TOO_LARGE: 413,
 }
 
 
@@ -77,7 +80,7 @@ class CallbackResult:
 
     @property
     def status_code(self) -> int:
-        """HTTP status to answer: 200 processed or duplicate, 409 in progress, 401, 400."""
+        """HTTP status to answer: 200 processed or duplicate, 409 in progress, 401, 400, 413."""
         return self.outcome.status_code
 
     @property
@@ -135,12 +138,20 @@ class CallbackReceiver:
             f" secret(s)>, store={self.store!r}, timezone={self.timezone!r})"
         )
 
-    def _check(self, headers: Mapping[str, str], body: bytes) -> CallbackResult | CallbackPayload:
+    def verify(self, headers: Mapping[str, str]) -> CallbackResult | None:
+        """The header check alone, before any of the body is read: ``None`` when the header is right,
+        else the ``401`` result to answer (see :func:`~paysdk.callbacks.read_verified_body`)."""
         try:
             verify_header(headers, header_name=self.header_name, accepted_values=self._accepted)
         except CallbackAuthenticationError as exc:
             logger.warning("callback refused: %s", exc)
             return CallbackResult(CallbackOutcome.UNAUTHORIZED, error=exc)
+        return None
+
+    def _check(self, headers: Mapping[str, str], body: bytes) -> CallbackResult | CallbackPayload:
+        refused = self.verify(headers)
+        if refused is not None:
+            return refused
         try:
             return parse_payload(body)
         except CallbackPayloadError as exc:

@@ -1,7 +1,7 @@
 """Run the reference server.
 
 ``python -m paysdk.server [--host 127.0.0.1] [--port 8000] [--db URL] [--environment sandbox|production]
-[--public-url URL] [--allowed-host HOST ...]``
+[--public-url URL] [--allowed-host HOST ...] [--body-timeout 30] [--keep-alive-timeout 5]``
 """
 
 from __future__ import annotations
@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Sequence
+
+from paysdk.server.app import KEEP_ALIVE_TIMEOUT
+from paysdk.server.bodies import BODY_TIMEOUT
 
 __all__ = ["main"]
 
@@ -37,6 +40,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         help="another host name to answer (repeatable; '*': any); localhost and 127.0.0.1 always are",
     )
+    parser.add_argument(
+        "--body-timeout",
+        type=float,
+        default=BODY_TIMEOUT,
+        help=f"seconds a request body may take, else 408 (default {BODY_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        default=KEEP_ALIVE_TIMEOUT,
+        help=f"seconds an idle connection may wait for a request head (default {KEEP_ALIVE_TIMEOUT:g})",
+    )
     args = parser.parse_args(argv)
     from paysdk.server.addresses import ServerAddresses
 
@@ -44,10 +59,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         ServerAddresses(args.public_url, args.allowed_host)
     except ValueError as exc:
         parser.error(str(exc))
+    timeouts = {"--body-timeout": args.body_timeout, "--keep-alive-timeout": args.keep_alive_timeout}
+    for option, value in timeouts.items():
+        if not value > 0:
+            parser.error(f"{option}: must be a number of seconds above 0, not {value:g}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from paysdk.server.app import serve
 
-    serve(args.host, args.port, args.db, args.environment, args.public_url, args.allowed_host)
+    serve(
+        args.host,
+        args.port,
+        args.db,
+        args.environment,
+        args.public_url,
+        args.allowed_host,
+        body_timeout=args.body_timeout,
+        keep_alive_timeout=args.keep_alive_timeout,
+    )
     return 0
 
 

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import math
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, Literal
 
@@ -24,6 +25,7 @@ from fastapi.routing import APIRoute
 
 from paysdk._environment import CMS_PREFIX, WALLET_PREFIX
 from paysdk.server.addresses import ServerAddresses
+from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, BodyBounds
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import Database
@@ -41,7 +43,7 @@ from paysdk.server.routers import (
 )
 from paysdk.server.scheduler import Scheduler
 
-__all__ = ["FAMILY_ROUTERS", "create_app", "serve"]
+__all__ = ["FAMILY_ROUTERS", "KEEP_ALIVE_TIMEOUT", "create_app", "serve"]
 
 log = logging.getLogger("paysdk.server")
 
@@ -55,6 +57,8 @@ FAMILY_ROUTERS: list[tuple[str, APIRouter]] = [
     (WALLET_PREFIX, wallet_users.router),
     (WALLET_PREFIX, wallet_cards.router),
 ]
+#: Seconds an idle connection stays open under :func:`serve` (uvicorn's ``timeout_keep_alive``, D86).
+KEEP_ALIVE_TIMEOUT = 5.0
 #: Where the wallet and backoffice routers will be mounted.
 WALLET_MOUNT = WALLET_PREFIX
 CMS_MOUNT = CMS_PREFIX
@@ -85,6 +89,8 @@ def create_app(
     clock: Clock | None = None,
     public_url: str | None = None,
     allowed_hosts: Iterable[str] = (),
+    body_limit: int = MAX_BODY_BYTES,
+    body_timeout: float = BODY_TIMEOUT,
 ) -> FastAPI:
     """Build the reference server.
 
@@ -97,11 +103,14 @@ def create_app(
     the checkout's forms); default: the address each request reached the server on, never its ``Host``
     header (D90). ``allowed_hosts``: host names answered besides the loopback names and the public
     address's host (``"*"``: any); other ``Host`` values get ``421`` (D91).
-    Raises ``ValueError`` naming a malformed ``environment``, ``public_url`` or allowed host.
+    ``body_limit`` (bytes, default 1 MiB) and ``body_timeout`` (seconds, default 30): the bounds of every
+    request body, enforced while it streams (``413`` / ``408``, D85).
+    Raises ``ValueError`` naming a malformed ``environment``, ``public_url`` or allowed host, or body bounds.
     """
     if environment not in ("sandbox", "production"):
         raise ValueError(f"environment must be 'sandbox' or 'production', not {environment!r}")
     addresses = ServerAddresses(public_url, allowed_hosts)
+    body_bounds = BodyBounds(body_limit, body_timeout)  # checks them (ValueError naming the option)
     database = Database(database_url)
     database.create_schema()
     context = ServerContext(
@@ -153,6 +162,7 @@ def create_app(
         context=context,
         fast_lane=_fast_lane(),
         exception_handlers=app.exception_handlers,
+        body_bounds=body_bounds,
     )
     return app
 
@@ -185,14 +195,33 @@ def serve(
     environment: Literal["sandbox", "production"] = "sandbox",
     public_url: str | None = None,
     allowed_hosts: Iterable[str] = (),
+    *,
+    body_timeout: float = BODY_TIMEOUT,
+    keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT,
 ) -> None:
     """Run the server with uvicorn until interrupted (``python -m paysdk.server``, ``paysdk serve``).
 
     ``public_url`` and ``allowed_hosts``: as :func:`create_app` (default: URLs on the address a
-    request reached, i.e. ``http://<host>:<port>`` it listens on).
+    request reached, i.e. ``http://<host>:<port>`` it listens on). ``body_timeout``: seconds a request
+    body may take (``408`` after, D85). ``keep_alive_timeout``: seconds a connection may wait for a
+    request head, before its first request or after an answer, however many bytes trickle in meanwhile;
+    then it is closed (D86).
     """
     import uvicorn
 
-    app = create_app(database_url, environment, public_url=public_url, allowed_hosts=allowed_hosts)
+    from paysdk.server.connections import protocol_with_head_timeout
+
+    app = create_app(
+        database_url, environment, public_url=public_url, allowed_hosts=allowed_hosts, body_timeout=body_timeout
+    )
     log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
-    uvicorn.run(app, host=host, port=port, log_level="info", proxy_headers=False)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="info",
+        proxy_headers=False,
+        # Whole seconds for uvicorn's own timer; the head timer closes at the exact value.
+        timeout_keep_alive=max(1, math.ceil(keep_alive_timeout)),
+        http=protocol_with_head_timeout(keep_alive_timeout),
+    )

@@ -6,19 +6,44 @@ not an object is ``409 / 5000`` (D20, D3). Contract violations are ``409 / 5000`
 its camelCase wire name (D3). Strings holding NUL characters and values nested more than
 :data:`MAX_DEPTH` deep are refused as ``409 / 5000`` too, so no input can reach the database in a form
 it would reject (which would otherwise be a 500).
+
+Bounds while the body streams (D85), on every route: :class:`BoundedReceive` wraps the ASGI ``receive``
+of each request (:class:`paysdk.server.middleware.ServerMiddleware` installs it, from its
+:class:`BodyBounds`). A declared ``Content-Length`` above :data:`MAX_BODY_BYTES` is ``413`` before any
+byte is read (:func:`declared_too_large`); a body that grows past it is cut off with ``413``; a body
+not complete within :data:`BODY_TIMEOUT` seconds of its first read is ``408`` (within a second more).
+Both answers are the D1 body naming ``body`` and carry ``Connection: close``, so the rest of the body
+is never read. A client that disconnects before the end of its body is one ``INFO`` log line and
+:class:`starlette.requests.ClientDisconnect` (the middleware ends the request quietly).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
+from starlette.types import Message, Receive, Scope
 
 from paysdk import _json
 from paysdk.server.errors import APIProblem, problem_from_validation
 
-__all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "parse_json_object", "read_json_object", "validate"]
+__all__ = [
+    "BODY_TIMEOUT",
+    "MAX_BODY_BYTES",
+    "MAX_DEPTH",
+    "BodyBounds",
+    "BodyRefused",
+    "BoundedReceive",
+    "declared_too_large",
+    "parse_json_object",
+    "read_json_object",
+    "validate",
+]
+
+log = logging.getLogger("paysdk.server")
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -26,6 +51,169 @@ M = TypeVar("M", bound=BaseModel)
 MAX_BODY_BYTES = 1 << 20
 #: Deepest accepted nesting of arrays/objects inside a body.
 MAX_DEPTH = 16
+#: Seconds a request body may take from its first read to its last byte (D85): at most 1 MiB, so any
+#: client faster than ~35 KB/s is never cut off.
+BODY_TIMEOUT = 30.0
+
+
+class BodyRefused(APIProblem):
+    """``413`` (too large) or ``408`` (too slow) for a request body, raised while it streams (D85).
+
+    The answer closes the connection (``Connection: close``): the rest of the body is never read.
+    """
+
+    @classmethod
+    def too_large(cls, limit: int) -> BodyRefused:
+        """The body is (or declares to be) larger than ``limit`` bytes."""
+        return cls(
+            413,
+            None,
+            "Request body too large.",
+            [("body", f"exceeds {limit} bytes")],
+            headers={"Connection": "close"},
+        )
+
+    @classmethod
+    def too_slow(cls, timeout: float) -> BodyRefused:
+        """The body did not arrive completely within ``timeout`` seconds."""
+        return cls(
+            408,
+            None,
+            "Request body timed out.",
+            [("body", f"was not received completely within {timeout:g} seconds")],
+            headers={"Connection": "close"},
+        )
+
+
+def declared_too_large(scope: Scope, limit: int) -> bool:
+    """Whether the request declares a ``Content-Length`` above ``limit`` (checked before any read)."""
+    for key, value in scope["headers"]:
+        if key == b"content-length":  # ASGI servers give header names in lower case
+            try:
+                return int(value) > limit
+            except ValueError:
+                return False  # the server (h11) refuses a malformed length before the app runs
+    return False
+
+
+_DISCONNECT: Message = {"type": "http.disconnect"}
+
+
+class BodyBounds:
+    """The body bounds of one server: ``limit`` bytes, ``timeout`` seconds per body (D85).
+
+    :meth:`wrap` gives each request its :class:`BoundedReceive`. Slow bodies are found by one watchdog
+    timer per server rather than a timer per read (the hot path pays a dict insert, not a timer): while
+    any read is waiting, it looks every ``timeout / 4`` seconds (at most 1 s) and cancels the reads past
+    their deadline, which then answer ``408``. A body is so refused between ``timeout`` and
+    ``timeout`` plus that period after its first read.
+    """
+
+    __slots__ = ("_handle", "_loop", "_period", "_waiting", "limit", "timeout")
+
+    def __init__(self, limit: int = MAX_BODY_BYTES, timeout: float = BODY_TIMEOUT) -> None:
+        if not limit >= 0:
+            raise ValueError(f"body_limit: must be a number of bytes, 0 or more, not {limit!r}")
+        if not timeout > 0:
+            raise ValueError(f"body_timeout: must be a number of seconds above 0, not {timeout!r}")
+        self.limit = limit
+        self.timeout = timeout
+        self._period = min(1.0, timeout / 4)
+        self._waiting: dict[BoundedReceive, asyncio.Task[Any]] = {}
+        self._handle: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def wrap(self, scope: Scope, receive: Receive) -> BoundedReceive:
+        """The bounded ``receive`` of one request."""
+        return BoundedReceive(self, scope, receive)
+
+    def _enter(self, reader: BoundedReceive, loop: asyncio.AbstractEventLoop) -> None:
+        if loop is not self._loop:  # first use, or another event loop (tests): start afresh
+            self._loop, self._handle = loop, None
+            self._waiting.clear()
+        task = asyncio.current_task(loop)
+        if task is None:  # pragma: no cover - ASGI servers always run the app in a task
+            return
+        self._waiting[reader] = task
+        if self._handle is None:
+            self._handle = loop.call_later(self._period, self._check)
+
+    def _leave(self, reader: BoundedReceive) -> None:
+        self._waiting.pop(reader, None)
+
+    def _check(self) -> None:
+        self._handle = None
+        if self._loop is None:  # pragma: no cover - set before the first timer
+            return
+        now = self._loop.time()
+        for reader, task in list(self._waiting.items()):
+            if reader.deadline <= now:
+                del self._waiting[reader]
+                reader.expired = True
+                task.cancel()
+        if self._waiting:
+            self._handle = self._loop.call_later(self._period, self._check)
+
+
+class BoundedReceive:
+    """An ASGI ``receive`` that enforces the body bounds while the body streams (module docstring).
+
+    Counts the bytes of ``http.request`` messages and raises :class:`BodyRefused` past the limit or
+    when the body is not complete ``timeout`` seconds after the first read (see :class:`BodyBounds`).
+    Once the body is complete, calls pass straight through (a streaming answer may wait for
+    ``http.disconnect`` as long as it likes); once the body was refused, every call answers
+    ``http.disconnect`` (nothing more is read).
+    """
+
+    __slots__ = ("_bounds", "_receive", "_received", "_scope", "_state", "deadline", "expired")
+
+    def __init__(self, bounds: BodyBounds, scope: Scope, receive: Receive) -> None:
+        self._bounds = bounds
+        self._scope = scope
+        self._receive = receive
+        self._received = 0
+        self._state = 0  # 0 reading, 1 complete, 2 refused or disconnected
+        self.deadline = 0.0
+        self.expired = False
+
+    async def __call__(self) -> Message:
+        if self._state:
+            return await self._receive() if self._state == 1 else _DISCONNECT
+        bounds = self._bounds
+        loop = asyncio.get_running_loop()
+        if not self.deadline:
+            self.deadline = loop.time() + bounds.timeout
+        bounds._enter(self, loop)
+        try:
+            message = await self._receive()
+        except asyncio.CancelledError:
+            if not self.expired:
+                raise
+            task = asyncio.current_task(loop)
+            if task is not None:
+                task.uncancel()
+            self._state = 2
+            raise BodyRefused.too_slow(bounds.timeout) from None
+        finally:
+            bounds._leave(self)
+        kind = message["type"]
+        if kind == "http.request":
+            self._received += len(message.get("body", b""))
+            if self._received > bounds.limit:
+                self._state = 2
+                raise BodyRefused.too_large(bounds.limit)
+            if not message.get("more_body", False):
+                self._state = 1
+        elif kind == "http.disconnect":
+            self._state = 2
+            log.info(
+                "client disconnected before the end of its request body: %s %s (%d bytes received)",
+                self._scope["method"],
+                self._scope["path"],
+                self._received,
+            )
+            raise ClientDisconnect()
+        return message
 
 
 def _malformed(message: str) -> APIProblem:

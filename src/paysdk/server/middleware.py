@@ -27,6 +27,10 @@ without FastAPI's routing and dependency resolution) or FastAPI routing. The con
   answer (header ``Idempotent-Replayed: true``); another body is ``422``, ``ownCode: null``; a request
   still running with that key is ``409`` (the IETF ``Idempotency-Key`` draft's statuses), both with
   ``details`` naming ``Idempotency-Key``. 5xx answers are not stored, so a retry runs again.
+* Body bounds (D85, :mod:`paysdk.server.bodies`): on every route, the control plane included, a declared
+  ``Content-Length`` over the limit is ``413`` before any byte is read, and ``receive`` is a
+  :class:`paysdk.server.bodies.BoundedReceive` (``413`` past the limit, ``408`` when the body stalls). A
+  client that disconnects mid-body is one log line (status ``0`` in the request log), never a traceback.
 * Hook CORS (D14): ``/transactions-hook`` answers preflight ``OPTIONS`` itself and adds
   ``Access-Control-Allow-Origin: *`` to every answer, errors included.
 * Request ids (D65): every answer, control plane, pages, errors and preflights included, carries
@@ -37,6 +41,7 @@ without FastAPI's routing and dependency resolution) or FastAPI routing. The con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import inspect
 import logging
@@ -55,11 +60,12 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk._environment import WALLET_PREFIX
+from paysdk.server.bodies import BodyBounds, BodyRefused, declared_too_large
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
@@ -498,6 +504,7 @@ class ServerMiddleware:
     resolution; the handler's exceptions go to the app's exception handlers as FastAPI would send them
     (``exception_handlers``: the app's, read at the first request). The routes stay declared in FastAPI
     (OpenAPI, and requests the fast lane does not take: another method, a ``root_path``).
+    ``body_bounds``: the limit and timeout of every request body (default 1 MiB and 30 s, D85).
     """
 
     def __init__(
@@ -506,8 +513,10 @@ class ServerMiddleware:
         context: ServerContext,
         fast_lane: Mapping[tuple[str, str], Endpoint] | None = None,
         exception_handlers: Mapping[Any, Callable[..., Any]] | None = None,
+        body_bounds: BodyBounds | None = None,
     ) -> None:
         self.app = app
+        self.body_bounds = body_bounds if body_bounds is not None else BodyBounds()
         self.context = context
         self._sink = _LogSink(context)
         self._fault_key = faults.database_key(context.db.engine.url)
@@ -521,9 +530,12 @@ class ServerMiddleware:
             return
         request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
         refused = self.context.addresses.refusal(scope)  # allowed host, control plane (D91, D92)
+        if refused is None and declared_too_large(scope, self.body_bounds.limit):
+            refused = BodyRefused.too_large(self.body_bounds.limit)  # before a byte is read (D85)
         if refused is not None:
             await _send_problem(refused, scope, receive, _stamping(send, request_id.encode("ascii")))
             return
+        receive = self.body_bounds.wrap(scope, receive)
         path = scope["path"]
         hook = path.rstrip("/") == HOOK_PATH
         if hook and scope["method"] == "OPTIONS":
@@ -531,11 +543,14 @@ class ServerMiddleware:
             await preflight(scope, receive, _stamping(send, request_id.encode("ascii")))
             return
         if is_control_path(path):  # never the hook path
-            await self.app(scope, receive, _stamping(send, request_id.encode("ascii")))
+            with contextlib.suppress(ClientDisconnect):  # mid-body: BoundedReceive logged it
+                await self.app(scope, receive, _stamping(send, request_id.encode("ascii")))
             return
         exchange = _Exchange(self, scope, send, hook, request_id)
         try:
             await self._faults(scope, receive, exchange.send)
+        except ClientDisconnect:  # mid-body: BoundedReceive logged it
+            exchange.status = 0
         except ConnectionDropped:
             exchange.status = 0
             raise
@@ -596,7 +611,11 @@ class ServerMiddleware:
             )
             await _send_problem(problem, scope, receive, send)
             return
-        body = await _read_body(receive)
+        try:
+            body = await _read_body(receive)
+        except BodyRefused as refused:
+            await _send_problem(refused, scope, receive, send)
+            return
         authorization = _header(scope, b"authorization") or b""
         scope_hash = hashlib.sha256(
             b"\0".join(

@@ -142,6 +142,26 @@ def serve(
             callback=_checked_address,
         ),
     ] = None,
+    body_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--body-timeout",
+            metavar="SECONDS",
+            min=0.001,
+            help="Seconds a request body may take to arrive; slower bodies get 408. Default: 30.",
+            show_default=False,
+        ),
+    ] = None,
+    keep_alive_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--keep-alive-timeout",
+            metavar="SECONDS",
+            min=0.001,
+            help="Seconds an idle connection may wait for a request head before it is closed. Default: 5.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the local reference server.
 
@@ -159,6 +179,7 @@ def serve(
             f"the reference server needs the server extra: pip install 'paysdk[server]' ({exc})"
         ) from None
     _stop_on_sigterm()
+    timeouts = {"body_timeout": body_timeout, "keep_alive_timeout": keep_alive_timeout}
     with contextlib.suppress(KeyboardInterrupt):
         run_server(
             host=host,
@@ -167,6 +188,7 @@ def serve(
             environment=environment.value,
             public_url=public_url,
             allowed_hosts=allowed_host or (),
+            **{name: value for name, value in timeouts.items() if value is not None},
         )
 
 
