@@ -212,7 +212,11 @@ def serve(
     from paysdk.server.connections import protocol_with_head_timeout
 
     app = create_app(
-        database_url, environment, public_url=public_url, allowed_hosts=allowed_hosts, body_timeout=body_timeout
+        database_url,
+        environment,
+        public_url=public_url,
+        allowed_hosts=allowed_hosts,
+        body_timeout=body_timeout,
     )
     log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
     uvicorn.run(
