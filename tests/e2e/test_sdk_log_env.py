@@ -35,9 +35,9 @@ PROGRAM = textwrap.dedent(
             )
         credentials = paysdk.WalletCredentials(shop.slug, shop.signing_private_key)
         with paysdk.Client(environment=env, wallet=credentials) as wallet:
-            wallet.wallet.cards.issue_virtual(user.auth_user_id, alias="secret-alias")
+            wallet.wallet.cards.issue_virtual(user.user_id, alias="secret-alias")
             session = wallet.wallet.users.login("ana", "password-1")
-            wallet.wallet.as_user(session).cards.list(user.auth_user_id)
+            wallet.wallet.as_user(session).cards.list(user.user_id)
             stored = wallet.wallet.stored_tokens()
         for secret in (
             shop.sandbox_token, shop.production_token, shop.hook_private_key, shop.signing_private_key,

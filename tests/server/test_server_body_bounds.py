@@ -22,12 +22,14 @@ pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 CHUNK = 64 * 1024
 #: One route of each kind: fast lane, idempotent public POST, other public POST, hosted checkout form,
 #: control plane, wallet.
+JSON_ONLY = {"Content-Type": "application/json"}  # the control plane takes JSON bodies only (D92)
+
 ROUTES = [
     ("/transactions", {}),
     ("/transactions", {"Idempotency-Key": "k-1"}),
     ("/api/v1/integrations/transactions", {}),
     ("/checkout/pay", {"Content-Type": "application/x-www-form-urlencoded"}),
-    ("/_sandbox/clients", {}),
+    ("/_sandbox/clients", {"Content-Type": "application/json"}),  # D92: JSON only
     ("/rest/auth/login", {}),
 ]
 
@@ -106,8 +108,8 @@ async def test_a_body_at_the_limit_is_read(bounded_app: FastAPI) -> None:
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=bounded_app), base_url="http://testserver"
     ) as client:
-        response = await client.post("/_sandbox/clients", content=padded)
-        small = await client.post("/_sandbox/clients", content=b"{}")
+        response = await client.post("/_sandbox/clients", content=padded, headers=JSON_ONLY)
+        small = await client.post("/_sandbox/clients", content=b"{}", headers=JSON_ONLY)
     # Exactly the limit: read whole and served (the unknown field is ignored).
     assert len(padded) == MAX_BODY_BYTES
     assert response.status_code == 201, response.text

@@ -112,7 +112,9 @@ async def _read_answer(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
     return head, await reader.readexactly(length)
 
 
-async def _post_chunked(port: int, path: str, total: int, headers: bytes = b"") -> Outcome:
+async def _post_chunked(
+    port: int, path: str, total: int, headers: bytes = b"Content-Type: application/json\r\n"
+) -> Outcome:
     """POST ``total`` bytes chunked, 64 KiB at a time, until the server answers or closes."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(
@@ -180,7 +182,8 @@ async def test_four_concurrent_512_mb_bodies_leave_memory_flat_and_health_answer
 def test_a_declared_length_over_the_limit_is_refused_before_any_byte(server: Server) -> None:
     with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
         sock.sendall(
-            b"POST /_sandbox/clients HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1073741824\r\n\r\n"
+            b"POST /_sandbox/clients HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1073741824\r\n\r\n"
         )
         answer = sock.makefile("rb").read()  # no body byte sent: the answer comes, then the close
     head, _, body = answer.partition(b"\r\n\r\n")
@@ -235,7 +238,8 @@ def test_a_client_gone_mid_body_is_one_log_line(server: Server) -> None:
     for path in ("/transactions", "/_sandbox/clients"):
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
             sock.sendall(
-                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n".encode()
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                "Content-Length: 1000\r\n\r\n".encode()
                 + b"{" * 500
             )
             time.sleep(0.2)

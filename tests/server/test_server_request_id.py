@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 from fastapi import FastAPI
-from server_helpers import auth, body, dumps, link_body
+from server_helpers import JSON_TYPE, auth, body, dumps, link_body
 from sqlalchemy import text as sql_text
 
 from paysdk.contracts.sandbox import RequestLogEntry, SandboxClient
@@ -91,7 +91,8 @@ async def test_faults_and_replays_get_their_own_id(
     asgi_client: httpx.AsyncClient, merchant: SandboxClient
 ) -> None:
     fault = {"kind": "error", "route": "POST /transactions", "count": 1, "status": 503}
-    assert (await asgi_client.post("/_sandbox/faults", content=dumps(fault))).status_code == 201
+    created = await asgi_client.post("/_sandbox/faults", content=dumps(fault), headers=JSON_TYPE)
+    assert created.status_code == 201
     headers = {**auth(merchant), "Idempotency-Key": "k-1"}
     content = dumps(link_body(merchant))
     answers = [await asgi_client.post("/transactions", content=content, headers=headers) for _ in range(3)]

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import sqlalchemy
 from fastapi import FastAPI
-from server_helpers import advance, attempts, create_alternative, create_link, transaction
+from server_helpers import JSON_TYPE, advance, attempts, create_alternative, create_link, transaction
 
 from paysdk import _json
 from paysdk.contracts.sandbox import SandboxClient
@@ -144,7 +144,9 @@ async def test_a_job_caused_inside_an_advance_is_due_at_its_cause_and_runs_in_th
     The advance ends 90 s after the link expires: the expiry's callback (refused once) and its retry one
     minute later must both run in that advance, stamped at their virtual times, not at wall time."""
     app, wall, client = slow_app
-    response = await client.post("/_sandbox/clients", content=_json.dumps({"callbackUrl": callback_sink.url}))
+    response = await client.post(
+        "/_sandbox/clients", content=_json.dumps({"callbackUrl": callback_sink.url}), headers=JSON_TYPE
+    )
     assert response.status_code == 201, response.text
     merchant = SandboxClient.model_validate(_json.loads(response.content))
     link = await create_link(client, merchant)
