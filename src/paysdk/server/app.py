@@ -31,6 +31,7 @@ from paysdk.server.context import ServerContext
 from paysdk.server.db import Database
 from paysdk.server.errors import install_error_handlers
 from paysdk.server.middleware import Endpoint, ServerMiddleware, install_access_log_filter
+from paysdk.server.openapi import install_openapi
 from paysdk.server.routers import (
     alternative_payments,
     checkout,
@@ -155,6 +156,7 @@ def create_app(
         app.include_router(router, prefix=prefix)
     app.include_router(sandbox.router)
     app.include_router(sandbox_wallet.router)
+    install_openapi(app, body_bounds, addresses)  # what the layer below adds, on every operation
     # One layer: allowed host and control-plane checks (D91, D92) -> hook CORS -> request log -> faults
     # -> idempotency -> fast lane or FastAPI routing.
     app.add_middleware(

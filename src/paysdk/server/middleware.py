@@ -78,6 +78,7 @@ __all__ = [
     "AccessLogFilter",
     "Endpoint",
     "ServerMiddleware",
+    "honours_idempotency_key",
     "install_access_log_filter",
     "is_control_path",
     "mask_headers",
@@ -174,6 +175,13 @@ def is_control_path(path: str) -> bool:
 
 def _is_api_path(path: str) -> bool:
     return path.startswith(_API_PREFIXES)
+
+
+def honours_idempotency_key(method: str, path: str) -> bool:
+    """Whether a request to ``path`` (a concrete path or a route template) with ``Idempotency-Key`` is made
+    idempotent (D17): a ``POST`` under the payment-link, alternative-payment or wallet prefixes. The
+    middleware decides by it, and ``/openapi.json`` documents the key on the operations it accepts."""
+    return method == "POST" and _is_api_path(path)
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
@@ -599,7 +607,7 @@ class ServerMiddleware:
 
     async def _idempotency(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = _header(scope, b"idempotency-key")
-        if key is None or scope["method"] != "POST" or not _is_api_path(scope["path"]):
+        if key is None or not honours_idempotency_key(scope["method"], scope["path"]):
             await self._dispatch(scope, receive, send)
             return
         if not key.strip() or len(key) > 255 or not key.isascii():

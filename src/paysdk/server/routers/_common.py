@@ -69,10 +69,11 @@ _DESCRIPTIONS = {
     401: "No, unknown or non-ASCII credentials (ownCode null), or a token of the other environment (2007).",
     404: "Unknown transaction uid (ownCode null, D21).",
     409: "Invalid field (5000), wrong client slug (5004), or a state conflict (ownCode null).",
-    413: "Body larger than 1 MiB.",
 }
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` for the given error statuses, all with the D1 error body."""
+    """OpenAPI ``responses`` for the given error statuses, all with the D1 error body. The answers of the
+    server-wide layer (``413``, ``408``, ``421``, the idempotency key's) are added to every operation by
+    :mod:`paysdk.server.openapi`."""
     return {status: {"model": ErrorBody, "description": _DESCRIPTIONS[status]} for status in statuses}

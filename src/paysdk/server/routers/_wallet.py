@@ -107,7 +107,6 @@ _ERRORS = {
     403: "Missing card permission (7401) or CVV rules (7501, 7502).",
     404: "Unknown user (7201), card (7301) or permission record (7402).",
     409: "Card not active (7302), currency mismatch (7305), not fundable (7307), already linked (7308).",
-    413: "Body larger than 1 MiB.",
     422: "Insufficient funds (7303): nothing changed.",
     429: "Too many wrong OTP codes (7204).",
 }

@@ -63,7 +63,7 @@ class EmptyBody(BaseModel):
     status_code=201,
     summary="Create an alternative payment",
     response_model=AlternativePaymentEnvelope,
-    responses=error_responses(400, 401, 409, 413),
+    responses=error_responses(400, 401, 409),
     openapi_extra=json_body(AlternativePaymentCreate),
 )
 async def create_alternative_payment(request: Request) -> Response:
@@ -84,7 +84,7 @@ async def create_alternative_payment(request: Request) -> Response:
     "/transactions/{uid}/payments",
     summary="Process an alternative payment on a rail",
     response_model=ProcessEnvelope,
-    responses=error_responses(400, 401, 404, 409, 413),
+    responses=error_responses(400, 401, 404, 409),
     openapi_extra=json_body(ProcessRequest),
 )
 async def process_payment(uid: str, request: Request) -> Response:
@@ -108,7 +108,7 @@ async def process_payment(uid: str, request: Request) -> Response:
     status_code=201,
     summary="Record the customer's choice of rail",
     response_model=PaymentIntentEnvelope,
-    responses=error_responses(400, 401, 404, 409, 413),
+    responses=error_responses(400, 401, 404, 409),
     openapi_extra=json_body(PaymentIntentCreate),
 )
 async def create_payment_intent(uid: str, request: Request) -> Response:
@@ -130,7 +130,7 @@ async def create_payment_intent(uid: str, request: Request) -> Response:
     "/transactions/{uid}/dismiss",
     summary="Dismiss an alternative payment",
     response_model=DismissEnvelope,
-    responses=error_responses(400, 401, 404, 409, 413),
+    responses=error_responses(400, 401, 404, 409),
     openapi_extra=json_body(EmptyBody, required=False),
 )
 async def dismiss_payment(uid: str, request: Request, background: BackgroundTasks) -> Response:

@@ -24,7 +24,7 @@ router = APIRouter(tags=["payment links"])
     "/transactions",
     summary="Create a payment link",
     response_model=PaymentLink,
-    responses=error_responses(400, 401, 409, 413),
+    responses=error_responses(400, 401, 409),
     openapi_extra=json_body(PaymentLinkCreate),
 )
 async def create_payment_link(request: Request) -> Response:
@@ -46,7 +46,7 @@ async def create_payment_link(request: Request) -> Response:
     "/transactions-hook",
     summary="Create a payment link from a browser (body credentials, CORS)",
     response_model=PaymentLink,
-    responses=error_responses(400, 401, 409, 413),
+    responses=error_responses(400, 401, 409),
     openapi_extra=json_body(PaymentLinkHookCreate),
 )
 async def create_payment_link_hook(request: Request) -> Response:

@@ -34,7 +34,7 @@ router = APIRouter(tags=["wallet: authentication"])
         "Application login (signature over the merchant slug)",
         body=AppLoginRequest,
         answer=TokenPair,
-        errors=(400, 401, 413),
+        errors=(400, 401),
         secured=False,
     ),
 )
@@ -54,7 +54,7 @@ async def app_login(request: Request) -> Response:
         "Refresh the application token pair (single-use refresh token)",
         body=RefreshRequest,
         answer=TokenPair,
-        errors=(400, 401, 413),
+        errors=(400, 401),
         secured=False,
     ),
 )

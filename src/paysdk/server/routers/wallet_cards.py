@@ -96,7 +96,7 @@ async def card_summary(
         "Link an issued (stock) card to a user",
         body=LinkCardRequest,
         answer=Card,
-        errors=(400, 401, 404, 409, 413),
+        errors=(400, 401, 404, 409),
     ),
 )
 async def link_card(
@@ -118,7 +118,7 @@ async def link_card(
         body=IssueVirtualCardRequest,
         answer=Card,
         status=201,
-        errors=(400, 401, 404, 413),
+        errors=(400, 401, 404),
     ),
 )
 async def issue_virtual(request: Request, user_id: UserId) -> Response:
@@ -138,7 +138,7 @@ async def issue_virtual(request: Request, user_id: UserId) -> Response:
         body=LinkExternalCardRequest,
         answer=Card,
         status=201,
-        errors=(400, 401, 403, 404, 413),
+        errors=(400, 401, 403, 404),
     ),
 )
 async def link_external(request: Request, user_id: UserId) -> Response:
@@ -161,7 +161,7 @@ async def link_external(request: Request, user_id: UserId) -> Response:
         "Update a permission record",
         body=PermissionGrant,
         answer=PermissionRecord,
-        errors=(400, 401, 403, 404, 413),
+        errors=(400, 401, 403, 404),
     ),
 )
 async def update_permissions(request: Request, permission_id: Annotated[str, Path(alias="id")]) -> Response:
@@ -211,7 +211,7 @@ async def card_permissions(request: Request, card_id: CardId) -> Response:
         body=PermissionGrant,
         answer=PermissionRecord,
         status=201,
-        errors=(400, 401, 403, 404, 413),
+        errors=(400, 401, 403, 404),
     ),
 )
 async def grant_permissions(request: Request, card_id: CardId, user_id: AuthUserId) -> Response:
@@ -343,7 +343,7 @@ async def movements(
         "Add or withdraw funds (issuer)",
         body=FundsRequest,
         answer=FundsResult,
-        errors=(400, 401, 404, 409, 413, 422),
+        errors=(400, 401, 404, 409, 422),
     ),
 )
 async def funds(request: Request, card_id: CardId) -> Response:
@@ -363,7 +363,7 @@ async def funds(request: Request, card_id: CardId) -> Response:
         body=TransferRequest,
         answer=TransferResult,
         status=201,
-        errors=(400, 401, 403, 404, 409, 413, 422),
+        errors=(400, 401, 403, 404, 409, 422),
     ),
 )
 async def transfer(request: Request, card_id: CardId) -> Response:

@@ -39,7 +39,7 @@ router = APIRouter(prefix="/users", tags=["wallet: users"])
 
 @router.post(
     "/login",
-    **doc("User login (application bearer)", body=UserLoginRequest, answer=TokenPair, errors=(400, 401, 413)),
+    **doc("User login (application bearer)", body=UserLoginRequest, answer=TokenPair, errors=(400, 401)),
 )
 async def user_login(request: Request) -> Response:
     """Log a cardholder in with username and password."""
@@ -57,7 +57,7 @@ async def user_login(request: Request) -> Response:
         "Refresh a user session (TTL overrides)",
         body=UserRefreshRequest,
         answer=TokenPair,
-        errors=(400, 401, 413),
+        errors=(400, 401),
     ),
 )
 async def user_refresh(request: Request) -> Response:
@@ -85,7 +85,7 @@ async def logout(request: Request) -> Response:
 
 @router.post(
     "/auth/otp",
-    **doc("Request a one-time code by email", body=OtpRequest, answer=OtpSent, errors=(400, 401, 413)),
+    **doc("Request a one-time code by email", body=OtpRequest, answer=OtpSent, errors=(400, 401)),
 )
 async def request_otp(request: Request) -> Response:
     """Send a 6-digit code to the user's email (the sandbox outbox); always ``sent`` (D39)."""
@@ -99,7 +99,7 @@ async def request_otp(request: Request) -> Response:
 
 @router.put(
     "/auth/otp",
-    **doc("Verify a one-time code", body=OtpVerifyRequest, answer=OtpVerified, errors=(400, 401, 413, 429)),
+    **doc("Verify a one-time code", body=OtpVerifyRequest, answer=OtpVerified, errors=(400, 401, 429)),
 )
 async def verify_otp(request: Request) -> Response:
     """Verify a code; ``purpose = password_reset`` answers a reset token (D39)."""
@@ -119,7 +119,7 @@ async def verify_otp(request: Request) -> Response:
         "Reset a password with the OTP reset token",
         body=PasswordResetRequest,
         answer=PasswordResetResult,
-        errors=(400, 401, 413),
+        errors=(400, 401),
     ),
 )
 async def reset_password(request: Request) -> Response:

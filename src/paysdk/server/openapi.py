@@ -1,0 +1,170 @@
+"""``/openapi.json`` completed with what the server's one ASGI layer adds to every operation.
+
+FastAPI documents each route from its declaration; the answers of
+:class:`paysdk.server.middleware.ServerMiddleware` are added here, once, to every operation of the
+generated document (the control plane is not in it):
+
+* ``X-Request-Id`` on every response (D65), pattern :data:`REQUEST_ID_PATTERN`;
+* ``421`` when the ``Host`` is not served (D91; not when the server answers any host);
+* ``413`` and ``408`` (the body bounds, with this server's limit and timeout, D85) on operations that
+  take a body: a documented request body, or ``POST``/``PUT``/``PATCH`` (the checkout's forms, and the
+  idempotency layer reads any body sent with a key);
+* on the operations :func:`paysdk.server.middleware.honours_idempotency_key` accepts (D17): the optional
+  ``Idempotency-Key`` header, ``Idempotent-Replayed`` on the answers a replay may repeat, the key's
+  ``400`` (malformed key), ``409`` (still in progress) and ``422`` (another body), extending the
+  descriptions of statuses the operation already documents.
+
+Every error added has the D1 body (:class:`paysdk.contracts.common.ErrorBody`). :func:`install_openapi`
+wraps ``app.openapi``: the document is completed when FastAPI generates it and cached with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI
+
+from paysdk.contracts.common import ErrorBody
+from paysdk.server.addresses import ServerAddresses
+from paysdk.server.bodies import BodyBounds
+from paysdk.server.middleware import honours_idempotency_key
+
+__all__ = ["REQUEST_ID_PATTERN", "complete_openapi", "install_openapi"]
+
+#: What every ``X-Request-Id`` value matches (:func:`paysdk.server.middleware.new_request_id`, D65).
+REQUEST_ID_PATTERN = r"^req_[0-9a-f]{32}$"
+
+_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+_BODY_METHODS = frozenset({"post", "put", "patch"})
+_ERROR_BODY = "#/components/schemas/ErrorBody"
+_REQUEST_ID = "X-Request-Id"
+_REPLAYED = "Idempotent-Replayed"
+_KEY = "Idempotency-Key"
+#: Statuses the middleware answers itself, never stored for a replay (nor is a 5xx).
+_NEVER_REPLAYED = frozenset({"408", "413", "421"})
+
+_HEADERS: dict[str, dict[str, Any]] = {
+    _REQUEST_ID: {
+        "description": "The id of this answer, minted by the server (a client's own X-Request-Id is "
+        "never echoed) and shown in the request log (D65).",
+        "required": True,
+        "schema": {"type": "string", "pattern": REQUEST_ID_PATTERN},
+    },
+    _REPLAYED: {
+        "description": "`true` when this answer is the stored answer of an earlier request with the same "
+        "Idempotency-Key, replayed (D17); absent otherwise.",
+        "required": False,
+        "schema": {"type": "string", "enum": ["true"]},
+    },
+}
+_PARAMETER: dict[str, Any] = {
+    "name": _KEY,
+    "in": "header",
+    "required": False,
+    "description": "Makes the request safe to retry for 24 h (D17): the same key, method, path and "
+    "credentials with the same body replays the stored answer (with `Idempotent-Replayed: true`); "
+    "with another body it is 422; while the first request runs, 409. 5xx answers are not stored.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+}
+_KEY_400 = (
+    "An Idempotency-Key that is blank, longer than 255 characters or not ASCII (ownCode null, "
+    "details names Idempotency-Key)."
+)
+_KEY_409 = (
+    "A request with the same Idempotency-Key is still being processed (ownCode null, details names "
+    "Idempotency-Key): retry with the same key later (D17)."
+)
+_KEY_422 = (
+    "The Idempotency-Key was used with another request body (ownCode null, details names "
+    "Idempotency-Key; D17)."
+)
+
+
+def _descriptions(bounds: BodyBounds) -> dict[str, str]:
+    size = f"{bounds.limit} bytes" + (" (1 MiB)" if bounds.limit == 1 << 20 else "")
+    closed = "ownCode null, details names `body`; the answer carries `Connection: close` (D85)."
+    return {
+        "413": f"Request body larger than {size}: a declared Content-Length over it is refused before "
+        f"a byte is read, a longer body when it crosses the limit; {closed}",
+        "408": f"Request body not received completely within {bounds.timeout:g} seconds of its first "
+        f"read; {closed}",
+        "421": "The Host header names a host this server does not answer (not a loopback name, its own "
+        "address, the --public-url host or an --allowed-host), before routing; ownCode null, details "
+        "names `Host` (D91).",
+    }
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": _ERROR_BODY}}}}
+
+
+def _is_error_body(response: dict[str, Any]) -> bool:
+    schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+    return isinstance(schema, dict) and schema.get("$ref") == _ERROR_BODY
+
+
+def _add_cause(responses: dict[str, Any], status: str, description: str) -> None:
+    """Document ``status`` with the D1 body for one more cause: a new response, or the sentence added to
+    the description of a D1 response already there (FastAPI's generic ``422`` validation shape, which
+    this server never sends (its validation errors are D1 bodies), is replaced)."""
+    response = responses.get(status)
+    if response is None or not _is_error_body(response):
+        responses[status] = _error(description)
+    elif description not in response.get("description", ""):
+        response["description"] = f"{response.get('description', '').rstrip()} Or: {description}".strip()
+
+
+def complete_openapi(document: dict[str, Any], bounds: BodyBounds, addresses: ServerAddresses) -> None:
+    """Add the answers of the server-wide layer (module docstring) to every operation of ``document``."""
+    components = document.setdefault("components", {})
+    schemas = components.setdefault("schemas", {})
+    if "ErrorBody" not in schemas:
+        error_schema = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(error_schema.pop("$defs", {}))
+        schemas["ErrorBody"] = error_schema
+    components.setdefault("headers", {}).update(_HEADERS)
+    components.setdefault("parameters", {})[_KEY] = _PARAMETER
+    descriptions = _descriptions(bounds)
+    for path, item in document.get("paths", {}).items():
+        for method in _METHODS:
+            operation = item.get(method)
+            if operation is None:
+                continue
+            responses: dict[str, Any] = operation.setdefault("responses", {})
+            if not addresses.any_host:
+                responses["421"] = _error(descriptions["421"])
+            if "requestBody" in operation or method in _BODY_METHODS:
+                responses["413"] = _error(descriptions["413"])
+                responses["408"] = _error(descriptions["408"])
+            idempotent = honours_idempotency_key(method.upper(), path)
+            if idempotent:
+                parameters = operation.setdefault("parameters", [])
+                if not any(p.get("$ref", "").endswith("/" + _KEY) for p in parameters):
+                    parameters.append({"$ref": f"#/components/parameters/{_KEY}"})
+                _add_cause(responses, "400", _KEY_400)
+                _add_cause(responses, "409", _KEY_409)
+                _add_cause(responses, "422", _KEY_422)
+            for status, response in responses.items():
+                headers = response.setdefault("headers", {})
+                headers[_REQUEST_ID] = {"$ref": f"#/components/headers/{_REQUEST_ID}"}
+                if idempotent and status[:1] in ("2", "4") and status not in _NEVER_REPLAYED:
+                    headers[_REPLAYED] = {"$ref": f"#/components/headers/{_REPLAYED}"}
+            operation["responses"] = dict(sorted(responses.items()))
+
+
+def install_openapi(app: FastAPI, bounds: BodyBounds, addresses: ServerAddresses) -> None:
+    """Make ``app.openapi()`` (``/openapi.json``) answer FastAPI's document completed by
+    :func:`complete_openapi`: completed once when FastAPI generates it, then served from FastAPI's cache
+    (``app.openapi_schema``)."""
+    generate: Callable[[], dict[str, Any]] = app.openapi
+    completed: list[dict[str, Any]] = []
+
+    def openapi() -> dict[str, Any]:
+        document = generate()  # FastAPI's cached document, regenerated only when routes were added
+        if not completed or completed[0] is not document:
+            complete_openapi(document, bounds, addresses)
+            completed[:] = [document]
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]
