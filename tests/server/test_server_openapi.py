@@ -1,0 +1,361 @@
+"""``/openapi.json`` says what the server-wide layer sends on every operation (D17, D65, D85, D91): the
+``X-Request-Id`` header, ``421``, ``413``/``408`` where a body is taken, and on the idempotent POSTs the
+``Idempotency-Key`` header, ``Idempotent-Replayed``, ``409`` and ``422``. The document is checked
+structurally, and real answers of the server are checked against it."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Iterator
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from server_helpers import auth, dumps, link_body
+
+import paysdk.server.openapi as server_openapi
+from paysdk.contracts.common import ErrorBody
+from paysdk.contracts.sandbox import SandboxClient
+from paysdk.server import create_app
+from paysdk.server.middleware import new_request_id
+from paysdk.server.openapi import REQUEST_ID_PATTERN
+
+pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+ERROR_BODY = "#/components/schemas/ErrorBody"
+#: Operations that honour Idempotency-Key (the middleware decides; checked live below), and some not.
+IDEMPOTENT = {
+    ("post", "/transactions"),
+    ("post", "/transactions-hook"),
+    ("post", "/api/v1/integrations/transactions"),
+    ("post", "/api/v1/integrations/transactions/{uid}/dismiss"),
+    ("post", "/rest/auth/login"),
+    ("post", "/rest/users/logout"),
+    ("post", "/rest/cards/{cardId}/funds"),
+    ("post", "/rest/cards/{cardId}/block"),
+}
+NOT_IDEMPOTENT = {
+    ("post", "/checkout/pay"),
+    ("post", "/checkout/rails/{processor}"),
+    ("put", "/rest/users/auth/otp"),
+    ("patch", "/rest/cards/{cardId}"),
+    ("get", "/rest/cards/{cardId}"),
+}
+
+
+async def document(client: httpx.AsyncClient) -> dict[str, Any]:
+    response = await client.get("/openapi.json")
+    assert response.status_code == 200
+    spec: dict[str, Any] = response.json()
+    return spec
+
+
+def resolve(spec: dict[str, Any], node: Any) -> Any:
+    """``node`` with its ``$ref`` (a local JSON pointer) followed, repeatedly."""
+    while isinstance(node, dict) and "$ref" in node:
+        ref = node["$ref"]
+        assert isinstance(ref, str), ref
+        assert ref.startswith("#/"), ref
+        node = spec
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            assert isinstance(node, dict), ref
+            assert part in node, f"unresolved $ref {ref}"
+            node = node[part]
+    return node
+
+
+def operations(spec: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, item in spec["paths"].items():
+        for method in METHODS:
+            if method in item:
+                yield method, path, item[method]
+
+
+def headers_of(spec: dict[str, Any], response: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name.lower(): resolve(spec, header) for name, header in response.get("headers", {}).items()}
+
+
+def is_error_body(spec: dict[str, Any], response: dict[str, Any]) -> bool:
+    schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+    return bool(schema.get("$ref") == ERROR_BODY)
+
+
+# ---------------------------------------------------------------------------------- the document
+
+
+async def test_every_operation_documents_the_server_wide_answers(asgi_client: httpx.AsyncClient) -> None:
+    spec = await document(asgi_client)
+    assert not any(path.startswith("/_sandbox") for path in spec["paths"])
+    seen = 0
+    idempotent_seen = set()
+    for method, path, operation in operations(spec):
+        seen += 1
+        where = f"{method.upper()} {path}"
+        responses = operation["responses"]
+        for response in responses.values():
+            request_id = headers_of(spec, response)["x-request-id"]
+            assert request_id["required"] is True, where
+            assert request_id["schema"] == {"type": "string", "pattern": REQUEST_ID_PATTERN}, where
+        assert is_error_body(spec, responses["421"]), where
+        assert "`Host`" in responses["421"]["description"], where
+        takes_body = "requestBody" in operation or method in ("post", "put", "patch")
+        for status in ("413", "408"):
+            assert (status in responses) is takes_body, (where, status)
+            if takes_body:
+                assert is_error_body(spec, responses[status]), where
+                assert "`body`" in responses[status]["description"], where
+        if takes_body:
+            assert "1048576 bytes (1 MiB)" in responses["413"]["description"]
+            assert "30 seconds" in responses["408"]["description"]
+        parameters = [resolve(spec, parameter) for parameter in operation.get("parameters", [])]
+        keys = [p for p in parameters if p["name"] == "Idempotency-Key" and p["in"] == "header"]
+        if not keys:
+            assert (method, path) not in IDEMPOTENT, where
+            for response in responses.values():
+                assert "idempotent-replayed" not in headers_of(spec, response), where
+            continue
+        idempotent_seen.add((method, path))
+        assert method == "post", where
+        assert (method, path) not in NOT_IDEMPOTENT, where
+        (key,) = keys
+        assert key["required"] is False
+        assert key["schema"] == {"type": "string", "minLength": 1, "maxLength": 255}
+        for status in ("400", "409", "422"):
+            assert is_error_body(spec, responses[status]), (where, status)
+            assert "Idempotency-Key" in responses[status]["description"], (where, status)
+        assert "still being processed" in responses["409"]["description"]
+        assert "another request body" in responses["422"]["description"]
+        for status, response in responses.items():
+            replayed = headers_of(spec, response).get("idempotent-replayed")
+            if status.startswith("2"):
+                assert replayed is not None, (where, status)
+            if replayed is not None:
+                assert replayed["required"] is False
+                assert replayed["schema"] == {"type": "string", "enum": ["true"]}
+        for status in ("408", "413", "421"):  # answered before the idempotency layer: never replays
+            assert "idempotent-replayed" not in headers_of(spec, responses[status]), (where, status)
+    assert seen >= 40
+    assert all(re.search(REQUEST_ID_PATTERN, new_request_id()) for _ in range(100))  # what is minted
+    assert idempotent_seen >= IDEMPOTENT
+    assert len(idempotent_seen) >= 20
+
+
+async def test_existing_409_and_422_descriptions_are_extended_not_replaced(
+    asgi_client: httpx.AsyncClient,
+) -> None:
+    spec = await document(asgi_client)
+    create = spec["paths"]["/transactions"]["post"]["responses"]
+    assert "Invalid field (5000)" in create["409"]["description"]
+    assert "Idempotency-Key is still being processed" in create["409"]["description"]
+    assert "Malformed JSON body" in create["400"]["description"]
+    funds = spec["paths"]["/rest/cards/{cardId}/funds"]["post"]["responses"]
+    assert "Insufficient funds (7303)" in funds["422"]["description"]
+    assert "used with another request body" in funds["422"]["description"]
+    # FastAPI's generic 422 shape (never sent: validation errors are D1 bodies) gives way to the D1 body.
+    dismiss = spec["paths"]["/api/v1/integrations/transactions/{uid}/dismiss"]["post"]["responses"]
+    assert is_error_body(spec, dismiss["422"])
+
+
+async def test_checkout_pages_keep_their_html_answers(asgi_client: httpx.AsyncClient) -> None:
+    spec = await document(asgi_client)
+    page = spec["paths"]["/checkout/"]["get"]["responses"]
+    assert "text/html" in page["200"]["content"]
+    assert "x-request-id" in headers_of(spec, page["200"])
+    assert "413" not in page
+    assert "421" in page
+    form = spec["paths"]["/checkout/pay"]["post"]["responses"]
+    assert "text/html" in form["403"]["content"]
+    assert {"408", "413", "421"} <= set(form)
+
+
+async def test_the_document_is_structurally_valid_openapi_3_1(asgi_client: httpx.AsyncClient) -> None:
+    # No OpenAPI validator is installed (openapi-spec-validator is not a dependency): the rules that
+    # clients rely on, checked here.
+    spec = await document(asgi_client)
+    assert spec["openapi"].startswith("3.1.")
+    assert isinstance(spec["info"]["title"], str)
+    assert isinstance(spec["info"]["version"], str)
+    name = re.compile(r"^[a-zA-Z0-9.\-_]+$")
+    for kind, entries in spec["components"].items():
+        assert all(name.match(key) for key in entries), kind
+
+    def walk(node: Any) -> None:  # every $ref resolves
+        if isinstance(node, dict):
+            if "$ref" in node:
+                resolve(spec, node)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    operation_ids = [operation["operationId"] for _, _, operation in operations(spec)]
+    assert len(operation_ids) == len(set(operation_ids))
+    status = re.compile(r"^([1-5]XX|[1-5][0-9]{2}|default)$")
+    for method, path, operation in operations(spec):
+        where = f"{method.upper()} {path}"
+        assert path.startswith("/"), path
+        parameters = [resolve(spec, p) for p in operation.get("parameters", [])]
+        parameters += [resolve(spec, p) for p in spec["paths"][path].get("parameters", [])]
+        assert all(p["in"] in ("query", "header", "path", "cookie") and "schema" in p for p in parameters)
+        pairs = [(p["name"].lower() if p["in"] == "header" else p["name"], p["in"]) for p in parameters]
+        assert len(pairs) == len(set(pairs)), where
+        placeholders = set(re.findall(r"\{([^}]+)\}", path))
+        in_path = {p["name"] for p in parameters if p["in"] == "path"}
+        assert in_path == placeholders, where
+        assert all(p.get("required") is True for p in parameters if p["in"] == "path"), where
+        assert operation["responses"], where
+        for code, response in operation["responses"].items():
+            assert status.match(code), (where, code)
+            response = resolve(spec, response)
+            assert isinstance(response["description"], str), (where, code)
+            assert response["description"], (where, code)
+            for header_name, header in response.get("headers", {}).items():
+                assert header_name.lower() != "content-type", where
+                header = resolve(spec, header)
+                assert "schema" in header or "content" in header, (where, code, header_name)
+            for media in response.get("content", {}).values():
+                assert isinstance(media, dict), where
+
+
+async def test_the_document_is_built_once_and_cached(
+    app: FastAPI, asgi_client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    original = server_openapi.complete_openapi
+
+    def counted(*args: Any) -> None:
+        calls.append(1)
+        original(*args)
+
+    monkeypatch.setattr(server_openapi, "complete_openapi", counted)
+    answers = [(await asgi_client.get("/openapi.json")).content for _ in range(3)]
+    assert answers[0] == answers[1] == answers[2]
+    assert len(calls) == 1
+    assert app.openapi() is app.openapi_schema
+
+
+async def test_the_document_follows_the_servers_options(db_url: str) -> None:
+    application = create_app(
+        db_url, start_ticker=False, allowed_hosts=["*"], body_limit=1000, body_timeout=2.5
+    )
+    try:
+        spec = application.openapi()
+    finally:
+        application.state.paysdk.db.dispose()
+    create = spec["paths"]["/transactions"]["post"]["responses"]
+    assert "421" not in create  # a server answering any host never sends it
+    assert "larger than 1000 bytes:" in create["413"]["description"]
+    assert "within 2.5 seconds" in create["408"]["description"]
+
+
+# ------------------------------------------------------------------------- real answers match it
+
+
+def assert_documented(spec: dict[str, Any], method: str, path: str, response: httpx.Response) -> None:
+    """The answer's status is documented for the operation, with every header it carries (of those the
+    document describes) and every required one, and an error answer has the documented D1 body."""
+    documented = spec["paths"][path][method]["responses"].get(str(response.status_code))
+    assert documented is not None, (method, path, response.status_code)
+    headers = headers_of(spec, documented)
+    for header_name, header in headers.items():
+        if header.get("required"):
+            assert header_name in response.headers, header_name
+    for header_name in ("x-request-id", "idempotent-replayed"):
+        if header_name in response.headers:
+            assert header_name in headers, (method, path, response.status_code, header_name)
+            schema = headers[header_name]["schema"]
+            value = response.headers[header_name]
+            assert re.search(schema["pattern"], value) if "pattern" in schema else value in schema["enum"]
+    if is_error_body(spec, documented):
+        ErrorBody.model_validate_json(response.content)
+
+
+async def test_real_413_421_and_replays_match_the_document(
+    asgi_client: httpx.AsyncClient, merchant: SandboxClient
+) -> None:
+    spec = await document(asgi_client)
+    too_large = await asgi_client.post(
+        "/transactions", content=b" " * (1 << 20) + b"{}", headers=auth(merchant)
+    )
+    assert too_large.status_code == 413
+    assert_documented(spec, "post", "/transactions", too_large)
+
+    misdirected = await asgi_client.get("/checkout/?orderId=x", headers={"Host": "rebinding.example"})
+    assert misdirected.status_code == 421
+    assert_documented(spec, "get", "/checkout/", misdirected)
+
+    headers = {**auth(merchant), "Idempotency-Key": "openapi-1"}
+    first = await asgi_client.post("/transactions", content=dumps(link_body(merchant)), headers=headers)
+    replay = await asgi_client.post("/transactions", content=dumps(link_body(merchant)), headers=headers)
+    other = await asgi_client.post(
+        "/transactions", content=dumps(link_body(merchant, amount=Decimal("11.00"))), headers=headers
+    )
+    assert (first.status_code, replay.status_code, other.status_code) == (200, 200, 422)
+    assert "idempotent-replayed" not in first.headers
+    assert replay.headers["idempotent-replayed"] == "true"
+    for answer in (first, replay, other):
+        assert_documented(spec, "post", "/transactions", answer)
+
+    # A wallet POST honours the key too, and a replayed error answer is documented as such.
+    key = {"Idempotency-Key": "openapi-2"}
+    refused = [await asgi_client.post("/rest/auth/login", content=b"{}", headers=key) for _ in range(2)]
+    assert refused[0].status_code == refused[1].status_code >= 400
+    assert refused[1].headers["idempotent-replayed"] == "true"
+    for answer in refused:
+        assert_documented(spec, "post", "/rest/auth/login", answer)
+
+    # What the document lists without the key is not replayed.
+    for method, path, url in [("put", "/rest/users/auth/otp", "/rest/users/auth/otp")]:
+        answers = [await asgi_client.request(method, url, content=b"{}", headers=key) for _ in range(2)]
+        assert "idempotent-replayed" not in answers[1].headers
+        assert_documented(spec, method, path, answers[1])
+
+
+async def test_a_key_still_in_progress_matches_the_document(
+    asgi_client: httpx.AsyncClient, merchant: SandboxClient, hold_first_request: Any
+) -> None:
+    spec = await document(asgi_client)
+    held = hold_first_request("/transactions")
+    headers = {**auth(merchant), "Idempotency-Key": "openapi-3"}
+    raw = dumps(link_body(merchant))
+    first = asyncio.create_task(asgi_client.post("/transactions", content=raw, headers=headers))
+    assert await asyncio.to_thread(held.entered.wait, 20)
+    running = await asgi_client.post("/transactions", content=raw, headers=headers)
+    held.release.set()
+    assert (await first).status_code == 200
+    assert running.status_code == 409
+    assert_documented(spec, "post", "/transactions", running)
+
+
+class _Stalled:
+    """A body that sends one chunk and then stalls."""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield b"cardNumber="
+        await asyncio.sleep(60)
+        yield b"4242424242424242"
+
+
+async def test_a_real_408_on_a_checkout_form_matches_the_document(db_url: str) -> None:
+    application = create_app(db_url, start_ticker=False, body_timeout=0.3)
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=application), base_url="http://testserver"
+        ) as client:
+            spec = await document(client)
+            response = await client.post(
+                "/checkout/pay",
+                content=_Stalled(),
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+            )
+    finally:
+        application.state.paysdk.db.dispose()
+    assert response.status_code == 408
+    assert_documented(spec, "post", "/checkout/pay", response)
