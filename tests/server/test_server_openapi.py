@@ -159,6 +159,8 @@ async def test_existing_409_and_422_descriptions_are_extended_not_replaced(
     # FastAPI's generic 422 shape (never sent: validation errors are D1 bodies) gives way to the D1 body.
     dismiss = spec["paths"]["/api/v1/integrations/transactions/{uid}/dismiss"]["post"]["responses"]
     assert is_error_body(spec, dismiss["422"])
+    assert "422" not in spec["paths"]["/rest/cards/{cardId}"]["get"]["responses"]  # never sent there
+    assert "HTTPValidationError" not in str(spec)
 
 
 async def test_checkout_pages_keep_their_html_answers(asgi_client: httpx.AsyncClient) -> None:

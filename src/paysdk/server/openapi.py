@@ -14,12 +14,15 @@ generated document (the control plane is not in it):
   ``400`` (malformed key), ``409`` (still in progress) and ``422`` (another body), extending the
   descriptions of statuses the operation already documents.
 
-Every error added has the D1 body (:class:`paysdk.contracts.common.ErrorBody`). :func:`install_openapi`
-wraps ``app.openapi``: the document is completed when FastAPI generates it and cached with it.
+Every error added has the D1 body (:class:`paysdk.contracts.common.ErrorBody`). FastAPI's generic
+``422`` validation answer, which this server never sends (its validation errors are D1 bodies, with the
+statuses each route documents), is taken out. :func:`install_openapi` wraps ``app.openapi``: the
+document is completed when FastAPI generates it and cached with it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +41,9 @@ REQUEST_ID_PATTERN = r"^req_[0-9a-f]{32}$"
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _BODY_METHODS = frozenset({"post", "put", "patch"})
 _ERROR_BODY = "#/components/schemas/ErrorBody"
+#: FastAPI's own validation-error shape and its part, never sent by this server.
+_FASTAPI_422 = "#/components/schemas/HTTPValidationError"
+_FASTAPI_SCHEMAS = ("HTTPValidationError", "ValidationError")
 _REQUEST_ID = "X-Request-Id"
 _REPLAYED = "Idempotent-Replayed"
 _KEY = "Idempotency-Key"
@@ -99,15 +105,18 @@ def _error(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": {"$ref": _ERROR_BODY}}}}
 
 
-def _is_error_body(response: dict[str, Any]) -> bool:
+def _schema_ref(response: dict[str, Any]) -> Any:
     schema = response.get("content", {}).get("application/json", {}).get("schema", {})
-    return isinstance(schema, dict) and schema.get("$ref") == _ERROR_BODY
+    return schema.get("$ref") if isinstance(schema, dict) else None
+
+
+def _is_error_body(response: dict[str, Any]) -> bool:
+    return bool(_schema_ref(response) == _ERROR_BODY)
 
 
 def _add_cause(responses: dict[str, Any], status: str, description: str) -> None:
     """Document ``status`` with the D1 body for one more cause: a new response, or the sentence added to
-    the description of a D1 response already there (FastAPI's generic ``422`` validation shape, which
-    this server never sends (its validation errors are D1 bodies), is replaced)."""
+    the description of a D1 response already there."""
     response = responses.get(status)
     if response is None or not _is_error_body(response):
         responses[status] = _error(description)
@@ -132,6 +141,8 @@ def complete_openapi(document: dict[str, Any], bounds: BodyBounds, addresses: Se
             if operation is None:
                 continue
             responses: dict[str, Any] = operation.setdefault("responses", {})
+            if "422" in responses and _schema_ref(responses["422"]) == _FASTAPI_422:
+                del responses["422"]
             if not addresses.any_host:
                 responses["421"] = _error(descriptions["421"])
             if "requestBody" in operation or method in _BODY_METHODS:
@@ -151,6 +162,9 @@ def complete_openapi(document: dict[str, Any], bounds: BodyBounds, addresses: Se
                 if idempotent and status[:1] in ("2", "4") and status not in _NEVER_REPLAYED:
                     headers[_REPLAYED] = {"$ref": f"#/components/headers/{_REPLAYED}"}
             operation["responses"] = dict(sorted(responses.items()))
+    if _FASTAPI_422 not in json.dumps(document):
+        for name in _FASTAPI_SCHEMAS:
+            schemas.pop(name, None)
 
 
 def install_openapi(app: FastAPI, bounds: BodyBounds, addresses: ServerAddresses) -> None:
