@@ -173,10 +173,10 @@ def test_readme_python_snippets(live_server: str, tmp_path: Path) -> None:
         user = sandbox.sandbox.create_user(merchant.slug, "ana", "ana@example.com", password)
     wallet = paysdk.WalletCredentials(merchant=merchant.slug, private_key=merchant.signing_private_key)
     with paysdk.Client(environment=paysdk.Environment.local(live_server), wallet=wallet) as issuer:
-        other_card = issuer.wallet.cards.issue_virtual(user.auth_user_id)
+        other_card = issuer.wallet.cards.issue_virtual(user.user_id)
     given = {
         "signing_key": merchant.signing_private_key,
-        "user_id": user.auth_user_id,
+        "user_id": user.user_id,
         "password": password,
         "other_card_id": other_card.card_id,
     }

@@ -122,8 +122,8 @@ async def test_cards_charges_and_permissions(make: Maker) -> None:
 
     stock = await call(sandbox.sandbox.create_stock_card(shop.slug, balance="50.2500"))
     assert (stock.type, stock.holder_id, stock.balance) == ("physical", None, Decimal("50.25"))
-    linked = await call(cards.link(ana.auth_user_id, stock.card_id, shop.slug))
-    assert (linked.status, linked.holder_id) == ("inactive", ana.auth_user_id)
+    linked = await call(cards.link(ana.user_id, stock.card_id, shop.slug))
+    assert (linked.status, linked.holder_id) == ("inactive", ana.user_id)
     assert (await call(cards.activate(stock.card_id))).status == "active"
     pinned = await call(cards.set_pin(stock.card_id, "4321"))
     assert "4321" not in repr(pinned)
@@ -131,10 +131,10 @@ async def test_cards_charges_and_permissions(make: Maker) -> None:
 
     token = await call(sandbox.sandbox.create_linking_token("4111111111111111", "12/30"))
     assert token.token not in repr(token)
-    external = await call(cards.link_external(ana.auth_user_id, token.token, alias="bank"))
+    external = await call(cards.link_external(ana.user_id, token.token, alias="bank"))
     assert (external.type, external.masked_pan[-4:], external.alias) == ("linked", "1111", "bank")
     with pytest.raises(paysdk.LinkingTokenInvalidError):  # single use
-        await call(cards.link_external(ana.auth_user_id, token.token))
+        await call(cards.link_external(ana.user_id, token.token))
 
     charge = await call(sandbox.sandbox.charge(stock.card_id, "20.0001"))
     assert charge.status == "authorized"
@@ -148,7 +148,7 @@ async def test_cards_charges_and_permissions(make: Maker) -> None:
     assert cleared.status == "cleared"
     assert (await call(cards.get(stock.card_id))).balance == Decimal("35.2499")
 
-    summary = await call(cards.summary(ana.auth_user_id, "2000-01-01", "2099-12-31"))
+    summary = await call(cards.summary(ana.user_id, "2000-01-01", "2099-12-31"))
     figures = {figure.card_id: figure for figure in summary.cards}
     figure = figures[stock.card_id]
     assert (figure.opening_balance, figure.credits, figure.debits, figure.closing_balance) == (
@@ -159,9 +159,9 @@ async def test_cards_charges_and_permissions(make: Maker) -> None:
     )
 
     record = await call(
-        client.wallet.permissions.grant(stock.card_id, ben.auth_user_id, [CardPermissionType.CHECK_CARD])
+        client.wallet.permissions.grant(stock.card_id, ben.user_id, [CardPermissionType.CHECK_CARD])
     )
-    by_user = await call(client.wallet.permissions.list_for_user(ben.auth_user_id))
+    by_user = await call(client.wallet.permissions.list_for_user(ben.user_id))
     by_card = await call(client.wallet.permissions.list_for_card(stock.card_id))
     assert [r.id for r in by_user] == [r.id for r in by_card] == [record.id]
     assert await call(client.wallet.permissions.list_for_card(external.card_id)) == []
@@ -195,7 +195,7 @@ async def test_token_store_in_the_home_directory(
     assert (tmp_path / ".myapp" / "tokens.json").is_file()
     assert await call(client.wallet.forget_tokens()) is True
     assert await call(client.wallet.stored_tokens()) is None
-    await call(client.wallet.cards.list(user.auth_user_id))  # logs in again by itself
+    await call(client.wallet.cards.list(user.user_id))  # logs in again by itself
     assert await call(client.wallet.stored_tokens()) is not None
 
     session = await call(client.wallet.users.login("cy", "password-3"))
@@ -206,6 +206,6 @@ async def test_token_store_in_the_home_directory(
     kept = await call(view.stored_session())
     assert kept is not None
     assert kept.user_id == session.user_id
-    assert await call(view.cards.list(user.auth_user_id)) == []
+    assert await call(view.cards.list(user.user_id)) == []
     assert await call(view.forget_tokens()) is True
     assert await call(view.stored_session()) is None
