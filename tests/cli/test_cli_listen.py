@@ -163,6 +163,23 @@ def test_verifies_deduplicates_and_prints_each_event_once(config_dir: Path) -> N
     assert "Traceback" not in err
 
 
+def test_the_header_is_checked_before_any_body_byte_is_read(config_dir: Path) -> None:
+    # A body is declared but never sent: a listener that read it first would wait forever, so the
+    # prompt 401 shows the header was checked first, and the refusal is reported once.
+    with start_listener(config_dir) as listener:
+        port = int(listener.url.split(":")[2].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(
+                b"POST /callbacks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 200000\r\n\r\n"
+            )
+            answer = sock.makefile("rb").read()  # the 401, then the close
+        code, _out, err = listener.stop()
+    assert answer.startswith(b"HTTP/1.1 401"), answer[:100]
+    assert code == 0, err
+    assert sum("refused a callback with HTTP 401" in line for line in err.splitlines()) == 1, err
+
+
 def test_table_output_is_one_human_line_per_event_and_get_is_405(config_dir: Path) -> None:
     with start_listener(config_dir, global_args=("-o", "table")) as listener:
         assert httpx.get(listener.url).status_code == 405

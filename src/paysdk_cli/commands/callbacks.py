@@ -149,8 +149,18 @@ class _Listener:
         self.stop = threading.Event()
         self.lock = threading.Lock()
 
+    def refuse_header(self, headers: dict[str, str]) -> tuple[int, bytes] | None:
+        """The header check before any of the body is read (D88): the ``401`` to answer, or ``None``."""
+        from paysdk._json import dumps
+
+        refused = self.receiver.verify(headers)
+        if refused is None:
+            return None
+        warn(f"refused a callback with HTTP {refused.status_code}: {refused.error}")
+        return refused.status_code, dumps(refused.response_body())
+
     def receive(self, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
-        """Handle one POST; returns the status and JSON body to answer with."""
+        """Handle one POST (its header already checked); returns the status and JSON body to answer."""
         from paysdk._json import dumps
 
         def on_event(payload: CallbackPayload) -> None:
@@ -194,6 +204,16 @@ def _handler_class(listener: _Listener) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def do_POST(self) -> None:
+            headers: dict[str, str] = {}
+            for key, value in self.headers.items():
+                # A header sent twice is combined as HTTP does; a doubled credential then never matches.
+                name = key.lower()
+                headers[name] = f"{headers[name]}, {value}" if name in headers else value
+            refused = listener.refuse_header(headers)  # before a byte of the body is read
+            if refused is not None:
+                self.close_connection = True
+                self._answer(*refused)
+                return
             try:
                 length = int(self.headers.get("Content-Length", "0"))
             except ValueError:
@@ -205,11 +225,6 @@ def _handler_class(listener: _Listener) -> type[BaseHTTPRequestHandler]:
                 )
                 return
             body = self.rfile.read(length)
-            headers: dict[str, str] = {}
-            for key, value in self.headers.items():
-                # A header sent twice is combined as HTTP does; a doubled credential then never matches.
-                name = key.lower()
-                headers[name] = f"{headers[name]}, {value}" if name in headers else value
             status, answer = listener.receive(headers, body)
             self._answer(status, answer)
 
