@@ -2,8 +2,10 @@
 
 One process serves the four addresses of :class:`paysdk.Environment` under path prefixes: base ``/``
 (payment links, alternative payments), webview ``/checkout`` (hosted pages), wallet ``/rest`` and
-backoffice ``/cms/rest`` (routers for those families are added to :data:`FAMILY_ROUTERS` when they land),
-plus the control plane ``/_sandbox`` (absent from ``/openapi.json``).
+backoffice ``/cms/rest``, plus the control plane ``/_sandbox`` (absent from ``/openapi.json``). What is
+served comes from the API families' registrations (:data:`paysdk.server.families.FAMILIES`): their
+routers, tables, job handlers, idempotency and fast lane; :func:`create_app` refuses registrations that
+do not hold together before serving anything.
 
 The server runs as ``sandbox`` or ``production``: a client's sandbox token works only on a sandbox server,
 its production token only on a production server; the other is ``401 / 2007`` (D9).
@@ -16,53 +18,29 @@ import contextlib
 import inspect
 import logging
 import math
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Literal
 
 import httpx
-from fastapi import APIRouter, FastAPI
-from fastapi.routing import APIRoute
+from fastapi import FastAPI
 
-from paysdk._environment import CMS_PREFIX, WALLET_PREFIX
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, BodyBounds
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import Database
 from paysdk.server.errors import install_error_handlers
+from paysdk.server.families import FAMILIES, Family, check_families, job_handlers, route_paths
 from paysdk.server.middleware import Endpoint, ServerMiddleware, install_access_log_filter
 from paysdk.server.openapi import install_openapi
-from paysdk.server.routers import (
-    alternative_payments,
-    checkout,
-    payment_links,
-    sandbox,
-    sandbox_wallet,
-    wallet_auth,
-    wallet_cards,
-    wallet_users,
-)
 from paysdk.server.scheduler import Scheduler
 
-__all__ = ["FAMILY_ROUTERS", "KEEP_ALIVE_TIMEOUT", "create_app", "serve"]
+__all__ = ["KEEP_ALIVE_TIMEOUT", "create_app", "serve"]
 
 log = logging.getLogger("paysdk.server")
 
-#: Routers mounted under the base address (``/``), the wallet (``/rest``) and the backoffice (``/cms/rest``).
-#: Later API families append ``(prefix, router)`` pairs here.
-FAMILY_ROUTERS: list[tuple[str, APIRouter]] = [
-    ("", payment_links.router),
-    ("", alternative_payments.router),
-    ("", checkout.router),
-    (WALLET_PREFIX, wallet_auth.router),
-    (WALLET_PREFIX, wallet_users.router),
-    (WALLET_PREFIX, wallet_cards.router),
-]
 #: Seconds an idle connection stays open under :func:`serve` (uvicorn's ``timeout_keep_alive``, D86).
 KEEP_ALIVE_TIMEOUT = 5.0
-#: Where the wallet and backoffice routers will be mounted.
-WALLET_MOUNT = WALLET_PREFIX
-CMS_MOUNT = CMS_PREFIX
 
 #: The sandbox emits no OpenTelemetry data. FastAPI releases with native telemetry otherwise ask the
 #: global OpenTelemetry providers on every request (a few microseconds of the hot path).
@@ -92,6 +70,7 @@ def create_app(
     allowed_hosts: Iterable[str] = (),
     body_limit: int = MAX_BODY_BYTES,
     body_timeout: float = BODY_TIMEOUT,
+    families: Sequence[Family] = FAMILIES,
 ) -> FastAPI:
     """Build the reference server.
 
@@ -106,13 +85,17 @@ def create_app(
     address's host (``"*"``: any); other ``Host`` values get ``421`` (D91).
     ``body_limit`` (bytes, default 1 MiB) and ``body_timeout`` (seconds, default 30): the bounds of every
     request body, enforced while it streams (``413`` / ``408``, D85).
-    Raises ``ValueError`` naming a malformed ``environment``, ``public_url`` or allowed host, or body bounds.
+    ``families``: the API families served (default :data:`paysdk.server.families.FAMILIES`; tests add one).
+    Raises ``ValueError`` naming a malformed ``environment``, ``public_url`` or allowed host, body bounds,
+    or each inconsistency of the families' registrations (:func:`paysdk.server.families.check_families`).
     """
     if environment not in ("sandbox", "production"):
         raise ValueError(f"environment must be 'sandbox' or 'production', not {environment!r}")
+    families = tuple(families)
+    check_families(families)
     addresses = ServerAddresses(public_url, allowed_hosts)
     body_bounds = BodyBounds(body_limit, body_timeout)  # checks them (ValueError naming the option)
-    database = Database(database_url)
+    database = Database(database_url, families)
     database.create_schema()
     context = ServerContext(
         database,
@@ -122,7 +105,7 @@ def create_app(
         callback_timeout=callback_timeout,
         addresses=addresses,
     )
-    scheduler = Scheduler(context)
+    scheduler = Scheduler(context, job_handlers(families))
     context.scheduler = scheduler
     scheduler.recover()
 
@@ -152,41 +135,34 @@ def create_app(
     )
     app.state.paysdk = context
     install_error_handlers(app)
-    for prefix, router in FAMILY_ROUTERS:
-        app.include_router(router, prefix=prefix)
-    app.include_router(sandbox.router)
-    app.include_router(sandbox_wallet.router)
-    install_openapi(app, body_bounds, addresses)  # what the layer below adds, on every operation
+    for family in families:
+        for mount, router in family.routers:
+            app.include_router(router, prefix=mount, include_in_schema=family.public)
+    install_openapi(app, body_bounds, addresses, families)  # what the layer below adds, on every operation
     # One layer: allowed host and control-plane checks (D91, D92) -> hook CORS -> request log -> faults
     # -> idempotency -> fast lane or FastAPI routing.
     app.add_middleware(
         ServerMiddleware,
         context=context,
-        fast_lane=_fast_lane(),
+        fast_lane=_fast_lane(families),
         exception_handlers=app.exception_handlers,
         body_bounds=body_bounds,
+        families=families,
     )
     return app
 
 
-#: The hot public creates the middleware hands to their route handlers directly (see
-#: :class:`paysdk.server.middleware.ServerMiddleware`).
-FAST_LANE_ENDPOINTS = (
-    payment_links.create_payment_link,
-    alternative_payments.create_alternative_payment,
-)
-
-
-def _fast_lane() -> dict[tuple[str, str], Endpoint]:
-    """``(method, path) -> handler`` of the fast-lane routes, as FastAPI declares them (the tests check
-    that FastAPI routes each such request to that same handler)."""
+def _fast_lane(families: Sequence[Family]) -> dict[tuple[str, str], Endpoint]:
+    """``(method, path) -> handler`` of the routes the families register in their ``fast_lane`` (the hot
+    public creates), as FastAPI declares them (the tests check that FastAPI routes each such request to
+    that same handler)."""
     lane: dict[tuple[str, str], Endpoint] = {}
-    for prefix, router in FAMILY_ROUTERS:
-        for route in router.routes:
-            if isinstance(route, APIRoute) and route.endpoint in FAST_LANE_ENDPOINTS:
-                assert not route.param_convertors, "fast-lane routes have no path parameters"
-                for method in route.methods or ():
-                    lane[(method, prefix + route.path)] = route.endpoint
+    for family in families:
+        for method, path, route in route_paths(family):
+            if route.endpoint in family.fast_lane:
+                if route.param_convertors:
+                    raise ValueError(f"{family.name}: fast-lane route {method} {path} has path parameters")
+                lane[(method, path)] = route.endpoint
     return lane
 
 

@@ -19,11 +19,11 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from sqlalchemy import (
     JSON,
@@ -35,6 +35,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     Text,
     create_engine,
     delete,
@@ -46,7 +47,11 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeDecorator
 
+if TYPE_CHECKING:
+    from paysdk.server.families import Family
+
 __all__ = [
+    "CORE_TABLES",
     "Base",
     "CallbackAttemptRow",
     "CallbackEventRow",
@@ -291,8 +296,10 @@ class ClockRow(Base):
     offset_us: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
-#: Deletion order for a reset (children first).
-_RESET_ORDER: tuple[type[Base], ...] = (
+#: The core's tables (clients, transactions, callbacks, jobs, the request log, faults, idempotency, the
+#: clock), in deletion order for a reset (children first). Each API family registers its own tables
+#: (:mod:`paysdk.server.families`); they are emptied before these.
+CORE_TABLES: tuple[type[Base], ...] = (
     CallbackAttemptRow,
     CallbackEventRow,
     JobRow,
@@ -350,9 +357,14 @@ def normalize_database_url(url: str | None) -> str:
 
 
 class Database:
-    """The engine and session factory of one server instance."""
+    """The engine and session factory of one server instance.
 
-    def __init__(self, url: str | None) -> None:
+    ``families``: the API families whose tables it creates and resets (default
+    :data:`paysdk.server.families.FAMILIES`, read when the schema is created or reset).
+    """
+
+    def __init__(self, url: str | None, families: Sequence[Family] | None = None) -> None:
+        self._families = None if families is None else tuple(families)
         self.url = normalize_database_url(url)
         parsed = make_url(self.url)
         self.dialect = parsed.get_backend_name()
@@ -389,25 +401,42 @@ class Database:
         with self.lock:
             return call()
 
-    def create_schema(self) -> None:
-        """Create the tables that do not exist yet (idempotent), the wallet's included."""
-        from paysdk.server import wallet_tables  # registers the wallet tables on Base
+    @property
+    def families(self) -> tuple[Family, ...]:
+        """The registrations whose tables this database holds."""
+        if self._families is None:
+            from paysdk.server.families import FAMILIES
 
-        Base.metadata.create_all(self.engine)
+            self._families = FAMILIES
+        return self._families
+
+    def _tables(self) -> list[Table]:
+        from paysdk.server.families import schema_tables
+
+        chosen = {cast(Table, row.__table__) for row in schema_tables(self.families)}
+        return [table for table in Base.metadata.sorted_tables if table in chosen]  # parents first
+
+    def create_schema(self) -> None:
+        """Create the tables of the core and of every registered family that do not exist yet
+        (idempotent), then run the families' ``migrate`` steps."""
+        tables = self._tables()
+        Base.metadata.create_all(self.engine, tables=tables)
         # create_all leaves the tables a database already has alone: add the (nullable) columns and the
         # indexes a newer version declares on them, after filling in the new columns that need it.
-        self._add_missing_columns()
-        with self.engine.begin() as connection:
-            wallet_tables.fill_username_keys(connection)
-        for table in Base.metadata.sorted_tables:
+        self._add_missing_columns(tables)
+        for family in self.families:
+            if family.migrate is not None:
+                with self.engine.begin() as connection:
+                    family.migrate(connection)
+        for table in tables:
             for index in table.indexes:
                 index.create(self.engine, checkfirst=True)
 
-    def _add_missing_columns(self) -> None:
+    def _add_missing_columns(self, tables: list[Table]) -> None:
         """``ALTER TABLE ... ADD COLUMN`` for each nullable column a table of the database lacks."""
         with self.engine.begin() as connection:
             inspector = inspect(connection)
-            for table in Base.metadata.sorted_tables:
+            for table in tables:
                 present = {column["name"] for column in inspector.get_columns(table.name)}
                 for column in table.columns:
                     if column.name in present or not column.nullable:
@@ -474,11 +503,12 @@ class Database:
             log.debug("WAL checkpoint failed", exc_info=True)
 
     def reset(self) -> None:
-        """Delete every row of every server table (the control plane's ``/_sandbox/reset``)."""
-        from paysdk.server.wallet_tables import WALLET_RESET_ORDER  # children of clients: first
+        """Delete every row of every table the core and the families reset (the control plane's
+        ``/_sandbox/reset``), in :func:`paysdk.server.families.reset_order`."""
+        from paysdk.server.families import reset_order
 
         with self.session() as session:
-            for table in (*WALLET_RESET_ORDER, *_RESET_ORDER):
+            for table in reset_order(self.families):
                 session.execute(delete(table))
 
     def describe(self) -> str:

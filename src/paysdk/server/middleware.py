@@ -3,7 +3,8 @@
 One pure-ASGI layer (:class:`ServerMiddleware`) does it all, in this order: hook CORS -> request log ->
 faults -> idempotency -> the fast lane (the hot public creates, handed to their FastAPI route handlers
 without FastAPI's routing and dependency resolution) or FastAPI routing. The control plane
-(``/_sandbox``) and the API documentation are never logged, faulted or idempotent.
+(``/_sandbox``, the prefixes of the families registered with ``public`` false) and the API documentation
+are never logged, faulted or idempotent.
 
 * Request log: method, path (+ query), status and headers of every public request, stored when the
   answer is complete, before its last byte is sent (so a client that has its answer finds it logged).
@@ -22,7 +23,8 @@ without FastAPI's routing and dependency resolution) or FastAPI routing. The con
   socket close: ``httpx.RemoteProtocolError``/``ReadError``); in process, with ``httpx.ASGITransport``,
   there is no socket, so :class:`paysdk.server.errors.ConnectionDropped` is raised and reaches the
   caller of httpx.
-* Idempotency (D17): a public ``POST`` with ``Idempotency-Key`` is remembered for 24 h (virtual clock),
+* Idempotency (D17): a ``POST`` with ``Idempotency-Key`` under the prefixes of a family registered with
+  ``idempotent_posts`` (:mod:`paysdk.server.families`) is remembered for 24 h (virtual clock),
   scoped by key, method, path and the ``Authorization`` header. The same key and body replays the stored
   answer (header ``Idempotent-Replayed: true``); another body is ``422``, ``ownCode: null``; a request
   still running with that key is ``409`` (the IETF ``Idempotency-Key`` draft's statuses), both with
@@ -48,7 +50,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
@@ -64,12 +66,12 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from paysdk._environment import WALLET_PREFIX
 from paysdk.server.bodies import BodyBounds, BodyRefused, declared_too_large
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
 from paysdk.server.errors import REQUEST_ID_SCOPE_KEY, APIProblem, ConnectionDropped
+from paysdk.server.families import FAMILIES, Family, honours_idempotency_key, idempotent_prefixes
 from paysdk.server.services import faults
 from paysdk.server.services.transactions import virtual_now
 
@@ -78,6 +80,7 @@ __all__ = [
     "AccessLogFilter",
     "Endpoint",
     "ServerMiddleware",
+    "control_prefixes",
     "honours_idempotency_key",
     "install_access_log_filter",
     "is_control_path",
@@ -133,10 +136,6 @@ _SENSITIVE_PARTS = (
 )
 _SENSITIVE_QUERY = frozenset({"code", "pin", "pan", "sig", "pass", "pwd", "cvc"})
 HOOK_PATH = "/transactions-hook"
-# Every public POST honours Idempotency-Key (D17): payment links, alternative payments and the wallet
-# (funds, transfers, card issuing...). Wallet login and refresh never send a key (the SDK knows a
-# refresh is not replayable), and a replay would hand out a used token pair anyway.
-_API_PREFIXES = ("/transactions", "/api/", WALLET_PREFIX + "/")
 
 
 #: The header that carries the request's id (D65) on every answer.
@@ -163,25 +162,23 @@ def _stamping(send: Send, request_id: bytes) -> Send:
     return stamped
 
 
-def is_control_path(path: str) -> bool:
-    """The control plane and the API docs: never logged, faulted or idempotent."""
+def control_prefixes(families: Iterable[Family] = FAMILIES) -> tuple[str, ...]:
+    """The prefixes of the families that are not public (the control plane), as ``prefix`` and ``prefix/``."""
+    return tuple(form for f in families if not f.public for p in f.prefixes for form in (p, p + "/"))
+
+
+_CONTROL = control_prefixes()
+
+
+def is_control_path(path: str, control: tuple[str, ...] = _CONTROL) -> bool:
+    """The control plane (the prefixes of the non-public families, ``control``: :func:`control_prefixes`)
+    and the API docs: never logged, faulted or idempotent."""
     return (
-        path == "/_sandbox"
-        or path.startswith("/_sandbox/")
+        path in control
+        or path.startswith(control[1::2])
         or path in _DOC_PATHS
         or path.startswith("/docs/")
     )
-
-
-def _is_api_path(path: str) -> bool:
-    return path.startswith(_API_PREFIXES)
-
-
-def honours_idempotency_key(method: str, path: str) -> bool:
-    """Whether a request to ``path`` (a concrete path or a route template) with ``Idempotency-Key`` is made
-    idempotent (D17): a ``POST`` under the payment-link, alternative-payment or wallet prefixes. The
-    middleware decides by it, and ``/openapi.json`` documents the key on the operations it accepts."""
-    return method == "POST" and _is_api_path(path)
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
@@ -513,6 +510,8 @@ class ServerMiddleware:
     (``exception_handlers``: the app's, read at the first request). The routes stay declared in FastAPI
     (OpenAPI, and requests the fast lane does not take: another method, a ``root_path``).
     ``body_bounds``: the limit and timeout of every request body (default 1 MiB and 30 s, D85).
+    ``families``: the registrations whose prefixes say what is the control plane and which ``POST`` honours
+    ``Idempotency-Key`` (default :data:`paysdk.server.families.FAMILIES`).
     """
 
     def __init__(
@@ -522,8 +521,11 @@ class ServerMiddleware:
         fast_lane: Mapping[tuple[str, str], Endpoint] | None = None,
         exception_handlers: Mapping[Any, Callable[..., Any]] | None = None,
         body_bounds: BodyBounds | None = None,
+        families: Sequence[Family] = FAMILIES,
     ) -> None:
         self.app = app
+        self._control = control_prefixes(families)
+        self._idempotent = idempotent_prefixes(families)
         self.body_bounds = body_bounds if body_bounds is not None else BodyBounds()
         self.context = context
         self._sink = _LogSink(context)
@@ -550,7 +552,7 @@ class ServerMiddleware:
             preflight = Response(status_code=204, headers=_PREFLIGHT_HEADERS)
             await preflight(scope, receive, _stamping(send, request_id.encode("ascii")))
             return
-        if is_control_path(path):  # never the hook path
+        if is_control_path(path, self._control):  # never the hook path
             with contextlib.suppress(ClientDisconnect):  # mid-body: BoundedReceive logged it
                 await self.app(scope, receive, _stamping(send, request_id.encode("ascii")))
             return
@@ -607,7 +609,7 @@ class ServerMiddleware:
 
     async def _idempotency(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = _header(scope, b"idempotency-key")
-        if key is None or not honours_idempotency_key(scope["method"], scope["path"]):
+        if key is None or not honours_idempotency_key(scope["method"], scope["path"], self._idempotent):
             await self._dispatch(scope, receive, send)
             return
         if not key.strip() or len(key) > 255 or not key.isascii():

@@ -9,7 +9,8 @@ generated document (the control plane is not in it):
 * ``413`` and ``408`` (the body bounds, with this server's limit and timeout, D85) on operations that
   take a body: a documented request body, or ``POST``/``PUT``/``PATCH`` (the checkout's forms, and the
   idempotency layer reads any body sent with a key);
-* on the operations :func:`paysdk.server.middleware.honours_idempotency_key` accepts (D17): the optional
+* on the operations :func:`paysdk.server.families.honours_idempotency_key` accepts for the served
+  families' registrations (D17): the optional
   ``Idempotency-Key`` header, ``Idempotent-Replayed`` on the answers a replay may repeat, the key's
   ``400`` (malformed key), ``409`` (still in progress) and ``422`` (another body), extending the
   descriptions of statuses the operation already documents.
@@ -23,7 +24,7 @@ document is completed when FastAPI generates it and cached with it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -31,7 +32,7 @@ from fastapi import FastAPI
 from paysdk.contracts.common import ErrorBody
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BodyBounds
-from paysdk.server.middleware import honours_idempotency_key
+from paysdk.server.families import FAMILIES, Family, honours_idempotency_key, idempotent_prefixes
 
 __all__ = ["REQUEST_ID_PATTERN", "complete_openapi", "install_openapi"]
 
@@ -124,8 +125,15 @@ def _add_cause(responses: dict[str, Any], status: str, description: str) -> None
         response["description"] = f"{response.get('description', '').rstrip()} Or: {description}".strip()
 
 
-def complete_openapi(document: dict[str, Any], bounds: BodyBounds, addresses: ServerAddresses) -> None:
-    """Add the answers of the server-wide layer (module docstring) to every operation of ``document``."""
+def complete_openapi(
+    document: dict[str, Any],
+    bounds: BodyBounds,
+    addresses: ServerAddresses,
+    families: Sequence[Family] = FAMILIES,
+) -> None:
+    """Add the answers of the server-wide layer (module docstring) to every operation of ``document``
+    (``families``: the registrations served, which say where ``Idempotency-Key`` is honoured)."""
+    prefixes = idempotent_prefixes(families)
     components = document.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
     if "ErrorBody" not in schemas:
@@ -148,7 +156,7 @@ def complete_openapi(document: dict[str, Any], bounds: BodyBounds, addresses: Se
             if "requestBody" in operation or method in _BODY_METHODS:
                 responses["413"] = _error(descriptions["413"])
                 responses["408"] = _error(descriptions["408"])
-            idempotent = honours_idempotency_key(method.upper(), path)
+            idempotent = honours_idempotency_key(method.upper(), path, prefixes)
             if idempotent:
                 parameters = operation.setdefault("parameters", [])
                 if not any(p.get("$ref", "").endswith("/" + _KEY) for p in parameters):
@@ -167,7 +175,9 @@ def complete_openapi(document: dict[str, Any], bounds: BodyBounds, addresses: Se
             schemas.pop(name, None)
 
 
-def install_openapi(app: FastAPI, bounds: BodyBounds, addresses: ServerAddresses) -> None:
+def install_openapi(
+    app: FastAPI, bounds: BodyBounds, addresses: ServerAddresses, families: Sequence[Family] = FAMILIES
+) -> None:
     """Make ``app.openapi()`` (``/openapi.json``) answer FastAPI's document completed by
     :func:`complete_openapi`: completed once when FastAPI generates it, then served from FastAPI's cache
     (``app.openapi_schema``)."""
@@ -177,7 +187,7 @@ def install_openapi(app: FastAPI, bounds: BodyBounds, addresses: ServerAddresses
     def openapi() -> dict[str, Any]:
         document = generate()  # FastAPI's cached document, regenerated only when routes were added
         if not completed or completed[0] is not document:
-            complete_openapi(document, bounds, addresses)
+            complete_openapi(document, bounds, addresses, families)
             completed[:] = [document]
         return document
 

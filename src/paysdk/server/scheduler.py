@@ -20,17 +20,23 @@ an expiry before a job due at the same moment.
   ``POST /_sandbox/clock/advance``.
 
 One asyncio lock serializes runners of one app, so the ticker and a clock advance never interleave.
+
+Job kinds: ``callback`` and ``expire`` are the scheduler's own; every other kind is a family's, given as
+``handlers`` (:func:`paysdk.server.families.job_handlers` of the registrations, passed by
+:func:`paysdk.server.app.create_app`). A stored job of a kind without a handler (written by another
+version, or by a family this server does not register) is never claimed: it stays ``pending`` and visible,
+and :meth:`Scheduler.recover` logs an error naming it at start, instead of being marked done unrun.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from paysdk.contracts.payment_links import TransactionStatus
@@ -39,13 +45,15 @@ from paysdk.server.context import ServerContext
 from paysdk.server.db import JobRow, TransactionRow
 from paysdk.server.services import callbacks, payments
 
-__all__ = ["JOB_HANDLERS", "ClaimedJob", "Scheduler"]
+__all__ = ["BUILTIN_KINDS", "ClaimedJob", "JobHandler", "Scheduler"]
 
 log = logging.getLogger("paysdk.server.scheduler")
 
-#: Job kinds other families register: ``handler(session, clock, ref)``, run in one transaction with the
-#: job marked done in the same transaction (the wallet's authorization expiry, D43, registers here).
-JOB_HANDLERS: dict[str, Callable[[Session, Clock, str], None]] = {}
+#: A family's job handler: ``handler(session, clock, ref)``, run in one transaction with the job marked
+#: done in the same transaction (the wallet's authorization expiry, D43, is one).
+JobHandler = Callable[[Session, Clock, str], None]
+#: The kinds the scheduler runs itself: callback deliveries and transaction expiries.
+BUILTIN_KINDS = frozenset({"callback", "expire"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,16 +81,17 @@ def _next_expiry(session: Session, limit: datetime, skip: Collection[str]) -> Cl
 
 
 def _claim_next(
-    session: Session, until: datetime | None, skip: Collection[str] = ()
+    session: Session, until: datetime | None, kinds: Collection[str], skip: Collection[str] = ()
 ) -> ClaimedJob | None:
-    """Claim the oldest pending job or transaction expiry due at ``until`` (``None``: the virtual now);
-    an expiry comes first on a tie. ``skip``: transaction uids whose expiry is left alone."""
+    """Claim the oldest pending job of one of ``kinds`` or transaction expiry due at ``until`` (``None``:
+    the virtual now); an expiry comes first on a tie. ``skip``: transaction uids whose expiry is left
+    alone."""
     limit = until if until is not None else session.info["paysdk_now"]
     expiry = _next_expiry(session, limit, skip)
     for _ in range(10):
         row = session.scalars(
             select(JobRow)
-            .where(JobRow.status == "pending", JobRow.due_at <= limit)
+            .where(JobRow.status == "pending", JobRow.due_at <= limit, JobRow.kind.in_(list(kinds)))
             .order_by(JobRow.due_at, JobRow.id)
             .limit(1)
         ).first()
@@ -102,9 +111,17 @@ def _claim_next(
 
 
 class Scheduler:
-    """Runs the jobs of one server instance."""
+    """Runs the jobs of one server instance: the built-in kinds and ``handlers`` (kind -> handler).
 
-    def __init__(self, context: ServerContext) -> None:
+    Raises ``ValueError`` when a handler claims a built-in kind or is not callable.
+    """
+
+    def __init__(self, context: ServerContext, handlers: Mapping[str, JobHandler] | None = None) -> None:
+        self._handlers = dict(handlers or {})
+        for kind, handler in self._handlers.items():
+            if kind in BUILTIN_KINDS or not callable(handler):
+                raise ValueError(f"job kind {kind!r}: a built-in kind, or its handler is not callable")
+        self._kinds = sorted(BUILTIN_KINDS | self._handlers.keys())
         self._context = context
         self._lock = asyncio.Lock()
         #: Transactions whose expiry failed: left alone from then on (as a failed job is marked done),
@@ -114,7 +131,7 @@ class Scheduler:
     def _claim(self, session: Session, until: datetime | None, move_clock: bool) -> ClaimedJob | None:
         clock = self._context.clock
         session.info["paysdk_now"] = clock.now(session)
-        job = _claim_next(session, until, self._failed_expiries)
+        job = _claim_next(session, until, self._kinds, self._failed_expiries)
         if job is not None and move_clock:
             clock.move_to_at_least(session, job.due_at)
         return job
@@ -127,11 +144,8 @@ class Scheduler:
                 await callbacks.deliver_job(context, job.id, job.ref, job.due_at, clock)
             elif job.kind == "expire":
                 await context.run(self._expire, job, clock)
-            elif job.kind in JOB_HANDLERS:
+            else:  # only kinds with a handler are claimed
                 await context.run(self._registered, job, clock)
-            else:  # pragma: no cover - unknown kinds come only from a newer server version
-                log.warning("unknown job kind %r (job %s) skipped", job.kind, job.id)
-                await context.run(_finish_job, job.id)
         except Exception:
             # A job must never stop the scheduler: log, mark it done so it does not loop forever.
             log.exception("job %s (%s) failed", job.id, job.kind)
@@ -141,7 +155,7 @@ class Scheduler:
                 await context.run(_finish_job, job.id)
 
     def _registered(self, session: Session, job: ClaimedJob, clock: Clock) -> None:
-        JOB_HANDLERS[job.kind](session, clock, job.ref)
+        self._handlers[job.kind](session, clock, job.ref)
         _finish_job(session, job.id)
 
     def _expire(self, session: Session, job: ClaimedJob, clock: Clock) -> None:
@@ -177,10 +191,29 @@ class Scheduler:
             await self._context.run(clock.set_offset_at_least, start_offset + step)
         return ran
 
+    @property
+    def kinds(self) -> list[str]:
+        """The job kinds this scheduler runs (built-in and given), sorted."""
+        return list(self._kinds)
+
     def recover(self) -> None:
-        """Put jobs left ``running`` by a crashed process back to ``pending`` (called at start-up)."""
+        """Put jobs left ``running`` by a crashed process back to ``pending``, and log an error naming the
+        kinds of stored jobs no handler runs (they stay ``pending``, never claimed). Called at start-up."""
         with self._context.db.session() as session:
             session.execute(update(JobRow).where(JobRow.status == "running").values(status="pending"))
+            unknown = session.execute(
+                select(JobRow.kind, func.count())
+                .where(JobRow.status == "pending", JobRow.kind.not_in(self._kinds))
+                .group_by(JobRow.kind)
+                .order_by(JobRow.kind)
+            ).all()
+        for kind, count in unknown:
+            log.error(
+                "%d pending job(s) of kind %r have no handler in this server's families: left pending, "
+                "never run (register the family that handles them)",
+                count,
+                kind,
+            )
 
     async def ticker(self, interval: float = 1.0) -> None:
         """Run due jobs every ``interval`` seconds of wall time until cancelled."""

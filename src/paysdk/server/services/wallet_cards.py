@@ -73,7 +73,6 @@ from paysdk.contracts.wallet import (
 from paysdk.server.clock import Clock
 from paysdk.server.db import ClientRow, JobRow
 from paysdk.server.errors import APIProblem
-from paysdk.server.scheduler import JOB_HANDLERS
 from paysdk.server.services.wallet_common import (
     MAX_UNITS,
     from_units,
@@ -1131,13 +1130,11 @@ def capture(session: Session, now: datetime, charge_id: str) -> SandboxCharge:
 
 
 def expire_authorization(session: Session, clock: Clock, charge_id: str) -> None:
-    """The scheduler job: an authorization still held after 7 days releases its pending debit."""
+    """The scheduler job (kind :data:`EXPIRE_JOB`, registered by the wallet's family in
+    :mod:`paysdk.server.families`): an authorization still held after 7 days releases its pending debit."""
     row = session.get(WalletChargeRow, charge_id, with_for_update=True) if valid_id(charge_id) else None
     if row is not None and row.status == "authorized":
         _release(session, row)
-
-
-JOB_HANDLERS[EXPIRE_JOB] = expire_authorization
 
 
 def create_refund(

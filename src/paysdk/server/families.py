@@ -1,0 +1,389 @@
+"""One registration per API family of the reference server: :data:`FAMILIES`, the only list to edit.
+
+A :class:`Family` says everything the server-wide parts need to know about a family, and they read it
+from here (nothing registers itself as a side effect of being imported):
+
+* :func:`paysdk.server.app.create_app` mounts its ``routers``, hands its ``fast_lane`` endpoints to the
+  middleware, creates and resets its ``tables`` (:class:`paysdk.server.db.Database`), gives its ``jobs``
+  to the :class:`paysdk.server.scheduler.Scheduler` and, before serving anything, refuses (``ValueError``,
+  :func:`check_families`) a registration that does not hold together: a route outside the family's
+  ``prefixes``, two families claiming one prefix or job kind, a table no family registers;
+* :class:`paysdk.server.middleware.ServerMiddleware` makes a ``POST`` with ``Idempotency-Key``
+  idempotent (D17) exactly under the prefixes of the families whose ``idempotent_posts`` is true
+  (:func:`honours_idempotency_key`), which ``/openapi.json`` documents; a family with ``public`` false
+  (the control plane) is never logged, faulted or idempotent;
+* the coverage test (``tests/foundation/test_coverage.py``) and ``scripts/coverage_table.py``
+  (``docs/coverage.md``) read ``operations``: for each public operation, the SDK method(s) (attribute
+  paths from ``Client``/``AsyncClient``) and the CLI command(s) (``paysdk`` command paths, optionally
+  ending with the option that selects the operation) that reach it, or why none does (:class:`Left`).
+
+``docs/architecture.md`` ("Adding an API family") is the recipe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.routing import APIRoute
+from sqlalchemy.engine import Connection
+
+from paysdk._environment import CHECKOUT_PREFIX, WALLET_PREFIX
+from paysdk.server import wallet_tables
+from paysdk.server.db import CORE_TABLES, Base
+from paysdk.server.routers import (
+    alternative_payments,
+    checkout,
+    payment_links,
+    sandbox,
+    sandbox_wallet,
+    wallet_auth,
+    wallet_cards,
+    wallet_users,
+)
+from paysdk.server.scheduler import BUILTIN_KINDS, JobHandler
+from paysdk.server.services import wallet_cards as wallet_cards_service
+
+__all__ = [
+    "BUILTIN_JOB_KINDS",
+    "FAMILIES",
+    "Family",
+    "JobHandler",
+    "Left",
+    "Reach",
+    "check_families",
+    "family_of",
+    "honours_idempotency_key",
+    "idempotent_prefixes",
+    "job_handlers",
+    "reset_order",
+    "route_paths",
+    "schema_tables",
+    "under",
+]
+
+#: Job kinds the scheduler runs itself (callback deliveries and transaction expiries of the core).
+BUILTIN_JOB_KINDS = BUILTIN_KINDS
+
+
+class Left:
+    """Why an operation has no SDK method or no CLI command: the reasons the coverage table lists."""
+
+    #: The hosted checkout's pages and their form posts.
+    PAGE = "a hosted checkout page or its form post: the payer's browser uses it, not a merchant's program"
+    #: Spec 2.5 and D44: the CVV is shown to the cardholder by an app, never read through a backend.
+    CVV = "the CVV is never read from a backend (spec 2.5, D44): no CLI command fetches or prints it"
+    #: Inbound webhooks the processors call (later families).
+    PROCESSOR_WEBHOOK = "an inbound processor webhook: the processor calls it, merchants never do"
+    #: Token refreshes the SDK's token manager runs itself.
+    AUTOMATIC_REFRESH = (
+        "the token manager refreshes the application token itself (single flight, stored before use); "
+        "no method or command asks for it"
+    )
+    #: The hook: a web page's create with the public hook keys (D14).
+    HOOK = "made for web pages with the hook keys (D14, CORS); a shell has the merchant token: links create"
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """How one public operation is reached: ``sdk`` attribute paths from the client (each must exist on
+    ``Client`` and ``AsyncClient``), ``cli`` command paths (``"cards show"``, or ``"users otp --verify"``
+    when an option selects the operation); or, instead of either, the reason there is none (:class:`Left`)."""
+
+    sdk: tuple[str, ...] = ()
+    cli: tuple[str, ...] = ()
+    no_sdk: str | None = None
+    no_cli: str | None = None
+
+
+def _reach(sdk: str | None = None, cli: str | None = None, **left: str) -> Reach:
+    return Reach(
+        sdk=(sdk,) if sdk else (),
+        cli=(cli,) if cli else (),
+        no_sdk=left.get("no_sdk"),
+        no_cli=left.get("no_cli"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """The registration of one API family (see the module docstring for who reads what).
+
+    ``prefixes``: the paths its routes live under, as served (a route's path equals a prefix or continues
+    it after a ``/``). ``routers``: ``(mount prefix, router)`` pairs. ``tables``: the tables
+    ``/_sandbox/reset`` empties, children first (a family's tables are emptied before the core's and
+    before those of the families registered earlier, which they may reference); ``kept_tables``: created,
+    never emptied.
+    ``migrate``: run after the schema is created or completed (fills in what a newer version added).
+    ``jobs``: job kind (at most 16 characters) -> handler. ``idempotent_posts``: its ``POST`` routes honour
+    ``Idempotency-Key`` (D17). ``public``: in ``/openapi.json``, logged and faulted (the control plane is
+    not). ``fast_lane``: route handlers the middleware calls without FastAPI's routing (hot creates
+    without path parameters). ``sdk_resources`` / ``cli_groups``: the client attributes and ``paysdk``
+    command groups that serve it. ``operations``: ``"METHOD /path"`` (as in ``/openapi.json``) ->
+    :class:`Reach`.
+    """
+
+    name: str
+    prefixes: tuple[str, ...]
+    routers: tuple[tuple[str, APIRouter], ...]
+    tables: tuple[type[Base], ...] = ()
+    kept_tables: tuple[type[Base], ...] = ()
+    migrate: Callable[[Connection], object] | None = None
+    jobs: Mapping[str, JobHandler] = field(default_factory=dict)
+    idempotent_posts: bool = True
+    public: bool = True
+    fast_lane: tuple[Callable[..., Any], ...] = ()
+    sdk_resources: tuple[str, ...] = ()
+    cli_groups: tuple[str, ...] = ()
+    operations: Mapping[str, Reach] = field(default_factory=dict)
+
+
+PAYMENT_LINKS = Family(
+    name="payment links",
+    prefixes=("/transactions", "/transactions-hook"),
+    routers=(("", payment_links.router),),
+    fast_lane=(payment_links.create_payment_link,),
+    sdk_resources=("payment_links",),
+    cli_groups=("links",),
+    operations={
+        "POST /transactions": _reach("payment_links.create", "links create"),
+        "POST /transactions-hook": _reach("payment_links.create_with_hook_keys", no_cli=Left.HOOK),
+    },
+)
+
+ALTERNATIVE_PAYMENTS = Family(
+    name="alternative payments",
+    prefixes=("/api/v1/integrations",),
+    routers=(("", alternative_payments.router),),
+    fast_lane=(alternative_payments.create_alternative_payment,),
+    sdk_resources=("alternative_payments",),
+    cli_groups=("alt",),
+    operations={
+        "POST /api/v1/integrations/transactions": _reach("alternative_payments.create", "alt create"),
+        "POST /api/v1/integrations/transactions/{uid}/payments": _reach(
+            "alternative_payments.process", "alt process"
+        ),
+        "POST /api/v1/integrations/transactions/{uid}/payment-intents": _reach(
+            "alternative_payments.create_payment_intent", "alt intent"
+        ),
+        "POST /api/v1/integrations/transactions/{uid}/dismiss": _reach(
+            "alternative_payments.dismiss", "alt dismiss"
+        ),
+    },
+)
+
+CHECKOUT = Family(
+    name="hosted checkout",
+    prefixes=(CHECKOUT_PREFIX,),
+    routers=(("", checkout.router),),
+    idempotent_posts=False,  # form posts of a browser: a token per form (D94), never a key
+    operations={
+        f"{method} {CHECKOUT_PREFIX}{path}": _reach(no_sdk=Left.PAGE, no_cli=Left.PAGE)
+        for method, path in (
+            ("GET", "/"),
+            ("POST", "/pay"),
+            ("POST", "/3ds"),
+            ("GET", "/rails/{processor}"),
+            ("POST", "/rails/{processor}"),
+        )
+    },
+)
+
+_W = WALLET_PREFIX
+WALLET = Family(
+    name="wallet",
+    prefixes=(WALLET_PREFIX,),
+    routers=(
+        (WALLET_PREFIX, wallet_auth.router),
+        (WALLET_PREFIX, wallet_users.router),
+        (WALLET_PREFIX, wallet_cards.router),
+    ),
+    tables=wallet_tables.WALLET_RESET_ORDER,
+    kept_tables=(wallet_tables.WalletServerKeyRow,),
+    migrate=wallet_tables.fill_username_keys,
+    jobs={wallet_cards_service.EXPIRE_JOB: wallet_cards_service.expire_authorization},
+    sdk_resources=("wallet",),
+    cli_groups=("wallet", "users", "cards", "funds", "transfers", "permissions"),
+    operations={
+        f"POST {_W}/auth/login": _reach("wallet.login", "wallet login"),
+        f"POST {_W}/auth/refresh": _reach(no_sdk=Left.AUTOMATIC_REFRESH, no_cli=Left.AUTOMATIC_REFRESH),
+        f"GET {_W}/.well-known/jwks.json": _reach("wallet.jwks", "wallet jwks"),
+        f"POST {_W}/users/login": _reach("wallet.users.login", "users login"),
+        f"POST {_W}/users/refresh": Reach(
+            sdk=("wallet.users.refresh",),
+            no_cli="the CLI refreshes a stored user session itself when --as-user needs it",
+        ),
+        f"POST {_W}/users/logout": _reach("wallet.users.logout", "users logout"),
+        f"POST {_W}/users/auth/otp": _reach("wallet.users.request_otp", "users otp"),
+        f"PUT {_W}/users/auth/otp": _reach("wallet.users.verify_otp", "users otp --verify"),
+        f"POST {_W}/users/auth/password/reset": _reach("wallet.users.reset_password", "users reset-password"),
+        f"GET {_W}/users/{{userId}}/cards": _reach("wallet.cards.list", "cards list"),
+        f"POST {_W}/users/{{userId}}/cards": _reach("wallet.cards.link", "cards link"),
+        f"GET {_W}/users/{{userId}}/cards/summary": _reach("wallet.cards.summary", "cards summary"),
+        f"POST {_W}/users/{{userId}}/cards/virtuals": _reach("wallet.cards.issue_virtual", "cards issue"),
+        f"POST {_W}/users/{{userId}}/linked-cards": _reach(
+            "wallet.cards.link_external", "cards link-external"
+        ),
+        f"GET {_W}/cards/{{cardId}}": _reach("wallet.cards.get", "cards show"),
+        f"PATCH {_W}/cards/{{cardId}}": _reach("wallet.cards.update_alias", "cards alias"),
+        f"POST {_W}/cards/{{cardId}}/block": _reach("wallet.cards.block", "cards block"),
+        f"POST {_W}/cards/{{cardId}}/unblock": _reach("wallet.cards.unblock", "cards unblock"),
+        f"POST {_W}/cards/{{cardId}}/activation": _reach("wallet.cards.activate", "cards activate"),
+        f"PUT {_W}/cards/{{cardId}}/pin": _reach("wallet.cards.set_pin", "cards set-pin"),
+        f"GET {_W}/cards/{{cardId}}/movements": _reach("wallet.cards.movements", "cards movements"),
+        f"POST {_W}/cards/{{cardId}}/cvv/view-token": _reach("wallet.cards.cvv_view_token", no_cli=Left.CVV),
+        f"GET {_W}/cards/{{cardId}}/cvv": _reach("wallet.cards.cvv", no_cli=Left.CVV),
+        f"POST {_W}/cards/{{cardId}}/funds": Reach(
+            sdk=("wallet.funds.add", "wallet.funds.withdraw"), cli=("funds add", "funds withdraw")
+        ),
+        f"POST {_W}/cards/{{cardId}}/transfers": _reach("wallet.transfers.create", "transfers create"),
+        f"POST {_W}/cards/{{cardId}}/users/{{authUserId}}/permissions": _reach(
+            "wallet.permissions.grant", "permissions grant"
+        ),
+        f"PATCH {_W}/cards/users/permissions/{{id}}": _reach(
+            "wallet.permissions.update", "permissions update"
+        ),
+        f"GET {_W}/cards/users/{{authUserId}}/permissions": _reach(
+            "wallet.permissions.list_for_user", "permissions list --user-id"
+        ),
+        f"GET {_W}/cards/{{cardId}}/users/permissions": _reach(
+            "wallet.permissions.list_for_card", "permissions list --card-id"
+        ),
+        f"GET {_W}/cards/{{cardId}}/users/{{authUserId}}/permissions": _reach(
+            "wallet.permissions.list", "permissions list --card-id"
+        ),
+    },
+)
+
+CONTROL_PLANE = Family(
+    name="control plane",
+    prefixes=("/_sandbox",),
+    routers=(("", sandbox.router), ("", sandbox_wallet.router)),
+    idempotent_posts=False,
+    public=False,
+    sdk_resources=("sandbox",),
+    cli_groups=("sandbox",),
+)
+
+#: Every family the server serves, in registration order (see the module docstring).
+FAMILIES: tuple[Family, ...] = (PAYMENT_LINKS, ALTERNATIVE_PAYMENTS, CHECKOUT, WALLET, CONTROL_PLANE)
+
+
+# --------------------------------------------------------------------------- what the server reads
+
+
+def under(path: str, prefix: str) -> bool:
+    """Whether ``path`` is ``prefix`` or continues it after a ``/`` (``/transactions-hook`` is not under
+    ``/transactions``)."""
+    return path == prefix or path.startswith(prefix.rstrip("/") + "/")
+
+
+def family_of(path: str, families: Iterable[Family] = FAMILIES) -> Family | None:
+    """The family whose prefixes hold ``path`` (the longest prefix wins), ``None`` when no family's do."""
+    best: tuple[int, Family] | None = None
+    for family in families:
+        for prefix in family.prefixes:
+            if under(path, prefix) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), family)
+    return None if best is None else best[1]
+
+
+def idempotent_prefixes(families: Iterable[Family] = FAMILIES) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The exact paths and the path starts (``prefix/``) under which a ``POST`` honours
+    ``Idempotency-Key``."""
+    chosen = [p for f in families if f.public and f.idempotent_posts for p in f.prefixes]
+    return frozenset(chosen), tuple(p.rstrip("/") + "/" for p in chosen)
+
+
+_EXACT, _STARTS = idempotent_prefixes()
+
+
+def honours_idempotency_key(
+    method: str, path: str, prefixes: tuple[frozenset[str], tuple[str, ...]] | None = None
+) -> bool:
+    """Whether a request to ``path`` (a concrete path or a route template) with ``Idempotency-Key`` is made
+    idempotent (D17): a ``POST`` under a prefix of a family whose ``idempotent_posts`` is true
+    (``prefixes``: :func:`idempotent_prefixes` of the served families; default :data:`FAMILIES`')."""
+    if method != "POST":
+        return False
+    exact, starts = prefixes if prefixes is not None else (_EXACT, _STARTS)
+    return path in exact or path.startswith(starts)
+
+
+def job_handlers(families: Iterable[Family] = FAMILIES) -> dict[str, JobHandler]:
+    """Job kind -> handler of every family (:func:`check_families` refused duplicates)."""
+    return {kind: handler for family in families for kind, handler in family.jobs.items()}
+
+
+def reset_order(families: Sequence[Family] = FAMILIES) -> tuple[type[Base], ...]:
+    """The tables ``/_sandbox/reset`` empties, in order: the latest family's first, the core's last."""
+    return (*(table for family in reversed(families) for table in family.tables), *CORE_TABLES)
+
+
+def schema_tables(families: Sequence[Family] = FAMILIES) -> tuple[type[Base], ...]:
+    """Every table the server creates: the core's and each family's (emptied or kept)."""
+    return (*CORE_TABLES, *(t for family in families for t in (*family.tables, *family.kept_tables)))
+
+
+def route_paths(family: Family) -> list[tuple[str, str, APIRoute]]:
+    """``(method, path as served, route)`` of every route the family's routers declare."""
+    found: list[tuple[str, str, APIRoute]] = []
+    for mount, router in family.routers:
+        for route in router.routes:
+            if isinstance(route, APIRoute):
+                found.extend((method, mount + route.path, route) for method in sorted(route.methods or ()))
+    return found
+
+
+def check_families(families: Sequence[Family] = FAMILIES) -> None:
+    """Refuse registrations that do not hold together (``ValueError`` naming each problem): called by
+    :func:`paysdk.server.app.create_app` before anything is served."""
+    problems: list[str] = []
+    names: set[str] = set()
+    prefixes: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    tables: dict[str, str] = {}
+    for family in families:
+        if family.name in names:
+            problems.append(f"two families are named {family.name!r}")
+        names.add(family.name)
+        if not family.prefixes or not family.routers:
+            problems.append(f"{family.name}: a family needs at least one prefix and one router")
+        for prefix in family.prefixes:
+            if not prefix.startswith("/") or (prefix != "/" and prefix.endswith("/")):
+                problems.append(f"{family.name}: prefix {prefix!r} must start with '/' and not end with it")
+            if prefix in prefixes:
+                problems.append(f"{family.name}: prefix {prefix!r} is registered by {prefixes[prefix]} too")
+            prefixes.setdefault(prefix, family.name)
+        for method, path, route in route_paths(family):
+            if not any(under(path, prefix) for prefix in family.prefixes):
+                problems.append(
+                    f"{family.name}: route {method} {path} is outside its prefixes {list(family.prefixes)}"
+                )
+            if route.include_in_schema and not family.public:
+                problems.append(f"{family.name}: {method} {path} is documented but the family is not public")
+        for kind, handler in family.jobs.items():
+            if not callable(handler):
+                problems.append(f"{family.name}: the handler of job kind {kind!r} is not callable")
+            if not kind or len(kind) > 16:
+                problems.append(f"{family.name}: job kind {kind!r} must have 1 to 16 characters")
+            if kind in BUILTIN_JOB_KINDS:
+                problems.append(f"{family.name}: job kind {kind!r} is the scheduler's own")
+            elif kind in kinds:
+                problems.append(f"{family.name}: job kind {kind!r} is registered by {kinds[kind]} too")
+            kinds.setdefault(kind, family.name)
+        for table in (*family.tables, *family.kept_tables):
+            name = table.__tablename__
+            if name in tables or table in CORE_TABLES:
+                owner = tables.get(name, "the core")
+                problems.append(f"{family.name}: table {name} is registered by {owner} too")
+            tables.setdefault(name, family.name)
+    registered = {t.__tablename__ for t in schema_tables(families)}
+    for name in sorted(set(Base.metadata.tables) - registered):
+        problems.append(
+            f"table {name} is declared on Base but no family registers it (never created or reset)"
+        )
+    if problems:
+        raise ValueError("inconsistent API family registrations: " + "; ".join(problems))
