@@ -45,6 +45,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 from sqlalchemy.pool import NullPool
+from sqlalchemy.schema import sort_tables
 from sqlalchemy.types import TypeDecorator
 
 if TYPE_CHECKING:
@@ -411,10 +412,10 @@ class Database:
         return self._families
 
     def _tables(self) -> list[Table]:
+        """The registered tables, parents before children."""
         from paysdk.server.families import schema_tables
 
-        chosen = {cast(Table, row.__table__) for row in schema_tables(self.families)}
-        return [table for table in Base.metadata.sorted_tables if table in chosen]  # parents first
+        return sort_tables([cast(Table, row.__table__) for row in schema_tables(self.families)])
 
     def create_schema(self) -> None:
         """Create the tables of the core and of every registered family that do not exist yet

@@ -26,9 +26,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import fastapi.routing
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import DeclarativeBase
 
 from paysdk._environment import CHECKOUT_PREFIX, WALLET_PREFIX
 from paysdk.server import wallet_tables
@@ -128,8 +130,8 @@ class Family:
     name: str
     prefixes: tuple[str, ...]
     routers: tuple[tuple[str, APIRouter], ...]
-    tables: tuple[type[Base], ...] = ()
-    kept_tables: tuple[type[Base], ...] = ()
+    tables: tuple[type[DeclarativeBase], ...] = ()
+    kept_tables: tuple[type[DeclarativeBase], ...] = ()
     migrate: Callable[[Connection], object] | None = None
     jobs: Mapping[str, JobHandler] = field(default_factory=dict)
     idempotent_posts: bool = True
@@ -317,23 +319,28 @@ def job_handlers(families: Iterable[Family] = FAMILIES) -> dict[str, JobHandler]
     return {kind: handler for family in families for kind, handler in family.jobs.items()}
 
 
-def reset_order(families: Sequence[Family] = FAMILIES) -> tuple[type[Base], ...]:
+def reset_order(families: Sequence[Family] = FAMILIES) -> tuple[type[DeclarativeBase], ...]:
     """The tables ``/_sandbox/reset`` empties, in order: the latest family's first, the core's last."""
     return (*(table for family in reversed(families) for table in family.tables), *CORE_TABLES)
 
 
-def schema_tables(families: Sequence[Family] = FAMILIES) -> tuple[type[Base], ...]:
+def schema_tables(families: Sequence[Family] = FAMILIES) -> tuple[type[DeclarativeBase], ...]:
     """Every table the server creates: the core's and each family's (emptied or kept)."""
     return (*CORE_TABLES, *(t for family in families for t in (*family.tables, *family.kept_tables)))
 
 
 def route_paths(family: Family) -> list[tuple[str, str, APIRoute]]:
-    """``(method, path as served, route)`` of every route the family's routers declare."""
+    """``(method, path as served, route)`` of every route the family's routers declare, those of routers
+    they include too (FastAPI 0.16x keeps included routers lazy: ``iter_route_contexts`` resolves them)."""
+    contexts = getattr(fastapi.routing, "iter_route_contexts", None)
     found: list[tuple[str, str, APIRoute]] = []
     for mount, router in family.routers:
-        for route in router.routes:
-            if isinstance(route, APIRoute):
-                found.extend((method, mount + route.path, route) for method in sorted(route.methods or ()))
+        routes: list[Any] = list(contexts(router.routes)) if contexts is not None else list(router.routes)
+        for route in routes:
+            original = getattr(route, "original_route", route)
+            if isinstance(original, APIRoute):
+                for method in sorted(route.methods or ()):
+                    found.append((method, mount + str(route.path), original))
     return found
 
 
