@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench services unasync clean
+.PHONY: demo test lint bench services unasync coverage clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,15 +23,20 @@ demo: $(STAMP)
 test: $(STAMP) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-## ruff, mypy --strict, and the generated sync code is up to date.
+## ruff, mypy --strict, and the generated sync code and docs/coverage.md are up to date.
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/python scripts/unasync.py --check
+	$(BIN)/python scripts/coverage_table.py --check
 
 ## Regenerate the sync code from the async source of truth.
 unasync: $(STAMP)
 	$(BIN)/python scripts/unasync.py
+
+## Rewrite docs/coverage.md (operation -> SDK method -> CLI command) from the families' registrations.
+coverage: $(STAMP)
+	$(BIN)/python scripts/coverage_table.py
 
 bench: $(STAMP) services
 	$(BIN)/python benchmarks/run.py

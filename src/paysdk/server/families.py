@@ -84,6 +84,8 @@ class Left:
         "the token manager refreshes the application token itself (single flight, stored before use); "
         "no method or command asks for it"
     )
+    #: A user session's refresh: the CLI does it when a stored session needs it.
+    SESSION_REFRESH = "the CLI refreshes a stored user session itself when a command run --as-user needs it"
     #: The hook: a web page's create with the public hook keys (D14).
     HOOK = "made for web pages with the hook keys (D14, CORS); a shell has the merchant token: links create"
 
@@ -215,7 +217,7 @@ WALLET = Family(
         f"POST {_W}/users/login": _reach("wallet.users.login", "users login"),
         f"POST {_W}/users/refresh": Reach(
             sdk=("wallet.users.refresh",),
-            no_cli="the CLI refreshes a stored user session itself when --as-user needs it",
+            no_cli=Left.SESSION_REFRESH,
         ),
         f"POST {_W}/users/logout": _reach("wallet.users.logout", "users logout"),
         f"POST {_W}/users/auth/otp": _reach("wallet.users.request_otp", "users otp"),
