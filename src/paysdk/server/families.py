@@ -49,7 +49,6 @@ from paysdk.server.scheduler import BUILTIN_KINDS, JobHandler
 from paysdk.server.services import wallet_cards as wallet_cards_service
 
 __all__ = [
-    "BUILTIN_JOB_KINDS",
     "FAMILIES",
     "Family",
     "JobHandler",
@@ -65,9 +64,6 @@ __all__ = [
     "schema_tables",
     "under",
 ]
-
-#: Job kinds the scheduler runs itself (callback deliveries and transaction expiries of the core).
-BUILTIN_JOB_KINDS = BUILTIN_KINDS
 
 
 class Left:
@@ -309,7 +305,7 @@ def honours_idempotency_key(
 ) -> bool:
     """Whether a request to ``path`` (a concrete path or a route template) with ``Idempotency-Key`` is made
     idempotent (D17): a ``POST`` under a prefix of a family whose ``idempotent_posts`` is true
-    (``prefixes``: :func:`idempotent_prefixes` of the served families; default :data:`FAMILIES`')."""
+    (``prefixes``: :func:`idempotent_prefixes` of the served families; default :data:`FAMILIES`)."""
     if method != "POST":
         return False
     exact, starts = prefixes if prefixes is not None else (_EXACT, _STARTS)
@@ -378,7 +374,7 @@ def check_families(families: Sequence[Family] = FAMILIES) -> None:
                 problems.append(f"{family.name}: the handler of job kind {kind!r} is not callable")
             if not kind or len(kind) > 16:
                 problems.append(f"{family.name}: job kind {kind!r} must have 1 to 16 characters")
-            if kind in BUILTIN_JOB_KINDS:
+            if kind in BUILTIN_KINDS:
                 problems.append(f"{family.name}: job kind {kind!r} is the scheduler's own")
             elif kind in kinds:
                 problems.append(f"{family.name}: job kind {kind!r} is registered by {kinds[kind]} too")
