@@ -1,7 +1,9 @@
 """Every public operation of ``/openapi.json`` is reached from the SDK (sync and async), from the CLI and
 from the docs, or is left out on purpose with a reason; the table of it all (``docs/coverage.md``) is
 current. The mapping lives in the families' registrations (``paysdk.server.families``); this test checks
-it against the served document, the real client classes and the real ``paysdk`` command tree.
+it against the served document, the real client classes (each mapped method, called with valid
+arguments on a recording transport, sends the operation it is mapped to) and the real ``paysdk``
+command tree.
 
 What counts as a section in the docs: the operation's path, as served or relative to its address (the
 wallet's ``/rest`` left out, as ``docs/wallet.md`` writes it), quoted in backticks in a page of ``docs/``
@@ -11,11 +13,13 @@ every CLI command in ``docs/cli.md``.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,7 @@ import pytest
 import typer
 from fastapi import FastAPI
 
+import paysdk
 from paysdk.server import create_app
 from paysdk.server.families import FAMILIES, Family, Left, Reach, check_families, family_of, route_paths
 from paysdk_cli.main import app as cli_app
@@ -257,3 +262,135 @@ def test_the_check_fails_when_the_table_is_stale(tmp_path: Path) -> None:
     )
     assert written.returncode == 0, written.stderr
     assert stale.read_text(encoding="utf-8") == (DOCS / "coverage.md").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------- each SDK method sends its mapped operation
+
+
+class _Sent(Exception):
+    """Raised by the recording transport once the operation's request is seen: nothing is answered."""
+
+
+_PAIR = {
+    "data": {
+        "accessToken": "a.b.c",
+        "refreshToken": "d.e.f",
+        "tokenType": "Bearer",
+        "expiresIn": 3600,
+        "refreshExpiresIn": 86400,
+    }
+}
+#: Argument values by parameter name, each valid for the SDK's own checks.
+_ARGUMENTS: dict[str, Any] = {
+    "amount": Decimal("10.50"),
+    "user_id": "+50255550123",
+    "channel": "wa",
+    "client": "shop",
+    "private_key": "11111111-1111-4111-8111-111111111111",
+    "public_key": "22222222-2222-4222-8222-222222222222",
+    "uid": "0190aaaa-0000-7000-8000-000000000001",
+    "processor": "akisiQR",
+    "username": "ana",
+    "password": "pw-1",
+    "email": "ana@example.com",
+    "otp": "123456",
+    "new_password": "pw-2",
+    "confirm_password": "pw-2",
+    "token": "tok_1",
+    "start_date": "2026-01-01",
+    "end_date": "2026-01-31",
+    "card_id": "crd_1",
+    "client_id": "shop",
+    "alias": "main",
+    "pin": "1234",
+    "view_token": "view_1",
+    "from_card_id": "crd_1",
+    "to_card_id": "crd_2",
+    "permissions": ["checkCard"],
+    "permission_id": "prm_1",
+}
+
+
+def _template(key: str) -> tuple[str, re.Pattern[str], int]:
+    method, _, path = key.partition(" ")
+    pattern = re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)) + "$")
+    return method, pattern, len([part for part in path.split("/") if part and "{" not in part])
+
+
+def _operation_of(method: str, path: str) -> str | None:
+    """The mapped operation a request reaches: the matching template with the most literal segments."""
+    best: tuple[int, str] | None = None
+    for key in _reaches():
+        wanted, pattern, literal = _template(key)
+        if wanted == method and pattern.match(path) and (best is None or literal > best[0]):
+            best = (literal, key)
+    return None if best is None else best[1]
+
+
+def _arguments(function: Any, session: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, parameter in inspect.signature(function).parameters.items():
+        if name == "self" or parameter.default is not inspect.Parameter.empty:
+            continue
+        values[name] = session if name == "session" else _ARGUMENTS[name]
+    return values
+
+
+def _resolve(client: Any, name: str) -> Any:
+    target = client
+    for part in name.split("."):
+        target = getattr(target, part)
+    return target
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_every_sdk_method_sends_the_operation_it_is_mapped_to(kind: str) -> None:
+    """Each mapped SDK method, called with valid arguments, sends a request that the server routes to
+    the operation the registration maps it to (the application login, when one comes first, answered)."""
+    import asyncio
+
+    from paysdk.contracts.wallet import TokenPair
+
+    seen: list[tuple[str, str]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, request.url.path))
+        if request.url.path == "/rest/auth/login":
+            return httpx.Response(200, json=_PAIR)
+        raise _Sent
+
+    environment = paysdk.Environment.local("http://testserver")
+    wallet = paysdk.WalletCredentials("shop", bytes(32))
+    session = paysdk.UserSession.from_pair(TokenPair.model_validate(_PAIR["data"]), now=0)
+    reached: dict[str, str | None] = {}
+    names = [(key, name) for key, (_, reach) in _reaches().items() for name in reach.sdk]
+    assert len(names) > 30
+    for key, name in names:
+        seen.clear()
+        if kind == "sync":
+            with paysdk.Client(
+                merchant_token="t",
+                environment=environment,
+                wallet=wallet,
+                transport=httpx.MockTransport(handler),
+            ) as client:
+                method = _resolve(client, name)
+                with contextlib.suppress(_Sent, paysdk.PaySDKError):
+                    method(**_arguments(method, session))
+        else:
+
+            async def run(name: str = name) -> None:
+                async with paysdk.AsyncClient(
+                    merchant_token="t",
+                    environment=environment,
+                    wallet=wallet,
+                    transport=httpx.MockTransport(handler),
+                ) as client:
+                    method = _resolve(client, name)
+                    with contextlib.suppress(_Sent, paysdk.PaySDKError):
+                        await method(**_arguments(method, session))
+
+            asyncio.run(run())
+        assert seen, f"{kind} {name} sent nothing"
+        reached[name] = _operation_of(*seen[-1])
+        assert reached[name] == key, f"{kind} {name} sent {seen[-1]}, which is {reached[name]}, not {key}"
