@@ -16,7 +16,8 @@ import contextlib
 import inspect
 import logging
 import math
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
+from datetime import timedelta
 from typing import Any, Literal
 
 import httpx
@@ -30,6 +31,7 @@ from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import Database
 from paysdk.server.errors import install_error_handlers
+from paysdk.server.jobs import LEASE
 from paysdk.server.middleware import Endpoint, ServerMiddleware, install_access_log_filter
 from paysdk.server.openapi import install_openapi
 from paysdk.server.routers import (
@@ -42,7 +44,7 @@ from paysdk.server.routers import (
     wallet_cards,
     wallet_users,
 )
-from paysdk.server.scheduler import Scheduler
+from paysdk.server.scheduler import CORE_JOB_HANDLERS, JOB_HANDLERS, JobHandler, Scheduler
 
 __all__ = ["FAMILY_ROUTERS", "KEEP_ALIVE_TIMEOUT", "create_app", "serve"]
 
@@ -92,6 +94,8 @@ def create_app(
     allowed_hosts: Iterable[str] = (),
     body_limit: int = MAX_BODY_BYTES,
     body_timeout: float = BODY_TIMEOUT,
+    job_handlers: Mapping[str, JobHandler] | None = None,
+    job_lease: timedelta = LEASE,
 ) -> FastAPI:
     """Build the reference server.
 
@@ -106,6 +110,8 @@ def create_app(
     address's host (``"*"``: any); other ``Host`` values get ``421`` (D91).
     ``body_limit`` (bytes, default 1 MiB) and ``body_timeout`` (seconds, default 30): the bounds of every
     request body, enforced while it streams (``413`` / ``408``, D85).
+    ``job_handlers``: job kinds to run besides the families' (embedding, tests; see
+    :mod:`paysdk.server.scheduler`); ``job_lease``: how long (wall clock) a claim holds a job (D125).
     Raises ``ValueError`` naming a malformed ``environment``, ``public_url`` or allowed host, or body bounds.
     """
     if environment not in ("sandbox", "production"):
@@ -122,7 +128,9 @@ def create_app(
         callback_timeout=callback_timeout,
         addresses=addresses,
     )
-    scheduler = Scheduler(context)
+    scheduler = Scheduler(
+        context, {**CORE_JOB_HANDLERS, **JOB_HANDLERS, **(job_handlers or {})}, lease=job_lease
+    )
     context.scheduler = scheduler
     scheduler.recover()
 
