@@ -274,4 +274,3 @@ def listing(
         )
         for row in session.scalars(statement)
     ]
-
