@@ -200,9 +200,11 @@ class Scheduler:
                 await beat
 
     def _complete(self, session: Session, job: ClaimedJob, finish: Callable[[Session], None] | None) -> None:
+        # The job's row first: it is locked from here to the commit (no takeover meanwhile), and a lost
+        # lease costs no work.
+        jobs.complete(session, job, self.owner)
         if finish is not None:
             finish(session)
-        jobs.complete(session, job, self.owner)
 
     def _fail(self, session: Session, job: ClaimedJob, clock: Clock, error: str) -> None:
         jobs.fail(session, job, self.owner, error, clock.now(session))
