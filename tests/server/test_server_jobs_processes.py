@@ -210,7 +210,8 @@ def test_a_job_whose_process_died_is_taken_over_after_its_lease(
 
     _wait(lambda: held_by(dying), "the first process to claim the job")
     [survivor] = workers(1, 3.0)
-    # The survivor runs other jobs while the first process lives: the held job is not taken from it.
+    # The survivor runs other jobs while the first process lives: the held job is not taken from it,
+    # though the survivor took longer to start than the lease lasts (the holder's heartbeat extends it).
     _add_jobs(database, "test_count", ["marker"])
     _wait(lambda: _done(database, "test_count") == 1, "the survivor to run a job")
     assert held_by(dying)

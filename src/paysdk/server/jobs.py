@@ -34,6 +34,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import ColumnElement
 
 from paysdk.contracts.sandbox import SandboxJob
 from paysdk.server.db import JobRow
@@ -178,8 +179,9 @@ def claim(
     return None  # pragma: no cover - lost ten races in a row
 
 
-def _held(job_id: int, owner: str) -> list[object]:
-    return [JobRow.id == job_id, JobRow.status == "running", JobRow.lease_owner == owner]
+def _held(job_id: int, owner: str) -> ColumnElement[bool]:
+    """The job is still ``owner``'s: running under its lease."""
+    return and_(JobRow.id == job_id, JobRow.status == "running", JobRow.lease_owner == owner)
 
 
 def extend(session: Session, job_id: int, owner: str, until: datetime) -> bool:
@@ -187,7 +189,7 @@ def extend(session: Session, job_id: int, owner: str, until: datetime) -> bool:
     the lease was lost."""
     result = session.execute(
         update(JobRow)
-        .where(*_held(job_id, owner))  # type: ignore[arg-type]
+        .where(_held(job_id, owner))
         .values(lease_until=until)
         .execution_options(synchronize_session=False)
     )
@@ -205,7 +207,7 @@ def complete(session: Session, job: ClaimedJob, owner: str) -> None:
         values = {"status": "pending", "lease_until": None, "attempts": 0, "due_at": job.due_at + job.every}
     result = session.execute(
         update(JobRow)
-        .where(*_held(job.id, owner))  # type: ignore[arg-type]
+        .where(_held(job.id, owner))
         .values(**values)
         .execution_options(synchronize_session=False)
     )
@@ -224,7 +226,7 @@ def fail(session: Session, job: ClaimedJob, owner: str, error: str, now: datetim
         values["due_at"] = max(now, job.due_at) + retry_wait(job.attempts)
     result = session.execute(
         update(JobRow)
-        .where(*_held(job.id, owner))  # type: ignore[arg-type]
+        .where(_held(job.id, owner))
         .values(**values)
         .execution_options(synchronize_session=False)
     )
