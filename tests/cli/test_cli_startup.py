@@ -130,6 +130,7 @@ def test_command_tree() -> None:
         "simulate",
         "transactions",
         "callbacks",
+        "jobs",
         "requests",
         "faults",
         "test-cards",

@@ -27,6 +27,7 @@ __all__ = [
     "RequestLogEntry",
     "SandboxClient",
     "SandboxClientCreate",
+    "SandboxJob",
     "SandboxTransaction",
     "SimulateRequest",
     "TestCard",
@@ -174,6 +175,24 @@ class CallbackAttempt(WireModel):
     at: datetime
     next_attempt_at: datetime | None = None
     final: bool = False
+
+
+class SandboxJob(WireModel):
+    """One timed job of the server (``GET /_sandbox/jobs``): ``status`` ``pending``, ``running``,
+    ``done`` or ``failed`` (D126); ``dueAt`` virtual time, ``leaseUntil`` wall-clock time (D125);
+    ``leaseOwner`` the runner that holds or last held it; ``everySeconds`` a recurring job's interval."""
+
+    id: int
+    kind: str
+    ref: str
+    status: str
+    attempts: int
+    last_error: str | None = None
+    due_at: datetime
+    every_seconds: int | None = None
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+    created_at: datetime
 
 
 class RequestLogEntry(WireModel):

@@ -31,6 +31,7 @@ from paysdk.contracts.sandbox import (
     RequestLogEntry,
     SandboxClient,
     SandboxClientCreate,
+    SandboxJob,
     SandboxTransaction,
     SimulateRequest,
     TestCard,
@@ -229,6 +230,28 @@ def callbacks_operation(uid: str | None = None) -> Operation[list[CallbackAttemp
     return _op("GET", "/callbacks", list_of(CallbackAttempt.model_validate), params=params)
 
 
+#: The statuses of a job (D126).
+JobStatus = Literal["pending", "running", "done", "failed"]
+
+
+def jobs_operation(
+    status: JobStatus | None = None, kind: str | None = None, limit: int | None = None
+) -> Operation[list[SandboxJob]]:
+    """``GET /_sandbox/jobs[?status=&kind=&limit=]`` (D129)."""
+    params: dict[str, Any] = {}
+    if status is not None:
+        if status not in ("pending", "running", "done", "failed"):
+            raise ValidationError("status", "must be pending, running, done or failed")
+        params["status"] = status
+    if kind is not None:
+        params["kind"] = check_str(kind, "kind")
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise ValidationError("limit", "must be an integer from 1 to 1000")
+        params["limit"] = limit
+    return _op("GET", "/jobs", list_of(SandboxJob.model_validate), params=params or None)
+
+
 def requests_operation() -> Operation[list[RequestLogEntry]]:
     """``GET /_sandbox/requests``."""
     return _op("GET", "/requests", list_of(RequestLogEntry.model_validate))
@@ -370,6 +393,13 @@ class AsyncSandbox:
     async def callbacks(self, uid: str | None = None) -> list[CallbackAttempt]:
         """Merchant callback delivery attempts, all or those of transaction ``uid``."""
         return await self._client._request(callbacks_operation(uid))
+
+    async def jobs(
+        self, *, status: JobStatus | None = None, kind: str | None = None, limit: int | None = None
+    ) -> list[SandboxJob]:
+        """The server's timed jobs, newest first: kind, ref, status, attempts, last error, due time,
+        lease owner (D129); ``status``, ``kind`` filter, ``limit`` 1..1000 (default 200)."""
+        return await self._client._request(jobs_operation(status, kind, limit))
 
     async def requests(self) -> list[RequestLogEntry]:
         """The public requests the server received (secrets masked)."""
@@ -559,6 +589,13 @@ class Sandbox:
     def callbacks(self, uid: str | None = None) -> list[CallbackAttempt]:
         """Merchant callback delivery attempts, all or those of transaction ``uid``."""
         return self._client._request(callbacks_operation(uid))
+
+    def jobs(
+        self, *, status: JobStatus | None = None, kind: str | None = None, limit: int | None = None
+    ) -> list[SandboxJob]:
+        """The server's timed jobs, newest first: kind, ref, status, attempts, last error, due time,
+        lease owner (D129); ``status``, ``kind`` filter, ``limit`` 1..1000 (default 200)."""
+        return self._client._request(jobs_operation(status, kind, limit))
 
     def requests(self) -> list[RequestLogEntry]:
         """The public requests the server received (secrets masked)."""

@@ -18,7 +18,8 @@ import contextlib
 import inspect
 import logging
 import math
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any, Literal
 
 import httpx
@@ -30,10 +31,12 @@ from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import Database
 from paysdk.server.errors import install_error_handlers
-from paysdk.server.families import FAMILIES, Family, check_families, job_handlers, route_paths
+from paysdk.server.families import FAMILIES, Family, check_families, route_paths
+from paysdk.server.families import job_handlers as family_job_handlers
+from paysdk.server.jobs import LEASE
 from paysdk.server.middleware import Endpoint, ServerMiddleware, install_access_log_filter
 from paysdk.server.openapi import install_openapi
-from paysdk.server.scheduler import Scheduler
+from paysdk.server.scheduler import CORE_JOB_HANDLERS, JobHandler, Scheduler
 
 __all__ = ["KEEP_ALIVE_TIMEOUT", "create_app", "serve"]
 
@@ -71,6 +74,8 @@ def create_app(
     body_limit: int = MAX_BODY_BYTES,
     body_timeout: float = BODY_TIMEOUT,
     families: Sequence[Family] = FAMILIES,
+    job_handlers: Mapping[str, JobHandler] | None = None,
+    job_lease: timedelta = LEASE,
 ) -> FastAPI:
     """Build the reference server.
 
@@ -86,6 +91,8 @@ def create_app(
     ``body_limit`` (bytes, default 1 MiB) and ``body_timeout`` (seconds, default 30): the bounds of every
     request body, enforced while it streams (``413`` / ``408``, D85).
     ``families``: the API families served (default :data:`paysdk.server.families.FAMILIES`; tests add one).
+    ``job_handlers``: job kinds to run besides the families' (embedding, tests; see
+    :mod:`paysdk.server.scheduler`); ``job_lease``: how long (wall clock) a claim holds a job (D125).
     Raises ``ValueError`` naming a malformed ``environment``, ``public_url`` or allowed host, body bounds,
     or each inconsistency of the families' registrations (:func:`paysdk.server.families.check_families`).
     """
@@ -105,7 +112,11 @@ def create_app(
         callback_timeout=callback_timeout,
         addresses=addresses,
     )
-    scheduler = Scheduler(context, job_handlers(families))
+    scheduler = Scheduler(
+        context,
+        {**CORE_JOB_HANDLERS, **family_job_handlers(families), **(job_handlers or {})},
+        lease=job_lease,
+    )
     context.scheduler = scheduler
     scheduler.recover()
 

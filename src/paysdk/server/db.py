@@ -190,11 +190,14 @@ class TransactionRow(Base):
 
 
 class CallbackEventRow(Base):
-    """One merchant-callback event (one terminal status of one transaction). ``payload`` is the exact JSON."""
+    """One outbound event (a merchant callback: one terminal status of one transaction; later a
+    subscription's ``subsCallback``). ``payload`` is the exact JSON; ``uid`` what it is about."""
 
     __tablename__ = "callback_events"
 
     event_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    #: ``transaction.status`` for the payment-link callback (``None`` in rows of older versions).
+    event_type: Mapped[str | None] = mapped_column(String(64), nullable=True)
     uid: Mapped[str] = mapped_column(String(64), index=True)
     client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"))
     url: Mapped[str] = mapped_column(Text)
@@ -225,7 +228,8 @@ class CallbackAttemptRow(Base):
 
 
 class JobRow(Base):
-    """A timed job: ``kind`` is ``callback`` (ref = event id) or ``expire`` (ref = transaction uid)."""
+    """A timed job (written only by :mod:`paysdk.server.jobs`): ``kind`` names its handler (``callback``:
+    ref = event id; a family's kinds), ``due_at`` is virtual time, the lease wall-clock time."""
 
     __tablename__ = "jobs"
     __table_args__ = (Index("ix_jobs_due", "status", "due_at", "id"),)
@@ -234,8 +238,16 @@ class JobRow(Base):
     kind: Mapped[str] = mapped_column(String(16))
     ref: Mapped[str] = mapped_column(String(64))
     due_at: Mapped[datetime]
-    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|running|done
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|running|done|failed
     created_at: Mapped[datetime]
+    #: Runs started (``None`` in rows of older versions: 0).
+    attempts: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    #: The runner that holds (or last held) the job, and until when (wall clock) it holds it.
+    lease_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: A recurring job's interval in microseconds of virtual time.
+    every_us: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class RequestLogRow(Base):

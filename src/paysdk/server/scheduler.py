@@ -1,11 +1,11 @@
-"""Timed jobs on the virtual clock: callback deliveries/retries (D16) and expiries (D10, D19).
+"""Timed jobs on the virtual clock: callback deliveries/retries (D16), expiries (D10, D19), the jobs of the
+families (the wallet's authorization expiry, D43) and recurring runs.
 
-Jobs live in the ``jobs`` table (``kind``, ``ref``, ``due_at``, ``status``). A job is claimed with a
-conditional ``UPDATE ... WHERE status = 'pending'`` so it runs once even with several runners.
-Transaction expiries need no job row: a pending transaction is due at its ``expire_at`` (an index on
-``(status, expire_at)`` finds the next), and expiring it is the conditional ``pending -> expired`` move,
-so it happens once however many runners find it. Jobs and expiries run in one order: due time first,
-an expiry before a job due at the same moment.
+Jobs live in the ``jobs`` table; :mod:`paysdk.server.jobs` adds, claims (by lease), completes and fails
+them (D125-D127). Transaction expiries need no job row: a pending transaction is due at its ``expire_at``
+(an index on ``(status, expire_at)`` finds the next), and expiring it is the conditional
+``pending -> expired`` move, so it happens once however many runners find it. Jobs and expiries run in
+one order: due time first, an expiry before a job due at the same moment.
 
 * :meth:`Scheduler.run_due` runs every job due at the current virtual time, oldest due first, including
   jobs that running a job creates (an expiry queues its callback, due at once).
@@ -19,51 +19,88 @@ an expiry before a job due at the same moment.
   with its lifespan (uvicorn). In process (``httpx.ASGITransport``, no lifespan) tests drive time with
   ``POST /_sandbox/clock/advance``.
 
-One asyncio lock serializes runners of one app, so the ticker and a clock advance never interleave.
+Handlers are given to the scheduler (``Scheduler(context, handlers)``), one per job kind:
+:data:`CORE_JOB_HANDLERS` and the families' (:func:`paysdk.server.families.job_handlers` of the
+registrations, passed by :func:`paysdk.server.app.create_app`). A job of a kind this scheduler has no
+handler for (written by another version, or by a family this server does not register) is never claimed:
+it stays ``pending``, visible in ``GET /_sandbox/jobs``, and :meth:`Scheduler.recover` logs an error naming
+it at start. A handler is either
 
-Job kinds: ``callback`` and ``expire`` are the scheduler's own; every other kind is a family's, given as
-``handlers`` (:func:`paysdk.server.families.job_handlers` of the registrations, passed by
-:func:`paysdk.server.app.create_app`). A stored job of a kind without a handler (written by another
-version, or by a family this server does not register) is never claimed: it stays ``pending`` and visible,
-and :meth:`Scheduler.recover` logs an error naming it at start, instead of being marked done unrun.
+* sync, ``handler(session, clock, ref)``: it runs inside the transaction that completes the job, so its
+  database effects commit exactly when the job is done (the wallet's authorization expiry); or
+* async, ``await handler(context, job, clock)``: it does its external work first (a callback's POST) and
+  returns ``finish(session)`` (or ``None``), which runs in the transaction that completes the job.
+
+While a job runs its runner extends the lease (a heartbeat every third of it), so a long job keeps it;
+a job whose process died is taken over by another runner once its lease expired. A handler that raises
+is retried with backoff and ends ``failed`` after :data:`paysdk.server.jobs.MAX_ATTEMPTS` runs (D126).
+
+One asyncio lock serializes runners of one app, so the ticker and a clock advance never interleave;
+several server processes on one PostgreSQL database share the queue through the leases.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import logging
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import TypeAlias, cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from paysdk.contracts.payment_links import TransactionStatus
+from paysdk.server import jobs
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import JobRow, TransactionRow
+from paysdk.server.jobs import ClaimedJob, LeaseLost
 from paysdk.server.services import callbacks, payments
 
-__all__ = ["BUILTIN_KINDS", "ClaimedJob", "JobHandler", "Scheduler"]
+__all__ = [
+    "BUILTIN_KINDS",
+    "CORE_JOB_HANDLERS",
+    "AsyncJobHandler",
+    "ClaimedJob",
+    "JobHandler",
+    "Scheduler",
+    "SyncJobHandler",
+]
 
 log = logging.getLogger("paysdk.server.scheduler")
 
-#: A family's job handler: ``handler(session, clock, ref)``, run in one transaction with the job marked
-#: done in the same transaction (the wallet's authorization expiry, D43, is one).
-JobHandler = Callable[[Session, Clock, str], None]
-#: The kinds the scheduler runs itself: callback deliveries and transaction expiries.
-BUILTIN_KINDS = frozenset({"callback", "expire"})
+#: ``handler(session, clock, ref)``: runs in the transaction that completes the job.
+SyncJobHandler: TypeAlias = Callable[[Session, Clock, str], None]
+#: ``await handler(context, job, clock)``: external work, then ``finish(session)`` (or ``None``) to run in
+#: the transaction that completes the job.
+AsyncJobHandler: TypeAlias = Callable[
+    [ServerContext, ClaimedJob, Clock], Awaitable[Callable[[Session], None] | None]
+]
+JobHandler: TypeAlias = SyncJobHandler | AsyncJobHandler
+
+#: The kinds of the payment-link family: the outbound events' deliveries and the ``expire`` job rows of
+#: older versions (expiries need no row now).
+CORE_JOB_HANDLERS: dict[str, JobHandler] = {
+    callbacks.JOB_KIND: callbacks.deliver_job,
+    "expire": payments.expire_job,
+}
+#: The kinds the scheduler runs itself; a family may not register them (``families.check_families``).
+BUILTIN_KINDS = frozenset(CORE_JOB_HANDLERS)
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimedJob:
-    """A job this runner now owns, or a transaction expiry (``id`` ``None``, ``ref`` the uid)."""
+def _wall() -> datetime:
+    return datetime.now(UTC)
 
-    id: int | None
-    kind: str
-    ref: str
-    due_at: datetime
+
+def _owner_name() -> str:
+    """This runner's lease owner: host, process and a random part (two apps of one process differ)."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 def _next_expiry(session: Session, limit: datetime, skip: Collection[str]) -> ClaimedJob | None:
@@ -80,87 +117,108 @@ def _next_expiry(session: Session, limit: datetime, skip: Collection[str]) -> Cl
     return None if row is None else ClaimedJob(None, "expire", row.uid, row.expire_at)
 
 
-def _claim_next(
-    session: Session, until: datetime | None, kinds: Collection[str], skip: Collection[str] = ()
-) -> ClaimedJob | None:
-    """Claim the oldest pending job of one of ``kinds`` or transaction expiry due at ``until`` (``None``:
-    the virtual now); an expiry comes first on a tie. ``skip``: transaction uids whose expiry is left
-    alone."""
-    limit = until if until is not None else session.info["paysdk_now"]
-    expiry = _next_expiry(session, limit, skip)
-    for _ in range(10):
-        row = session.scalars(
-            select(JobRow)
-            .where(JobRow.status == "pending", JobRow.due_at <= limit, JobRow.kind.in_(list(kinds)))
-            .order_by(JobRow.due_at, JobRow.id)
-            .limit(1)
-        ).first()
-        if expiry is not None and (row is None or expiry.due_at <= row.due_at):
-            return expiry
-        if row is None:
-            return None
-        result = session.execute(
-            update(JobRow)
-            .where(JobRow.id == row.id, JobRow.status == "pending")
-            .values(status="running")
-            .execution_options(synchronize_session=False)
-        )
-        if getattr(result, "rowcount", 0) == 1:
-            return ClaimedJob(row.id, row.kind, row.ref, row.due_at)
-    return None  # pragma: no cover - lost ten races in a row
-
-
 class Scheduler:
-    """Runs the jobs of one server instance: the built-in kinds and ``handlers`` (kind -> handler).
+    """Runs the jobs of one server instance with ``handlers`` (job kind -> handler, see the module
+    docstring). ``lease``: the wall-clock time a claim holds a job; ``wall``: the wall clock of the leases
+    (injectable for tests); ``owner``: this runner's name in ``lease_owner`` (default: host, pid, random)."""
 
-    Raises ``ValueError`` when a handler claims a built-in kind or is not callable.
-    """
-
-    def __init__(self, context: ServerContext, handlers: Mapping[str, JobHandler] | None = None) -> None:
-        self._handlers = dict(handlers or {})
-        for kind, handler in self._handlers.items():
-            if kind in BUILTIN_KINDS or not callable(handler):
-                raise ValueError(f"job kind {kind!r}: a built-in kind, or its handler is not callable")
-        self._kinds = sorted(BUILTIN_KINDS | self._handlers.keys())
+    def __init__(
+        self,
+        context: ServerContext,
+        handlers: Mapping[str, JobHandler],
+        *,
+        lease: timedelta = jobs.LEASE,
+        wall: Callable[[], datetime] = _wall,
+        owner: str | None = None,
+    ) -> None:
         self._context = context
+        self._handlers = dict(handlers)
+        for kind in self._handlers:
+            if not 0 < len(kind) <= jobs.KIND_LENGTH:
+                raise ValueError(f"job kind must be 1 to {jobs.KIND_LENGTH} characters, not {kind!r}")
+        self._lease = lease
+        self._wall = wall
+        self.owner = owner or _owner_name()
         self._lock = asyncio.Lock()
-        #: Transactions whose expiry failed: left alone from then on (as a failed job is marked done),
-        #: so one broken row cannot keep a runner busy.
+        #: Transactions whose expiry failed: left alone from then on, so one broken row cannot keep a
+        #: runner busy (an expiry has no job row to record its failure on).
         self._failed_expiries: set[str] = set()
 
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The job kinds this scheduler runs."""
+        return frozenset(self._handlers)
+
     def _claim(self, session: Session, until: datetime | None, move_clock: bool) -> ClaimedJob | None:
+        """Claim the oldest job or transaction expiry due at ``until`` (``None``: the virtual now); an
+        expiry comes first on a tie."""
         clock = self._context.clock
-        session.info["paysdk_now"] = clock.now(session)
-        job = _claim_next(session, until, self._kinds, self._failed_expiries)
+        limit = until if until is not None else clock.now(session)
+        job = _next_expiry(session, limit, self._failed_expiries)
+        claimed = jobs.claim(
+            session,
+            kinds=self._handlers.keys(),
+            # A job due at the expiry's moment waits for it.
+            limit=limit if job is None else job.due_at - timedelta(microseconds=1),
+            owner=self.owner,
+            wall_now=self._wall(),
+            lease=self._lease,
+        )
+        job = claimed or job
         if job is not None and move_clock:
             clock.move_to_at_least(session, job.due_at)
         return job
 
     async def _run_one(self, job: ClaimedJob, clock: Clock) -> None:
         context = self._context
-        try:
-            if job.kind == "callback":
-                assert job.id is not None  # only expiries have no job row
-                await callbacks.deliver_job(context, job.id, job.ref, job.due_at, clock)
-            elif job.kind == "expire":
-                await context.run(self._expire, job, clock)
-            else:  # only kinds with a handler are claimed
-                await context.run(self._registered, job, clock)
-        except Exception:
-            # A job must never stop the scheduler: log, mark it done so it does not loop forever.
-            log.exception("job %s (%s) failed", job.id, job.kind)
-            if job.id is None:
+        if job.id is None:  # a transaction expiry
+            try:
+                await context.run(payments.expire_job, clock, job.ref)
+            except Exception:
+                log.exception("expiry of transaction %s failed; left alone", job.ref)
                 self._failed_expiries.add(job.ref)
+            return
+        handler = self._handlers[job.kind]
+        beat = asyncio.create_task(self._heartbeat(job))
+        try:
+            if inspect.iscoroutinefunction(handler):
+                finish = await cast(AsyncJobHandler, handler)(context, job, clock)
+                await context.run(self._complete, job, finish)
             else:
-                await context.run(_finish_job, job.id)
+                sync = cast(SyncJobHandler, handler)
+                await context.run(self._complete, job, lambda session: sync(session, clock, job.ref))
+        except LeaseLost:
+            log.warning("job %s (%s) taken over by another runner: rolled back here", job.id, job.kind)
+        except Exception as exc:
+            # Never stops the scheduler, never marked done: retried with backoff, then ``failed`` (D126).
+            log.exception("job %s (%s) failed (run %d)", job.id, job.kind, job.attempts)
+            error = f"{type(exc).__name__}: {exc}"
+            with contextlib.suppress(LeaseLost):
+                await context.run(self._fail, job, clock, error)
+        finally:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
 
-    def _registered(self, session: Session, job: ClaimedJob, clock: Clock) -> None:
-        self._handlers[job.kind](session, clock, job.ref)
-        _finish_job(session, job.id)
+    def _complete(self, session: Session, job: ClaimedJob, finish: Callable[[Session], None] | None) -> None:
+        # The job's row first: it is locked from here to the commit (no takeover meanwhile), and a lost
+        # lease costs no work.
+        jobs.complete(session, job, self.owner)
+        if finish is not None:
+            finish(session)
 
-    def _expire(self, session: Session, job: ClaimedJob, clock: Clock) -> None:
-        payments.expire_job(session, clock, job.ref)
-        _finish_job(session, job.id)  # an ``expire`` job row of an older version; none now
+    def _fail(self, session: Session, job: ClaimedJob, clock: Clock, error: str) -> None:
+        jobs.fail(session, job, self.owner, error, clock.now(session))
+
+    async def _heartbeat(self, job: ClaimedJob) -> None:
+        """Extend the lease of ``job`` every third of the lease while it runs."""
+        assert job.id is not None
+        while True:
+            await asyncio.sleep(self._lease.total_seconds() / 3)
+            held = await self._context.run(jobs.extend, job.id, self.owner, self._wall() + self._lease)
+            if not held:
+                log.warning("job %s (%s): lease lost while running", job.id, job.kind)
+                return
 
     async def run_due(self) -> int:
         """Run every job due now (and those they make due). Returns how many ran."""
@@ -191,19 +249,17 @@ class Scheduler:
             await self._context.run(clock.set_offset_at_least, start_offset + step)
         return ran
 
-    @property
-    def kinds(self) -> list[str]:
-        """The job kinds this scheduler runs (built-in and given), sorted."""
-        return list(self._kinds)
-
     def recover(self) -> None:
-        """Put jobs left ``running`` by a crashed process back to ``pending``, and log an error naming the
-        kinds of stored jobs no handler runs (they stay ``pending``, never claimed). Called at start-up."""
+        """At start-up on SQLite (one process per database): put the jobs left ``running`` by a crashed
+        process back to ``pending`` at once. On PostgreSQL other processes may be running them: their
+        leases decide (a dead process's expire)."""
+        if self._context.db.dialect == "sqlite":
+            with self._context.db.session() as session:
+                jobs.release_all(session)
         with self._context.db.session() as session:
-            session.execute(update(JobRow).where(JobRow.status == "running").values(status="pending"))
             unknown = session.execute(
                 select(JobRow.kind, func.count())
-                .where(JobRow.status == "pending", JobRow.kind.not_in(self._kinds))
+                .where(JobRow.status == "pending", JobRow.kind.not_in(sorted(self._handlers)))
                 .group_by(JobRow.kind)
                 .order_by(JobRow.kind)
             ).all()
@@ -225,11 +281,3 @@ class Scheduler:
             except Exception:
                 log.exception("scheduler tick failed")
             await asyncio.sleep(interval)
-
-
-def _finish_job(session: Session, job_id: int | None) -> None:
-    if job_id is None:  # a transaction expiry: no job row
-        return
-    job = session.get(JobRow, job_id)
-    if job is not None:
-        job.status = "done"

@@ -15,7 +15,7 @@ from paysdk_cli._context import State, open_client, state
 from paysdk_cli._output import OutputFormat, emit, info, mask, warn
 from paysdk_cli._params import parse_amount
 
-__all__ = ["CALLBACK_COLUMNS", "CLIENT_SECRETS", "REQUEST_COLUMNS", "app"]
+__all__ = ["CALLBACK_COLUMNS", "CLIENT_SECRETS", "JOB_COLUMNS", "REQUEST_COLUMNS", "app"]
 
 app = new_app(
     "Control plane of the local reference server.\n\n"
@@ -49,6 +49,8 @@ CLIENT_SECRETS = (
 #: The table columns of `sandbox callbacks` and `sandbox requests`, the most useful first.
 CALLBACK_COLUMNS = ["eventId", "uid", "attempt", "statusCode", "error", "at", "nextAttemptAt", "final"]
 REQUEST_COLUMNS = ["method", "path", "statusCode", "at"]
+#: The table columns of `sandbox jobs`.
+JOB_COLUMNS = ["id", "kind", "ref", "status", "attempts", "dueAt", "lastError", "leaseOwner"]
 _CLIENT_COLUMNS = [
     "slug",
     "amountMin",
@@ -385,6 +387,34 @@ def callbacks(
         columns=CALLBACK_COLUMNS,
         title="Callback attempts",
     )
+
+
+class JobStatusChoice(StrEnum):
+    """The statuses of a job (D126)."""
+
+    pending = "pending"
+    running = "running"
+    done = "done"
+    failed = "failed"
+
+
+@app.command("jobs")
+def jobs(
+    ctx: typer.Context,
+    status: Annotated[
+        JobStatusChoice | None, typer.Option("--status", help="Only jobs in this status.")
+    ] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="Only jobs of this kind (callback...).")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, max=1000, help="At most this many (200).")
+    ] = None,
+) -> None:
+    """List the server's timed jobs (callback rounds, expiries, recurring runs): status, attempts, last
+    error, due time and lease owner, newest first."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.jobs(status=None if status is None else status.value, kind=kind, limit=limit)
+    emit(st.output, _wire_list(result), columns=JOB_COLUMNS, title="Jobs")
 
 
 @app.command("requests")

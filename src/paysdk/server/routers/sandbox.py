@@ -25,6 +25,7 @@ from paysdk.contracts.sandbox import (
     SimulateRequest,
     TestCard,
 )
+from paysdk.server import jobs
 from paysdk.server.bodies import read_json_object, validate
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.errors import APIProblem, JSONResponse
@@ -148,6 +149,25 @@ async def list_callbacks(request: Request, uid: str | None = None) -> Response:
     if uid is not None and not transactions.valid_uid(uid):
         return _json([])
     rows = await context.run(callbacks.attempts, uid)
+    return _json([_dump(row) for row in rows])
+
+
+_JOB_STATUSES = ("pending", "running", "done", "failed")
+
+
+@router.get("/jobs")
+async def list_jobs(
+    request: Request, status: str | None = None, kind: str | None = None, limit: int = 200
+) -> Response:
+    """The server's timed jobs, newest first: kind, ref, status, attempts, last error, due time (virtual),
+    lease owner and lease end (wall clock), interval of a recurring job (D125-D127). ``?status=``,
+    ``?kind=`` filter; ``limit`` 1..1000. Transaction expiries have no job row and are not listed."""
+    context = get_context(request)
+    if not 1 <= limit <= 1000:
+        raise APIProblem.invalid_field("limit", "must be between 1 and 1000")
+    if status is not None and status not in _JOB_STATUSES:
+        raise APIProblem.invalid_field("status", "must be one of " + ", ".join(_JOB_STATUSES))
+    rows = await context.run(lambda session: jobs.listing(session, status=status, kind=kind, limit=limit))
     return _json([_dump(row) for row in rows])
 
 

@@ -1,9 +1,16 @@
-"""The merchant generic callback: events, delivery and retries (spec 2.4, 5.4, 6; decisions D5-D8, D15, D16).
+"""Outbound events: the merchant generic callback today, the subscription ``subsCallback`` next; delivery
+and retries (spec 2.4, 5.4, 6; decisions D5-D8, D15, D16, D128).
 
-* One event per terminal status (D8). Its payload is :class:`paysdk.contracts.callbacks.CallbackPayload`
-  written once with :func:`paysdk._json.dumps` (``amount`` an exact JSON number, ``createdAt``
-  ``DD/MM/YYYY HH:MM:SS`` in the client's timezone, ``channel`` the display name, ``eventId`` top level)
-  and stored; every attempt sends the same bytes.
+* :func:`enqueue_event` queues any event: one ``eventId``, its exact payload bytes, the target URL and
+  the client's registered header, and its first delivery job (kind :data:`JOB_KIND`, due at once). One
+  queue (the ``jobs`` table, :mod:`paysdk.server.jobs`) and one schedule serve every event type.
+  A delivery round is claimed by lease, so several server processes never send one round twice; a round
+  whose process died before recording it is sent again by the runner that takes it over, with the same
+  ``eventId`` (spec 6.4: receivers deduplicate on it).
+* The payment-link callback (:func:`enqueue`): one event per terminal status (D8). Its payload is
+  :class:`paysdk.contracts.callbacks.CallbackPayload` written once with :func:`paysdk._json.dumps`
+  (``amount`` an exact JSON number, ``createdAt`` ``DD/MM/YYYY HH:MM:SS`` in the client's timezone,
+  ``channel`` the display name, ``eventId`` top level) and stored; every attempt sends the same bytes.
 * Each attempt is a POST with the client's registered static header (D15) and ``X-Event-Id`` (D5),
   via ``httpx.AsyncClient`` (10 s timeout) over the injectable transport of the app.
 * Schedule (D16): the first attempt at once, then after 1, 2, 4, 8 ... minutes, each wait capped at
@@ -27,8 +34,10 @@ import ipaddress
 import logging
 import secrets
 import socket
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import httpx
 from sqlalchemy import select
@@ -38,21 +47,23 @@ from paysdk import _json
 from paysdk.contracts.callbacks import CallbackPayload, format_created_at
 from paysdk.contracts.common import CHANNEL_DISPLAY_NAMES
 from paysdk.contracts.sandbox import CallbackAttempt
+from paysdk.server import jobs
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import (
     CallbackAttemptRow,
     CallbackEventRow,
     ClientRow,
-    JobRow,
     TransactionRow,
     from_cents,
 )
+from paysdk.server.jobs import ClaimedJob
 from paysdk.server.services import faults
 
 __all__ = [
     "FIRST_RETRY",
     "FORBIDDEN_NETWORKS",
+    "JOB_KIND",
     "MAX_WAIT",
     "METADATA_NAMES",
     "RETRY_WINDOW",
@@ -60,6 +71,7 @@ __all__ = [
     "callback_host_problem",
     "deliver_job",
     "enqueue",
+    "enqueue_event",
     "wait_after",
 ]
 
@@ -69,6 +81,8 @@ FIRST_RETRY = timedelta(minutes=1)
 MAX_WAIT = timedelta(hours=12)
 RETRY_WINDOW = timedelta(days=7)
 USER_AGENT = "paysdk-reference-server/0.1"
+#: The job kind of a delivery round (``ref``: the event id).
+JOB_KIND = "callback"
 
 #: Callback targets refused (D97): link-local (where the cloud metadata services answer, at
 #: 169.254.169.254 and 169.254.170.2), AWS's IPv6 metadata address and Alibaba Cloud's.
@@ -150,48 +164,75 @@ def wait_after(round_number: int) -> timedelta:
     return min(wait, MAX_WAIT)
 
 
-def enqueue(session: Session, tx: TransactionRow, client: ClientRow, *, now: datetime) -> str | None:
-    """Write the callback event of ``tx``'s terminal status and its first delivery job (due now).
+def enqueue_event(
+    session: Session,
+    client: ClientRow,
+    event_type: str,
+    payload: Mapping[str, Any] | Callable[[str], Mapping[str, Any]],
+    *,
+    ref: str,
+    now: datetime,
+    url: str | None = None,
+) -> str | None:
+    """Queue one outbound event to ``url`` (default: the client's ``callbackUrl``) with the client's
+    registered header (D15), delivered on the schedule of D16; returns its ``eventId``, or ``None`` when
+    there is no URL to send it to.
 
-    Returns the event id, or ``None`` when the client registered no callback URL.
+    ``event_type``: what happened (``transaction.approved``; later ``subscription.<...>``), kept with the
+    event. ``payload``: the JSON body, exact (Decimal kept): a mapping, to which ``eventId`` is added as
+    its first key, or ``payload(event_id)`` building the whole body. ``ref``: what the event is about (a
+    transaction or subscription uid; ``GET /_sandbox/callbacks?uid=`` filters by it). Written in the
+    caller's transaction: the event exists exactly when what caused it committed.
     """
-    from paysdk.server.services.transactions import add_job
-
-    if not client.callback_url:
+    target = url if url is not None else client.callback_url
+    if not target:
         return None
-    assert tx.transaction_id is not None
     event_id = "evt_" + secrets.token_hex(12)
-    payload = CallbackPayload(
-        event_id=event_id,
-        reference=tx.reference,
-        uid=tx.uid,
-        country=client.country,
-        currency=tx.currency,
-        channel=CHANNEL_DISPLAY_NAMES.get(tx.channel, tx.channel),
-        status=tx.status,
-        amount=from_cents(tx.amount_cents),
-        external_id=tx.external_id,
-        created_at=format_created_at(tx.created_at, client.timezone),
-        transaction_id=tx.transaction_id,
-        payment_method_type=tx.payment_method_type,
-    )
+    body = payload(event_id) if callable(payload) else {"eventId": event_id, **payload}
     session.add(
         CallbackEventRow(
             event_id=event_id,
-            uid=tx.uid,
+            event_type=event_type[:64],
+            uid=ref,
             client_id=client.id,
-            url=client.callback_url,
+            url=target,
             header_name=client.callback_header_name,
             header_value=client.callback_header_value,
-            payload=_json.dumps(payload.to_wire()).decode("utf-8"),
+            payload=_json.dumps(body).decode("utf-8"),
             state="pending",
             attempts=0,
             created_at=now,
         )
     )
     session.flush()
-    add_job(session, "callback", event_id, now, now)
+    jobs.add(session, JOB_KIND, event_id, now, now)
     return event_id
+
+
+def enqueue(session: Session, tx: TransactionRow, client: ClientRow, *, now: datetime) -> str | None:
+    """Queue the payment-link callback of ``tx``'s terminal status (spec 2.4, D8): event type
+    ``transaction.<status>``. Returns the event id, or ``None`` when the client registered no callback URL.
+    """
+    assert tx.transaction_id is not None
+    transaction_id = tx.transaction_id
+
+    def build(event_id: str) -> Mapping[str, Any]:
+        return CallbackPayload(
+            event_id=event_id,
+            reference=tx.reference,
+            uid=tx.uid,
+            country=client.country,
+            currency=tx.currency,
+            channel=CHANNEL_DISPLAY_NAMES.get(tx.channel, tx.channel),
+            status=tx.status,
+            amount=from_cents(tx.amount_cents),
+            external_id=tx.external_id,
+            created_at=format_created_at(tx.created_at, client.timezone),
+            transaction_id=transaction_id,
+            payment_method_type=tx.payment_method_type,
+        ).to_wire()
+
+    return enqueue_event(session, client, f"transaction.{tx.status}", build, ref=tx.uid, now=now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,17 +287,12 @@ async def _post(client: httpx.AsyncClient, delivery: _Delivery) -> _Result:
 def _record(
     session: Session,
     clock: Clock,
-    job_id: int,
     delivery: _Delivery,
     results: list[_Result],
     now_due: datetime,
 ) -> None:
-    from paysdk.server.services.transactions import add_job
-
+    """Record one delivery round and queue the next (in the transaction that completes the round's job)."""
     event = session.get(CallbackEventRow, delivery.event_id, with_for_update=True)
-    job = session.get(JobRow, job_id)
-    if job is not None:
-        job.status = "done"
     if event is None:
         return
     now = clock.now(session)
@@ -274,7 +310,7 @@ def _record(
         candidate = now_due + wait_after(round_number)
         if candidate <= event.first_attempt_at + RETRY_WINDOW:
             next_at = candidate
-            add_job(session, "callback", event.event_id, candidate, now)
+            jobs.add(session, JOB_KIND, event.event_id, candidate, now)
         else:
             event.state = "exhausted"
     final = event.state != "pending"
@@ -295,14 +331,15 @@ def _record(
 
 
 async def deliver_job(
-    context: ServerContext, job_id: int, event_id: str, due_at: datetime, clock: Clock | None = None
-) -> None:
-    """Run one delivery round of ``event_id`` (one or two POSTs) and record it, at ``clock``'s time (the
-    server's clock by default; the scheduler's advance passes it frozen at ``due_at``)."""
-    delivery = await context.run(_prepare, event_id)
+    context: ServerContext, job: ClaimedJob, clock: Clock
+) -> Callable[[Session], None] | None:
+    """The job handler of :data:`JOB_KIND`: one delivery round of the event ``job.ref`` (one or two
+    POSTs), at ``clock``'s time (the scheduler's advance passes it frozen at the job's due time). Returns
+    the recording of the round, which the scheduler runs in the transaction that completes the job (a
+    runner that lost the job's lease records nothing)."""
+    delivery = await context.run(_prepare, job.ref)
     if delivery is None:
-        await context.run(_mark_done, job_id)
-        return
+        return None
     client, close = context.http_client()
     try:
         # An injected transport reaches no network: only the host itself is checked then, not its DNS.
@@ -327,13 +364,11 @@ async def deliver_job(
             _host(delivery.url),
             result.status_code or result.error,
         )
-    await context.run(_record, clock or context.clock, job_id, delivery, results, due_at)
 
+    def record(session: Session) -> None:
+        _record(session, clock, delivery, results, job.due_at)
 
-def _mark_done(session: Session, job_id: int) -> None:
-    job = session.get(JobRow, job_id)
-    if job is not None:
-        job.status = "done"
+    return record
 
 
 def _host(url: str) -> str:

@@ -27,14 +27,13 @@ from paysdk.contracts.payment_links import PaymentLinkCreate, TransactionStatus
 from paysdk.contracts.sandbox import SandboxTransaction
 from paysdk.server.clock import Clock
 from paysdk.server.context import Statement, batch_cached, deferring
-from paysdk.server.db import ClientRow, ClockRow, JobRow, TransactionRow, from_cents
+from paysdk.server.db import ClientRow, ClockRow, TransactionRow, from_cents
 from paysdk.server.errors import APIProblem
 from paysdk.server.services.common import check_against_client
 
 __all__ = [
     "KIND_ALTERNATIVE",
     "KIND_LINK",
-    "add_job",
     "create_pending",
     "expire_if_due",
     "finish",
@@ -208,11 +207,6 @@ def create_pending(
         },
     )
     return uid, reference, expire_at
-
-
-def add_job(session: Session, kind: str, ref: str, due_at: datetime, now: datetime) -> None:
-    """Schedule a timed job (see :mod:`paysdk.server.scheduler`)."""
-    session.add(JobRow(kind=kind, ref=ref, due_at=due_at, status="pending", created_at=now))
 
 
 def finish(

@@ -70,8 +70,9 @@ from paysdk.contracts.wallet import (
     TransferResult,
     WalletCode,
 )
+from paysdk.server import jobs
 from paysdk.server.clock import Clock
-from paysdk.server.db import ClientRow, JobRow
+from paysdk.server.db import ClientRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.services.wallet_common import (
     MAX_UNITS,
@@ -1071,9 +1072,7 @@ def authorize(session: Session, now: datetime, card_id: str, spec: SandboxCharge
     if spec.capture:
         _capture(session, now, charge, card)
     else:
-        session.add(
-            JobRow(kind=EXPIRE_JOB, ref=charge.id, due_at=charge.expires_at, status="pending", created_at=now)
-        )
+        jobs.add(session, EXPIRE_JOB, charge.id, charge.expires_at, now)
     session.flush()
     return _charge_view(charge)
 
