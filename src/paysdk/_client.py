@@ -197,11 +197,6 @@ def check_backoffice(backoffice: object) -> BackofficeCredentials | None:
     return backoffice
 
 
-def no_wallet_error() -> ValidationError:
-    """The error of a wallet call on a client without wallet credentials."""
-    return missing_credential(CREDENTIALS["wallet_app"])
-
-
 def log_attempt(
     logger: logging.Logger, op: Operation[Any], attempt: int, outcome: Outcome, seconds: float
 ) -> None:
