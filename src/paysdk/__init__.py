@@ -15,6 +15,7 @@ Everything public is importable from here; the underscored modules are private. 
 is the same API for ``asyncio``. Errors derive from :class:`PaySDKError`.
 """
 
+from paysdk._backoffice_auth import BackofficeCredentials, BackofficeUser, backoffice_store_key
 from paysdk._client import AsyncClient, Client
 from paysdk._environment import Environment
 from paysdk._errors import (
@@ -100,6 +101,8 @@ __all__ = [
     "AsyncRedisTokenStore",
     "AsyncTokenStore",
     "AuthenticationError",
+    "BackofficeCredentials",
+    "BackofficeUser",
     "BadRequestError",
     "CallbackAuthenticationError",
     "CallbackBodyTooLargeError",
@@ -164,5 +167,6 @@ __all__ = [
     "WrongEnvironmentError",
     "WrongTokenTypeError",
     "__version__",
+    "backoffice_store_key",
     "wallet_store_key",
 ]

@@ -21,6 +21,25 @@ from typing import Any, Self, TypeVar
 
 import httpx
 
+from paysdk._auth import AsyncTokenManager, TokenManager, user_key
+from paysdk._backoffice_auth import (
+    BACKOFFICE_APP_TOKENS,
+    BACKOFFICE_USER_TOKENS,
+    BackofficeCredentials,
+    backoffice_app_key,
+    backoffice_app_login_operation,
+    backoffice_user_login_operation,
+)
+from paysdk._credentials import (
+    CREDENTIALS,
+    Credential,
+    CredentialValue,
+    credential_for,
+    credential_secrets,
+    missing_credential,
+    needs_token_manager,
+    recovery_codes,
+)
 from paysdk._environment import Environment
 from paysdk._errors import AuthenticationError, ValidationError
 from paysdk._logging import LOGGER_NAME, setup_from_env
@@ -53,15 +72,12 @@ from paysdk._pipeline import (
 )
 from paysdk._secret import Secret
 from paysdk._token_stores import AsyncStoreAdapter, AsyncTokenStore, StoreAdapter, TokenStore
-from paysdk._tokens import RECOVERABLE_CODES
 from paysdk._transport import attempt_deadline, install_deadlines
 from paysdk._types import NOT_GIVEN, NotGiven
 from paysdk._wallet_auth import (
-    AsyncTokenManager,
-    TokenManager,
+    WALLET_APP_TOKENS,
     WalletCredentials,
     app_login_operation,
-    app_refresh_operation,
     application_key,
 )
 from paysdk.resources.alternative_payments import AlternativePayments, AsyncAlternativePayments
@@ -150,14 +166,20 @@ def replace_config(
     )
 
 
-def client_repr(name: str, config: ClientConfig, wallet: WalletCredentials | None = None) -> str:
+def client_repr(
+    name: str,
+    config: ClientConfig,
+    wallet: WalletCredentials | None = None,
+    backoffice: BackofficeCredentials | None = None,
+) -> str:
     """``Client(environment='local', base_url='...', merchant_token=Secret('****'), max_retries=2)``."""
     token = repr(config.merchant_token) if config.merchant_token is not None else "None"
     env = config.environment
     wallet_part = f", wallet={wallet!r}" if wallet is not None else ""
+    backoffice_part = f", backoffice={backoffice!r}" if backoffice is not None else ""
     return (
         f"{name}(environment={env.name!r}, base_url={env.base_url!r}, merchant_token={token}"
-        f"{wallet_part}, max_retries={config.max_retries})"
+        f"{wallet_part}{backoffice_part}, max_retries={config.max_retries})"
     )
 
 
@@ -168,11 +190,11 @@ def check_wallet(wallet: object) -> WalletCredentials | None:
     return wallet
 
 
-def no_wallet_error() -> ValidationError:
-    """The error of a wallet call on a client without wallet credentials."""
-    return ValidationError(
-        "wallet", "this call needs wallet credentials: pass wallet=paysdk.WalletCredentials(merchant, key)"
-    )
+def check_backoffice(backoffice: object) -> BackofficeCredentials | None:
+    """``backoffice=`` is ``None`` or :class:`~paysdk.BackofficeCredentials`."""
+    if backoffice is not None and not isinstance(backoffice, BackofficeCredentials):
+        raise ValidationError("backoffice", "must be paysdk.BackofficeCredentials(merchant, private_key)")
+    return backoffice
 
 
 def log_attempt(
@@ -236,6 +258,11 @@ class AsyncClient:
     :class:`~paysdk.FileTokenStore` or :class:`~paysdk.RedisTokenStore` between processes or hosts that
     use the same credential).
 
+    ``backoffice`` (:class:`~paysdk.BackofficeCredentials`) holds both backoffice tokens at once
+    (spec 5.3.7): the application token and, with ``user=``, the backoffice user token; each backoffice
+    operation names the one it takes. They are token-managed like the wallet's, in the same store.
+    Every credential an operation can name is listed in :mod:`paysdk._credentials`.
+
     Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`wallet`, :attr:`sandbox`.
     :attr:`last_response` holds the metadata of the last answer (:class:`~paysdk.ResponseInfo`).
     """
@@ -257,6 +284,7 @@ class AsyncClient:
         default_headers: Mapping[str, str] | None = None,
         logger: logging.Logger | None = None,
         wallet: WalletCredentials | None = None,
+        backoffice: BackofficeCredentials | None = None,
         token_store: TokenStore | AsyncTokenStore | None = None,
         total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
@@ -271,6 +299,7 @@ class AsyncClient:
             max_response_bytes,
         )
         self._wallet_credentials = check_wallet(wallet)
+        self._backoffice_credentials = check_backoffice(backoffice)
         self._token_store = AsyncStoreAdapter.of(token_store)
         if http_client is not None and transport is not None:
             raise ValidationError("transport", "pass either http_client or transport, not both")
@@ -291,7 +320,8 @@ class AsyncClient:
         #: Metadata of the last answer this client received (``None`` before any, or after a
         #: connection error). In concurrent code, prefer the attributes of the result or error.
         self.last_response: ResponseInfo | None = None
-        self._wallet_tokens = self._make_wallet_tokens()
+        #: The token-managed credentials this client holds, by credential name.
+        self._providers = self._make_token_providers()
         self._bind_resources()
 
     def _bind_resources(self) -> None:
@@ -300,23 +330,50 @@ class AsyncClient:
         self.wallet = AsyncWallet(self)
         self.sandbox = AsyncSandbox(self)
 
-    def _make_wallet_tokens(self) -> AsyncTokenManager | None:
-        credentials = self._wallet_credentials
-        if credentials is None:
-            return None
-        return AsyncTokenManager(
-            self,
-            key=application_key(self._config.environment, credentials.merchant),
-            store=self._token_store,
-            refresh=app_refresh_operation,
-            login=functools.partial(app_login_operation, credentials),
-        )
+    def _make_token_providers(self) -> dict[str, AsyncTokenManager]:
+        env, store = self._config.environment, self._token_store
+        providers: dict[str, AsyncTokenManager] = {}
+        wallet = self._wallet_credentials
+        if wallet is not None:
+            providers["wallet_app"] = AsyncTokenManager(
+                self,
+                WALLET_APP_TOKENS,
+                key=application_key(env, wallet.merchant),
+                store=store,
+                login=functools.partial(app_login_operation, wallet),
+            )
+        backoffice = self._backoffice_credentials
+        if backoffice is not None:
+            application = AsyncTokenManager(
+                self,
+                BACKOFFICE_APP_TOKENS,
+                key=backoffice_app_key(env, backoffice.merchant),
+                store=store,
+                login=functools.partial(backoffice_app_login_operation, backoffice),
+            )
+            providers["backoffice_app"] = application
+            if backoffice.user is not None:
+                providers["backoffice_user"] = AsyncTokenManager(
+                    self,
+                    BACKOFFICE_USER_TOKENS,
+                    key=user_key(application.key, backoffice.user.email),
+                    store=store,
+                    login=functools.partial(backoffice_user_login_operation, backoffice.user),
+                    via=application,
+                )
+        return providers
+
+    def _token_provider(self, credential: Credential) -> AsyncTokenManager:
+        """The token manager of ``credential`` (:class:`~paysdk.ValidationError` naming what to pass
+        when this client does not hold it)."""
+        provider = self._providers.get(credential.name)
+        if provider is None:
+            raise missing_credential(credential)
+        return provider
 
     def _wallet_manager(self) -> AsyncTokenManager:
         """The application token manager (:class:`~paysdk.ValidationError` ``wallet`` without credentials)."""
-        if self._wallet_tokens is None:
-            raise no_wallet_error()
-        return self._wallet_tokens
+        return self._token_provider(CREDENTIALS["wallet_app"])
 
     @property
     def environment(self) -> Environment:
@@ -372,7 +429,7 @@ class AsyncClient:
         clone._owns_http = False
         clone.last_response = None
         if not isinstance(environment, NotGiven):
-            clone._wallet_tokens = clone._make_wallet_tokens()  # other addresses: other tokens
+            clone._providers = clone._make_token_providers()  # other addresses: other tokens
         clone._bind_resources()
         return clone
 
@@ -388,25 +445,40 @@ class AsyncClient:
         await self.aclose()
 
     def __repr__(self) -> str:
-        return client_repr(type(self).__name__, self._config, self._wallet_credentials)
+        return client_repr(
+            type(self).__name__, self._config, self._wallet_credentials, self._backoffice_credentials
+        )
 
     async def _authed_request(
-        self, op: Operation[T], tokens: AsyncTokenManager, recover: frozenset[int] = RECOVERABLE_CODES
+        self,
+        op: Operation[T],
+        tokens: AsyncTokenManager | None = None,
+        recover: frozenset[int] | None = None,
     ) -> T:
-        """A wallet call with the access token of ``tokens``; after a 401 that a new token can fix
-        (7102, 7103: refresh; 7104, 7105: log in again), the single-flight recovery and one replay.
-        ``recover`` narrows those codes (a user refresh's 7104/7105 are about its body token)."""
-        bearer = await tokens.token()
+        """A call whose credential (``op.auth``) is an access token: from ``tokens``, else the client's
+        provider of that credential. After a 401 that a new token can fix (the credential's
+        ``recover`` codes: 7102, 7103 refresh; 7104, 7105 log in again), the single-flight recovery
+        and one replay. ``recover`` narrows those codes (a user refresh's 7104/7105 are about its
+        body token)."""
+        credential = credential_for(op.auth)
+        if tokens is None:
+            tokens = self._token_provider(credential)
+        codes = recovery_codes(credential, recover)
+        token = await tokens.token()
         try:
-            return await self._request(op, bearer=bearer)
+            return await self._request(op, credential=token)
         except AuthenticationError as exc:
-            if exc.own_code not in recover:
+            if exc.own_code not in codes:
                 raise
-            bearer = await tokens.recover(bearer, exc)
-        return await self._request(op, bearer=bearer)
+            token = await tokens.recover(token, exc)
+        return await self._request(op, credential=token)
 
-    async def _request(self, op: Operation[T], *, bearer: Secret | None = None) -> T:
-        """Run one logical call: attempts, retries and the final result or error."""
+    async def _request(self, op: Operation[T], *, credential: CredentialValue | None = None) -> T:
+        """Run one logical call: attempts, retries and the final result or error. ``credential``: the
+        access token to send (token-managed credentials without one go through
+        :meth:`_authed_request`); otherwise ``build_request`` takes the merchant token or the call's own."""
+        if credential is None and needs_token_manager(op.auth):
+            return await self._authed_request(op)
         config = self._config
         key = idempotency_key_for(op, config, mint=self._mint_key)
         started = self._monotonic()
@@ -414,7 +486,7 @@ class AsyncClient:
         maybe_received = False  # an attempt may have reached the server (outcome_unknown)
         while True:
             attempt += 1
-            request = build_request(op, config, key, attempt=attempt, bearer=bearer)
+            request = build_request(op, config, key, attempt=attempt, credential=credential)
             sent = self._monotonic()
             deadline = sent + attempt_budget(op, config, elapsed=sent - started)
             outcome: Outcome
@@ -438,7 +510,7 @@ class AsyncClient:
             self.last_response = response_info(op, outcome, attempts=attempt, elapsed=elapsed)
         else:
             self.last_response = None
-        secrets = config.secrets() if bearer is None else (*config.secrets(), bearer.reveal())
+        secrets = (*config.secrets(), *credential_secrets(credential))
         return result_from_outcome(
             op, outcome, attempts=attempt, secrets=secrets, maybe_received=maybe_received
         )
@@ -498,6 +570,11 @@ class Client:
     :class:`~paysdk.FileTokenStore` or :class:`~paysdk.RedisTokenStore` between processes or hosts that
     use the same credential).
 
+    ``backoffice`` (:class:`~paysdk.BackofficeCredentials`) holds both backoffice tokens at once
+    (spec 5.3.7): the application token and, with ``user=``, the backoffice user token; each backoffice
+    operation names the one it takes. They are token-managed like the wallet's, in the same store.
+    Every credential an operation can name is listed in :mod:`paysdk._credentials`.
+
     Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`wallet`, :attr:`sandbox`.
     :attr:`last_response` holds the metadata of the last answer (:class:`~paysdk.ResponseInfo`).
     """
@@ -519,6 +596,7 @@ class Client:
         default_headers: Mapping[str, str] | None = None,
         logger: logging.Logger | None = None,
         wallet: WalletCredentials | None = None,
+        backoffice: BackofficeCredentials | None = None,
         token_store: TokenStore | TokenStore | None = None,
         total_timeout: float = DEFAULT_TOTAL_TIMEOUT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
@@ -533,6 +611,7 @@ class Client:
             max_response_bytes,
         )
         self._wallet_credentials = check_wallet(wallet)
+        self._backoffice_credentials = check_backoffice(backoffice)
         self._token_store = StoreAdapter.of(token_store)
         if http_client is not None and transport is not None:
             raise ValidationError("transport", "pass either http_client or transport, not both")
@@ -553,7 +632,8 @@ class Client:
         #: Metadata of the last answer this client received (``None`` before any, or after a
         #: connection error). In concurrent code, prefer the attributes of the result or error.
         self.last_response: ResponseInfo | None = None
-        self._wallet_tokens = self._make_wallet_tokens()
+        #: The token-managed credentials this client holds, by credential name.
+        self._providers = self._make_token_providers()
         self._bind_resources()
 
     def _bind_resources(self) -> None:
@@ -562,23 +642,50 @@ class Client:
         self.wallet = Wallet(self)
         self.sandbox = Sandbox(self)
 
-    def _make_wallet_tokens(self) -> TokenManager | None:
-        credentials = self._wallet_credentials
-        if credentials is None:
-            return None
-        return TokenManager(
-            self,
-            key=application_key(self._config.environment, credentials.merchant),
-            store=self._token_store,
-            refresh=app_refresh_operation,
-            login=functools.partial(app_login_operation, credentials),
-        )
+    def _make_token_providers(self) -> dict[str, TokenManager]:
+        env, store = self._config.environment, self._token_store
+        providers: dict[str, TokenManager] = {}
+        wallet = self._wallet_credentials
+        if wallet is not None:
+            providers["wallet_app"] = TokenManager(
+                self,
+                WALLET_APP_TOKENS,
+                key=application_key(env, wallet.merchant),
+                store=store,
+                login=functools.partial(app_login_operation, wallet),
+            )
+        backoffice = self._backoffice_credentials
+        if backoffice is not None:
+            application = TokenManager(
+                self,
+                BACKOFFICE_APP_TOKENS,
+                key=backoffice_app_key(env, backoffice.merchant),
+                store=store,
+                login=functools.partial(backoffice_app_login_operation, backoffice),
+            )
+            providers["backoffice_app"] = application
+            if backoffice.user is not None:
+                providers["backoffice_user"] = TokenManager(
+                    self,
+                    BACKOFFICE_USER_TOKENS,
+                    key=user_key(application.key, backoffice.user.email),
+                    store=store,
+                    login=functools.partial(backoffice_user_login_operation, backoffice.user),
+                    via=application,
+                )
+        return providers
+
+    def _token_provider(self, credential: Credential) -> TokenManager:
+        """The token manager of ``credential`` (:class:`~paysdk.ValidationError` naming what to pass
+        when this client does not hold it)."""
+        provider = self._providers.get(credential.name)
+        if provider is None:
+            raise missing_credential(credential)
+        return provider
 
     def _wallet_manager(self) -> TokenManager:
         """The application token manager (:class:`~paysdk.ValidationError` ``wallet`` without credentials)."""
-        if self._wallet_tokens is None:
-            raise no_wallet_error()
-        return self._wallet_tokens
+        return self._token_provider(CREDENTIALS["wallet_app"])
 
     @property
     def environment(self) -> Environment:
@@ -634,7 +741,7 @@ class Client:
         clone._owns_http = False
         clone.last_response = None
         if not isinstance(environment, NotGiven):
-            clone._wallet_tokens = clone._make_wallet_tokens()  # other addresses: other tokens
+            clone._providers = clone._make_token_providers()  # other addresses: other tokens
         clone._bind_resources()
         return clone
 
@@ -650,25 +757,40 @@ class Client:
         self.close()
 
     def __repr__(self) -> str:
-        return client_repr(type(self).__name__, self._config, self._wallet_credentials)
+        return client_repr(
+            type(self).__name__, self._config, self._wallet_credentials, self._backoffice_credentials
+        )
 
     def _authed_request(
-        self, op: Operation[T], tokens: TokenManager, recover: frozenset[int] = RECOVERABLE_CODES
+        self,
+        op: Operation[T],
+        tokens: TokenManager | None = None,
+        recover: frozenset[int] | None = None,
     ) -> T:
-        """A wallet call with the access token of ``tokens``; after a 401 that a new token can fix
-        (7102, 7103: refresh; 7104, 7105: log in again), the single-flight recovery and one replay.
-        ``recover`` narrows those codes (a user refresh's 7104/7105 are about its body token)."""
-        bearer = tokens.token()
+        """A call whose credential (``op.auth``) is an access token: from ``tokens``, else the client's
+        provider of that credential. After a 401 that a new token can fix (the credential's
+        ``recover`` codes: 7102, 7103 refresh; 7104, 7105 log in again), the single-flight recovery
+        and one replay. ``recover`` narrows those codes (a user refresh's 7104/7105 are about its
+        body token)."""
+        credential = credential_for(op.auth)
+        if tokens is None:
+            tokens = self._token_provider(credential)
+        codes = recovery_codes(credential, recover)
+        token = tokens.token()
         try:
-            return self._request(op, bearer=bearer)
+            return self._request(op, credential=token)
         except AuthenticationError as exc:
-            if exc.own_code not in recover:
+            if exc.own_code not in codes:
                 raise
-            bearer = tokens.recover(bearer, exc)
-        return self._request(op, bearer=bearer)
+            token = tokens.recover(token, exc)
+        return self._request(op, credential=token)
 
-    def _request(self, op: Operation[T], *, bearer: Secret | None = None) -> T:
-        """Run one logical call: attempts, retries and the final result or error."""
+    def _request(self, op: Operation[T], *, credential: CredentialValue | None = None) -> T:
+        """Run one logical call: attempts, retries and the final result or error. ``credential``: the
+        access token to send (token-managed credentials without one go through
+        :meth:`_authed_request`); otherwise ``build_request`` takes the merchant token or the call's own."""
+        if credential is None and needs_token_manager(op.auth):
+            return self._authed_request(op)
         config = self._config
         key = idempotency_key_for(op, config, mint=self._mint_key)
         started = self._monotonic()
@@ -676,7 +798,7 @@ class Client:
         maybe_received = False  # an attempt may have reached the server (outcome_unknown)
         while True:
             attempt += 1
-            request = build_request(op, config, key, attempt=attempt, bearer=bearer)
+            request = build_request(op, config, key, attempt=attempt, credential=credential)
             sent = self._monotonic()
             deadline = sent + attempt_budget(op, config, elapsed=sent - started)
             outcome: Outcome
@@ -700,7 +822,7 @@ class Client:
             self.last_response = response_info(op, outcome, attempts=attempt, elapsed=elapsed)
         else:
             self.last_response = None
-        secrets = config.secrets() if bearer is None else (*config.secrets(), bearer.reveal())
+        secrets = (*config.secrets(), *credential_secrets(credential))
         return result_from_outcome(
             op, outcome, attempts=attempt, secrets=secrets, maybe_received=maybe_received
         )

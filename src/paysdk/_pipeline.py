@@ -43,6 +43,14 @@ import httpx
 import pydantic
 
 from paysdk import _json
+from paysdk._credentials import (
+    CredentialName,
+    CredentialValue,
+    apply_credential,
+    credential_for,
+    credential_secrets,
+    credential_value,
+)
 from paysdk._environment import Environment
 from paysdk._errors import (
     APIConnectionError,
@@ -76,11 +84,10 @@ __all__ = [
 T = TypeVar("T")
 
 Base: TypeAlias = Literal["base", "wallet", "cms"]
-#: ``raw``/``bearer``: the merchant token (D9); ``wallet_app``/``wallet_user``: a wallet access token
-#: (application or user session) supplied by the client's token manager; ``none``: no credentials.
-Auth: TypeAlias = Literal["raw", "bearer", "wallet_app", "wallet_user", "none"]
-#: Operation auth kinds that send a wallet access token as ``Bearer``.
-WALLET_AUTH: Final = frozenset({"wallet_app", "wallet_user"})
+#: The credential an operation names (:mod:`paysdk._credentials`): ``raw``/``bearer`` the merchant
+#: token (D9), ``hook_keys`` the body key pair, ``wallet_app``/``wallet_user`` and
+#: ``backoffice_app``/``backoffice_user`` access tokens from the client's token managers, ``none``.
+Auth: TypeAlias = CredentialName
 #: What one attempt produced: an answer, or the httpx error raised while sending.
 Outcome: TypeAlias = httpx.Response | httpx.RequestError
 
@@ -160,7 +167,9 @@ class Operation(Generic[T]):
     endpoints that never honour keys (the sandbox control plane), whatever the environment says.
     ``expected`` lists the success statuses (``None``: any 2xx, decision D2). ``headers`` are extra
     request headers (values may be :class:`~paysdk.Secret`, e.g. ``X-User-Token``; never in a repr).
-    ``auth`` ``wallet_app``/``wallet_user`` takes the bearer token given to :func:`build_request`.
+    ``auth`` names the credential (:data:`~paysdk._credentials.CREDENTIALS`); ``credential`` is its
+    value when the call supplies it itself (the ``hook_keys`` pair; never in a repr). Token-managed
+    credentials (``wallet_*``, ``backoffice_*``) get their token from the client shell.
     """
 
     method: str
@@ -176,6 +185,7 @@ class Operation(Generic[T]):
     timeout: httpx.Timeout | None = None
     expected: frozenset[int] | None = None
     headers: Mapping[str, str | Secret] | None = field(default=None, repr=False)
+    credential: CredentialValue | None = field(default=None, repr=False)
 
     @property
     def is_idempotent(self) -> bool:
@@ -405,37 +415,31 @@ def build_request(
     idempotency_key: str | None,
     *,
     attempt: int = 1,
-    bearer: Secret | None = None,
+    credential: CredentialValue | None = None,
 ) -> httpx.Request:
     """The :class:`httpx.Request` of one attempt.
 
     Headers: ``Accept``, ``User-Agent`` (``paysdk/<version> python/<version>``), the client's
-    ``default_headers``, then ``Content-Type`` for a JSON body, ``Authorization`` (the raw merchant token
-    for ``auth="raw"``, ``Bearer <token>`` for ``auth="bearer"``, decision D9), ``Idempotency-Key``
-    when one was decided, and ``X-Paysdk-Retry-Count`` on retries. Raises
-    :class:`~paysdk.ValidationError` (``merchant_token``) when the operation needs a token and none is set.
-    Wallet operations (``auth`` ``wallet_app``/``wallet_user``) send ``Bearer <bearer>``
-    (:class:`~paysdk.ValidationError` ``wallet`` without one); ``op.headers`` come last.
+    ``default_headers``, then ``Content-Type`` for a JSON body, the credential ``op.auth`` names
+    (:func:`~paysdk._credentials.apply_credential`: the raw merchant token for ``raw``,
+    ``Bearer <token>`` for ``bearer`` (D9) and the token-managed kinds, the ``privateKey``/``publicKey``
+    body fields for ``hook_keys``), ``Idempotency-Key`` when one was decided, and
+    ``X-Paysdk-Retry-Count`` on retries; ``op.headers`` come last. ``credential`` is the secret the shell
+    obtained (an access token); without it the merchant token or the call's own value is used.
+    Raises :class:`~paysdk.ValidationError` naming the missing credential (``merchant_token``,
+    ``wallet``, ``backoffice``, ...) when it is not there.
     """
     headers: dict[str, str] = {"Accept": "application/json", "User-Agent": config.user_agent}
     for name, value in config.default_headers:
         headers[name] = value
+    spec = credential_for(op.auth)
+    if credential is None:
+        credential = credential_value(spec, merchant_token=config.merchant_token, call=op.credential)
+    body = apply_credential(spec, credential, headers, op.json)
     content: bytes | None = None
-    if op.json is not None:
-        content = _json.dumps(reveal_secrets(op.json))
+    if body is not None:
+        content = _json.dumps(reveal_secrets(body))
         headers["Content-Type"] = "application/json"
-    if op.auth in WALLET_AUTH:
-        if bearer is None:
-            raise ValidationError("wallet", "this call needs a wallet access token")
-        headers["Authorization"] = f"Bearer {bearer.reveal()}"
-    elif op.auth != "none":
-        if config.merchant_token is None:
-            raise ValidationError(
-                "merchant_token",
-                "this call needs the merchant token: pass merchant_token=... or set PAYSDK_MERCHANT_TOKEN",
-            )
-        token = config.merchant_token.reveal()
-        headers["Authorization"] = f"Bearer {token}" if op.auth == "bearer" else token
     if idempotency_key is not None:
         headers[IDEMPOTENCY_HEADER] = idempotency_key
     if attempt > 1:
@@ -825,7 +829,7 @@ def result_from_outcome(
     response = outcome
     if not _is_success(op, response.status_code):
         # The call's own secrets too (passwords, refresh tokens, X-User-Token), should the server echo them.
-        known = (*secrets, *secrets_in(op.json), *secrets_in(op.headers))
+        known = (*secrets, *secrets_in(op.json), *secrets_in(op.headers), *credential_secrets(op.credential))
         raise error_from_response(response, method=method, path=op.path, attempts=attempts, secrets=known)
     try:
         data = _json.loads(response.content) if response.content.strip() else None

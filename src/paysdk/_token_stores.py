@@ -1,4 +1,4 @@
-"""Where wallet token pairs live between calls, and the lock that keeps refreshes single-flight.
+"""Where token pairs (wallet, backoffice) live between calls, and the lock that keeps refreshes single-flight.
 
 A refresh token is single-use (spec 5.3.4, D35): if two holders of one credential refresh at once, the
 second presents a used token and the server revokes the whole family. So every holder that shares a

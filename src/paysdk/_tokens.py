@@ -1,6 +1,6 @@
 """The token state machine: when to use, refresh or re-login, as pure functions. No I/O, no clock.
 
-The client shells (:class:`paysdk._wallet_auth.AsyncTokenManager` and its generated sync twin) own the
+The client shells (:class:`paysdk._auth.AsyncTokenManager` and its generated sync twin) own the
 locks, the store and the HTTP calls; they ask this module what to do::
 
     with per-credential lock (thread/task) and store.lock(key) (processes):

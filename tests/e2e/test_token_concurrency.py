@@ -167,8 +167,7 @@ def test_dead_refresh_token_recovers_by_login(live_server: str, tmp_path: Path) 
         environment=paysdk.Environment.local(live_server), wallet=credentials, token_store=store
     ) as client:
         client.wallet.login()
-        manager = client._wallet_tokens
-        assert manager is not None
+        manager = client._wallet_manager()
         stale = store.load(manager.key)
         assert stale is not None
         # Simulate the crash: rotate the refresh token behind the store's back.

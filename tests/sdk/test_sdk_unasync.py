@@ -49,7 +49,7 @@ def test_every_async_file_is_covered() -> None:
         "src/paysdk/resources/alternative_payments.py",
         "src/paysdk/resources/sandbox.py",
         "src/paysdk/resources/wallet.py",
-        "src/paysdk/_wallet_auth.py",
+        "src/paysdk/_auth.py",
         "src/paysdk/_token_stores.py",
         "src/paysdk/callbacks/_redis.py",
     } <= names

@@ -433,8 +433,8 @@ def test_no_secret_in_repr_logs_or_errors(
         str(info.value),
         repr(info.value.headers),
         repr(harness.client.wallet.users),
-        repr(harness.client._wallet_tokens),
-        repr(harness.client._wallet_tokens.current) if harness.client._wallet_tokens else "",
+        repr(harness.client._wallet_manager()),
+        repr(harness.client._wallet_manager().current),
     ]
     blob = "\n".join(texts)
     for secret in secrets_seen:

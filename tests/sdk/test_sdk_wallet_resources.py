@@ -26,7 +26,7 @@ BEARER = Secret("app-access-token")
 
 
 def built(op: Operation[Any]) -> tuple[str, str, dict[str, Any] | None, dict[str, str]]:
-    request = build_request(op, CONFIG, None, bearer=BEARER)
+    request = build_request(op, CONFIG, None, credential=BEARER)
     body = _json.loads(request.content) if request.content else None
     return request.method, str(request.url), body, dict(request.headers)
 

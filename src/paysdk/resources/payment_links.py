@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pydantic
 
+from paysdk._credentials import HookKeys
 from paysdk._pipeline import Operation, optional_timeout, validate_idempotency_key
 from paysdk._secret import Secret
 from paysdk._types import NOT_GIVEN, NotGiven
@@ -108,7 +109,8 @@ def create_hook_operation(
 ) -> Operation[PaymentLink]:
     """The validated operation of ``POST /transactions-hook`` (body credentials, no ``Authorization``).
 
-    The private key stays a :class:`~paysdk.Secret` inside the operation until the request is built.
+    The key pair is the operation's ``hook_keys`` credential (:mod:`paysdk._credentials`): the private
+    key stays a :class:`~paysdk.Secret` until the request is built, when both go into the body.
     """
     secret = check_secret(private_key, "private_key")
     fields = _fields(
@@ -130,12 +132,14 @@ def create_hook_operation(
         ).to_wire()
     except pydantic.ValidationError as exc:
         raise validation_error_from(exc) from None
-    body["privateKey"] = secret
     body["ads"] = fields["ads"]
+    keys = HookKeys(secret, body.pop("publicKey"))
+    del body["privateKey"]  # the keys are the call's credential, put in the body when it is sent
     return Operation(
         method="POST",
         path="/transactions-hook",
-        auth="none",
+        auth="hook_keys",
+        credential=keys,
         json=body,
         parse=PaymentLink.model_validate,
         idempotency_key=validate_idempotency_key(idempotency_key),

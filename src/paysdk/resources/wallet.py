@@ -33,6 +33,7 @@ from paysdk._token_stores import (
 )
 from paysdk._tokens import RECOVERABLE_CODES, REPLAY_CODES, StoredTokens
 from paysdk._wallet_auth import (
+    WALLET_USER_TOKENS,
     AsyncTokenManager,
     TokenManager,
     UserSession,
@@ -658,9 +659,9 @@ class AsyncWalletUserView:
             self._user_id: str | None = session.user_id
             self._tokens = AsyncTokenManager(
                 client,
+                WALLET_USER_TOKENS,
                 key=key,
                 store=AsyncStoreAdapter.of(private),
-                refresh=user_refresh_operation,
                 via=via,
                 initial=session.stored,
             )
@@ -674,9 +675,9 @@ class AsyncWalletUserView:
             self._user_id = session.user_id if session is not None else None
             self._tokens = AsyncTokenManager(
                 client,
+                WALLET_USER_TOKENS,
                 key=check_str(key, "key"),
                 store=AsyncStoreAdapter.of(store),
-                refresh=user_refresh_operation,
                 via=via,
                 seed=session.stored if session is not None else None,
             )
@@ -1011,9 +1012,9 @@ class WalletUserView:
             self._user_id: str | None = session.user_id
             self._tokens = TokenManager(
                 client,
+                WALLET_USER_TOKENS,
                 key=key,
                 store=StoreAdapter.of(private),
-                refresh=user_refresh_operation,
                 via=via,
                 initial=session.stored,
             )
@@ -1027,9 +1028,9 @@ class WalletUserView:
             self._user_id = session.user_id if session is not None else None
             self._tokens = TokenManager(
                 client,
+                WALLET_USER_TOKENS,
                 key=check_str(key, "key"),
                 store=StoreAdapter.of(store),
-                refresh=user_refresh_operation,
                 via=via,
                 seed=session.stored if session is not None else None,
             )
