@@ -88,6 +88,7 @@ from paysdk._token_stores import (
 )
 from paysdk._tokens import StoredTokens
 from paysdk._types import NOT_GIVEN, NotGiven
+from paysdk._uploads import FileUpload
 from paysdk._wallet_auth import UserSession, WalletCredentials, wallet_store_key
 
 __all__ = [
@@ -117,6 +118,7 @@ __all__ = [
     "CvvTokenInvalidError",
     "Environment",
     "FileTokenStore",
+    "FileUpload",
     "InsufficientFundsError",
     "InternalServerError",
     "InvalidAmountError",

@@ -25,7 +25,7 @@ from fastapi.routing import APIRoute
 
 from paysdk._environment import CMS_PREFIX, WALLET_PREFIX
 from paysdk.server.addresses import ServerAddresses
-from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, BodyBounds
+from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, MAX_UPLOAD_BYTES, UPLOAD_TIMEOUT, BodyBounds
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import Database
@@ -92,6 +92,8 @@ def create_app(
     allowed_hosts: Iterable[str] = (),
     body_limit: int = MAX_BODY_BYTES,
     body_timeout: float = BODY_TIMEOUT,
+    upload_limit: int = MAX_UPLOAD_BYTES,
+    upload_timeout: float = UPLOAD_TIMEOUT,
 ) -> FastAPI:
     """Build the reference server.
 
@@ -105,13 +107,18 @@ def create_app(
     header (D90). ``allowed_hosts``: host names answered besides the loopback names and the public
     address's host (``"*"``: any); other ``Host`` values get ``421`` (D91).
     ``body_limit`` (bytes, default 1 MiB) and ``body_timeout`` (seconds, default 30): the bounds of every
-    request body, enforced while it streams (``413`` / ``408``, D85).
+    request body, enforced while it streams (``413`` / ``408``, D85). ``upload_limit`` (bytes, default
+    256 MiB) and ``upload_timeout`` (seconds, default 600): the same on upload routes (D110,
+    :data:`paysdk.server.bodies.UPLOAD_ROUTES`).
     Raises ``ValueError`` naming a malformed ``environment``, ``public_url`` or allowed host, or body bounds.
     """
     if environment not in ("sandbox", "production"):
         raise ValueError(f"environment must be 'sandbox' or 'production', not {environment!r}")
     addresses = ServerAddresses(public_url, allowed_hosts)
-    body_bounds = BodyBounds(body_limit, body_timeout)  # checks them (ValueError naming the option)
+    # BodyBounds checks the bounds (ValueError naming the option).
+    body_bounds = BodyBounds(
+        body_limit, body_timeout, upload_limit=upload_limit, upload_timeout=upload_timeout
+    )
     database = Database(database_url)
     database.create_schema()
     context = ServerContext(
