@@ -194,7 +194,7 @@ async def test_async_iteration_reads_on_a_worker_thread(data_file: tuple[Path, b
     readers: set[int] = set()
 
     class Spy(io.FileIO):
-        def read(self, size: int = -1) -> bytes:
+        def read(self, size: int | None = -1, /) -> bytes:
             readers.add(threading.get_ident())
             return super().read(size)
 
