@@ -75,6 +75,7 @@ from paysdk._errors import (
     WrongEnvironmentError,
     WrongTokenTypeError,
 )
+from paysdk._file_upload import FileUpload
 from paysdk._pipeline import ResponseInfo
 from paysdk._pipeline import __version__ as __version__
 from paysdk._secret import Secret
@@ -88,7 +89,6 @@ from paysdk._token_stores import (
 )
 from paysdk._tokens import StoredTokens
 from paysdk._types import NOT_GIVEN, NotGiven
-from paysdk._uploads import FileUpload
 from paysdk._wallet_auth import UserSession, WalletCredentials, wallet_store_key
 
 __all__ = [
@@ -168,3 +168,4 @@ __all__ = [
     "__version__",
     "wallet_store_key",
 ]
+

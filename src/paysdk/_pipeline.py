@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Final, Generic, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, TypeVar
 
 import httpx
 import pydantic
@@ -55,7 +55,9 @@ from paysdk._errors import (
 )
 from paysdk._secret import Secret
 from paysdk._types import NOT_GIVEN, NotGiven
-from paysdk._uploads import UploadBody, UploadStream
+
+if TYPE_CHECKING:  # paysdk._uploads is imported by the first upload, not by ``import paysdk``
+    from paysdk._uploads import UploadBody, UploadStream
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
@@ -477,6 +479,7 @@ def upload_stream(body: UploadBody, headers: dict[str, str]) -> UploadStream:
     """The stream of one attempt of an upload, and its ``Content-Type`` and ``Content-Length`` (or
     ``Transfer-Encoding: chunked`` when a source's length is unknown) added to ``headers``. Nothing is
     read here: the stream reads its sources as httpx sends it (:mod:`paysdk._uploads`)."""
+    from paysdk._uploads import UploadStream
     headers["Content-Type"] = body.content_type
     length = body.content_length
     if length is None:

@@ -36,11 +36,12 @@ import stat
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import httpx
 
 from paysdk._errors import ValidationError
+from paysdk._file_upload import FileInput, FileUpload
 from paysdk._paths import user_path
 
 __all__ = [
@@ -63,33 +64,6 @@ OCTET_STREAM = "application/octet-stream"
 SourceKind: TypeAlias = Literal["path", "seekable", "bytes", "once"]
 #: How a body can be sent again: re-open its files, rewind them, from memory, or not at all.
 Replay: TypeAlias = Literal["reopen", "rewind", "memory", "once"]
-
-
-class FileUpload:
-    """A file to upload, with the name and content type its part carries.
-
-    ``source``: a path (``str`` or ``os.PathLike``; ``~`` is expanded), a binary file object (``open(p,
-    "rb")``, ``io.BytesIO``, a pipe...), ``bytes``, or an iterable of ``bytes`` chunks (a generator).
-    ``filename`` defaults to the path's (or the file object's) base name, ``content_type`` to a guess
-    from the file name, else ``application/octet-stream``. A bare path, file object or ``bytes`` may be
-    passed wherever a ``FileUpload`` is accepted.
-    """
-
-    __slots__ = ("content_type", "filename", "source")
-
-    def __init__(self, source: Any, *, filename: str | None = None, content_type: str | None = None) -> None:
-        self.source = source
-        self.filename = filename
-        self.content_type = content_type
-
-    def __repr__(self) -> str:
-        return f"FileUpload(filename={self.filename!r}, content_type={self.content_type!r})"
-
-
-#: What an upload argument may be (see :class:`FileUpload`).
-FileInput: TypeAlias = (
-    "str | os.PathLike[str] | IO[bytes] | bytes | bytearray | memoryview | Iterable[bytes] | FileUpload"
-)
 
 
 class _Once:

@@ -19,7 +19,6 @@ import pydantic
 from paysdk._errors import ValidationError
 from paysdk._pipeline import Operation, list_of, no_result, optional_timeout
 from paysdk._types import NOT_GIVEN, NotGiven
-from paysdk._uploads import FileInput, FileSource, file_source, multipart_body, raw_body
 from paysdk.contracts.common import Channel, Currency
 from paysdk.contracts.sandbox import (
     CallbackAttempt,
@@ -61,6 +60,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from paysdk._client import AsyncClient, Client
+    from paysdk._uploads import FileInput, FileSource
 
 __all__ = ["AsyncSandbox", "AsyncUploads", "Sandbox", "Uploads"]
 
@@ -287,6 +287,7 @@ def upload_operation(
     ``files`` (several parts: field name -> file) or ``content`` (a raw ``application/octet-stream``
     body, or ``content_type``). The sink keeps nothing but each part's size and SHA-256, so the call is
     idempotent: it is retried like a GET, re-sending the whole body (never a one-shot stream)."""
+    from paysdk._uploads import file_source, multipart_body, raw_body  # only when uploading
     if [file, files, content].count(None) != 2:
         raise ValidationError("file", "pass exactly one of file=, files= or content=")
     if files is not None:
