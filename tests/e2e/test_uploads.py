@@ -270,3 +270,19 @@ async def test_bytes_answers_from_the_real_server(make: Maker) -> None:
     small = make(max_response_bytes=1000)
     with pytest.raises(paysdk.ResponseTooLargeError):
         await call(small._request(op))
+
+
+def test_the_attempt_deadline_bounds_an_upload_the_server_does_not_read(
+    live_server: str, tmp_path: Path
+) -> None:
+    # The sink stalls 5 s before reading (a latency fault): a 32 MB body fills the socket buffers, the
+    # SDK's writes block, and the attempt's deadline (D61) ends them at `timeout`, not at the stall's end.
+    path = tmp_path / "stalled.bin"
+    generate_file(path, 32)
+    with paysdk.Client(environment=paysdk.Environment.local(live_server), max_retries=0) as client:
+        client.sandbox.add_fault("latency", route=FAULT, count=1, latency_ms=5000)
+        started = time.monotonic()
+        with pytest.raises(paysdk.APITimeoutError) as stalled:
+            client.sandbox.uploads.create(path, timeout=1)
+        assert time.monotonic() - started < 4.0
+        assert stalled.value.attempts == 1
