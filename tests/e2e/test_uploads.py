@@ -120,19 +120,23 @@ async def test_every_body_kind_reaches_the_sink(make: Maker, tmp_path: Path) -> 
 # ----------------------------------------------------------------------------- a large file, socket
 
 
-@pytest.fixture(scope="module")
-def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The reference server in its own process, so the test process traces only the SDK's memory."""
-    folder = tmp_path_factory.mktemp("upload-server")
+@contextlib.contextmanager
+def server_in_a_process(folder: Path, *options: str) -> Iterator[str]:
+    """``python -m paysdk.server`` on a free port: its URL while it runs."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "paysdk.server", "--port", str(port), "--db", f"sqlite:///{folder / 's.db'}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    command = [
+        sys.executable,
+        "-m",
+        "paysdk.server",
+        "--port",
+        str(port),
+        "--db",
+        f"sqlite:///{folder / 's.db'}",
+    ]
+    process = subprocess.Popen([*command, *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -149,6 +153,13 @@ def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The reference server in its own process, so the test process traces only the SDK's memory."""
+    with server_in_a_process(tmp_path_factory.mktemp("upload-server")) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -286,3 +297,24 @@ def test_the_attempt_deadline_bounds_an_upload_the_server_does_not_read(
             client.sandbox.uploads.create(path, timeout=1)
         assert time.monotonic() - started < 4.0
         assert stalled.value.attempts == 1
+
+
+def test_the_upload_limit_is_a_server_option(tmp_path: Path) -> None:
+    with (
+        server_in_a_process(tmp_path, "--upload-limit", "1") as url,
+        paysdk.Client(environment=paysdk.Environment.local(url)) as client,
+    ):
+        assert client.sandbox.uploads.create(content=b"a" * (MB - 1000)).size == MB - 1000
+        with pytest.raises(paysdk.APIError) as refused:
+            client.sandbox.uploads.create(content=b"a" * (MB + 1))
+        assert refused.value.status_code == 413
+        assert refused.value.body["details"][0]["field"] == "body"
+    for command in (["paysdk.server"], ["paysdk_cli", "serve"]):
+        wrong = subprocess.run(
+            [sys.executable, "-m", *command, "--upload-limit", "0"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert wrong.returncode == 2
+        assert "--upload-limit" in wrong.stderr + wrong.stdout

@@ -207,6 +207,7 @@ def serve(
     *,
     body_timeout: float = BODY_TIMEOUT,
     keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT,
+    upload_limit: int = MAX_UPLOAD_BYTES,
 ) -> None:
     """Run the server with uvicorn until interrupted (``python -m paysdk.server``, ``paysdk serve``).
 
@@ -214,7 +215,7 @@ def serve(
     request reached, i.e. ``http://<host>:<port>`` it listens on). ``body_timeout``: seconds a request
     body may take (``408`` after, D85). ``keep_alive_timeout``: seconds a connection may wait for a
     request head, before its first request or after an answer, however many bytes trickle in meanwhile;
-    then it is closed (D86).
+    then it is closed (D86). ``upload_limit``: bytes an upload route's body may hold (``413`` past it, D110).
     """
     import uvicorn
 
@@ -226,6 +227,7 @@ def serve(
         public_url=public_url,
         allowed_hosts=allowed_hosts,
         body_timeout=body_timeout,
+        upload_limit=upload_limit,
     )
     log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
     uvicorn.run(
