@@ -89,9 +89,13 @@ _UPLOAD_PATTERNS = tuple(
 
 def is_upload_route(method: str, path: str) -> bool:
     """Whether ``method path`` is an upload route (:data:`UPLOAD_ROUTES`): one set lookup per request."""
-    if (method, path) in _UPLOAD_EXACT or (method, path.rstrip("/")) in _UPLOAD_EXACT:
+    if (method, path) in _UPLOAD_EXACT:
         return True
-    return any(want == method and pattern.fullmatch(path) for want, pattern in _UPLOAD_PATTERNS)
+    if path.endswith("/") and (method, path.rstrip("/")) in _UPLOAD_EXACT:
+        return True
+    return bool(_UPLOAD_PATTERNS) and any(
+        want == method and pattern.fullmatch(path) for want, pattern in _UPLOAD_PATTERNS
+    )
 
 
 class BodyRefused(APIProblem):
