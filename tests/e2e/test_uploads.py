@@ -18,6 +18,7 @@ import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 import pytest
@@ -120,9 +121,14 @@ async def test_every_body_kind_reaches_the_sink(make: Maker, tmp_path: Path) -> 
 # ----------------------------------------------------------------------------- a large file, socket
 
 
+class Served(NamedTuple):
+    url: str
+    pid: int
+
+
 @contextlib.contextmanager
-def server_in_a_process(folder: Path, *options: str) -> Iterator[str]:
-    """``python -m paysdk.server`` on a free port: its URL while it runs."""
+def server_in_a_process(folder: Path, *options: str) -> Iterator[Served]:
+    """``python -m paysdk.server`` on a free port, while it runs."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -149,17 +155,25 @@ def server_in_a_process(folder: Path, *options: str) -> Iterator[str]:
             assert process.poll() is None, "the server process exited"
             assert time.monotonic() < deadline, "the server process did not start"
             time.sleep(0.1)
-        yield url
+        yield Served(url, process.pid)
     finally:
         process.terminate()
         process.wait(timeout=15)
 
 
+def memory_kb(pid: int, field: str) -> int:
+    """``VmRSS`` (now) or ``VmHWM`` (peak) of process ``pid``, in KiB, from ``/proc``."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
 @pytest.fixture(scope="module")
-def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """The reference server in its own process, so the test process traces only the SDK's memory."""
-    with server_in_a_process(tmp_path_factory.mktemp("upload-server")) as url:
-        yield url
+    with server_in_a_process(tmp_path_factory.mktemp("upload-server")) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -170,10 +184,12 @@ def big_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_a_64_mb_file_streams_with_a_small_memory_peak(
-    kind: str, server_process: str, big_file: tuple[Path, str]
+    kind: str, server_process: Served, big_file: tuple[Path, str]
 ) -> None:
     path, digest = big_file
-    environment = paysdk.Environment.local(server_process)
+    url, pid = server_process
+    environment = paysdk.Environment.local(url)
+    server_before = memory_kb(pid, "VmRSS")
 
     def upload_sync() -> UploadReceipt:
         with paysdk.Client(environment=environment) as client:
@@ -191,6 +207,8 @@ def test_a_64_mb_file_streams_with_a_small_memory_peak(
         tracemalloc.stop()
     assert (receipt.size, receipt.sha256) == (64 * MB, digest)
     assert peak < 16 * MB, f"traced peak {peak / MB:.1f} MB"
+    # The server streams too: its peak RSS stays within 32 MB of what it held before the upload.
+    assert (memory_kb(pid, "VmHWM") - server_before) * 1024 < 32 * MB
 
 
 # --------------------------------------------------------------------------------------- retries
@@ -301,8 +319,8 @@ def test_the_attempt_deadline_bounds_an_upload_the_server_does_not_read(
 
 def test_the_upload_limit_is_a_server_option(tmp_path: Path) -> None:
     with (
-        server_in_a_process(tmp_path, "--upload-limit", "1") as url,
-        paysdk.Client(environment=paysdk.Environment.local(url)) as client,
+        server_in_a_process(tmp_path, "--upload-limit", "1") as served,
+        paysdk.Client(environment=paysdk.Environment.local(served.url)) as client,
     ):
         assert client.sandbox.uploads.create(content=b"a" * (MB - 1000)).size == MB - 1000
         with pytest.raises(paysdk.APIError) as refused:
