@@ -21,7 +21,8 @@ key is minted per logical call and sent on every attempt, and the POST is retrie
 call. A caller's own key always wins and is always sent, but it does not make retries safe on an
 environment that does not declare support. A ``409`` whose details name ``Idempotency-Key`` (the
 first request with that key is still in progress, D17) is retried with the same key and backoff;
-other 409s never are.
+other 409s never are. An upload whose body can be read only once (a pipe, a generator) is sent once
+and never retried, whatever the failure (:func:`upload_retry_rule`, D113).
 
 A 2xx answer whose body is not the expected JSON raises :class:`~paysdk.UnexpectedResponseError` (the
 answer does not match the contract, D23) and is never retried: the server may well have acted on it.
@@ -480,6 +481,7 @@ def upload_stream(body: UploadBody, headers: dict[str, str]) -> UploadStream:
     ``Transfer-Encoding: chunked`` when a source's length is unknown) added to ``headers``. Nothing is
     read here: the stream reads its sources as httpx sends it (:mod:`paysdk._uploads`)."""
     from paysdk._uploads import UploadStream
+
     headers["Content-Type"] = body.content_type
     length = body.content_length
     if length is None:
