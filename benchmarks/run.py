@@ -8,6 +8,9 @@
 3. ``paysdk --help`` wall time vs ``python -c "import typer"``. Goal <= 1.3x.
 4. 1,000 concurrent fund operations (adds and withdrawals) on one wallet card: throughput, and the
    lost updates (expected minus final balance), which must be zero.
+5. A 200 MB generated file uploaded with the SDK to the reference server's upload sink, in a child
+   process: its peak RSS during the upload (``VmHWM``, reset before it; ``ru_maxrss`` where /proc has
+   none) minus its RSS before. Goal < 50 MB (files stream, never read whole).
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
@@ -251,6 +254,70 @@ def bench_cli(runs: int = 9) -> tuple[float, float, float]:
     return b, o, o / b
 
 
+#: The child process of :func:`bench_upload`: peak RSS before and after one upload, and its SHA-256.
+_UPLOAD_CHILD = """
+import json, resource, sys, time
+import paysdk
+
+
+def status_kb(name):  # VmRSS (now) or VmHWM (peak) from /proc, in KiB; None off Linux
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+
+
+url, path = sys.argv[1], sys.argv[2]
+with paysdk.Client(environment=paysdk.Environment.local(url)) as client:
+    client.sandbox.uploads.create(content=b"warm-up")  # imports and the connection, before measuring
+    try:  # reset the peak to the current RSS, so an import-time peak cannot hide the upload's
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+        before = status_kb("VmRSS")
+    except OSError:
+        before = None
+    if before is None:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    receipt = client.sandbox.uploads.create(path, timeout=600)
+    seconds = time.perf_counter() - started
+    after = status_kb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"before_kb": before, "after_kb": after, "seconds": seconds, "sha256": receipt.sha256}))
+"""
+
+
+def bench_upload(megabytes: int = 200) -> tuple[float, float]:
+    """Peak RSS growth (MB) of a child process uploading a ``megabytes`` MiB file, and its MB/s."""
+    import hashlib
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "upload.bin"
+        digest = hashlib.sha256()
+        block = os.urandom(1 << 20)
+        with path.open("wb") as out:
+            for index in range(megabytes):
+                chunk = block[index:] + block[:index]
+                out.write(chunk)
+                digest.update(chunk)
+        with serve("reference") as url:
+            done = subprocess.run(
+                [sys.executable, "-c", _UPLOAD_CHILD, url, str(path)],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if result["sha256"] != digest.hexdigest():
+        raise SystemExit("upload benchmark: the server received other bytes than the file's")
+    growth = (result["after_kb"] - result["before_kb"]) / 1024  # peak during the upload minus RSS before
+    return growth, megabytes / result["seconds"]
+
+
 def main() -> None:
     rows: list[tuple[str, str, str, str]] = []
     with serve("stub") as url:
@@ -299,6 +366,9 @@ def main() -> None:
             "<= 1.3x",
         )
     )
+
+    growth, speed = bench_upload()
+    rows.append(("upload 200 MB peak RSS growth", f"{speed:.0f} MB/s", f"{growth:.1f} MB", "< 50 MB"))
 
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'figures':<30}  {'ratio':>8}  goal")

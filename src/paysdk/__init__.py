@@ -76,6 +76,7 @@ from paysdk._errors import (
     WrongEnvironmentError,
     WrongTokenTypeError,
 )
+from paysdk._file_upload import FileUpload
 from paysdk._pipeline import ResponseInfo
 from paysdk._pipeline import __version__ as __version__
 from paysdk._secret import Secret
@@ -120,6 +121,7 @@ __all__ = [
     "CvvTokenInvalidError",
     "Environment",
     "FileTokenStore",
+    "FileUpload",
     "InsufficientFundsError",
     "InternalServerError",
     "InvalidAmountError",
@@ -170,3 +172,4 @@ __all__ = [
     "backoffice_store_key",
     "wallet_store_key",
 ]
+

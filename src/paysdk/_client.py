@@ -56,6 +56,7 @@ from paysdk._pipeline import (
     attempt_budget,
     buffered_response,
     build_request,
+    call_total_timeout,
     check_answer,
     describe_outcome,
     idempotency_key_for,
@@ -497,7 +498,7 @@ class AsyncClient:
                 outcome = exc
             log_attempt(self._logger, op, attempt, outcome, self._monotonic() - sent)
             maybe_received = maybe_received or may_have_been_received(outcome)
-            remaining = config.total_timeout - (self._monotonic() - started)
+            remaining = call_total_timeout(op, config) - (self._monotonic() - started)
             decision = retry_decision(
                 op, attempt, outcome, config, key, rng=self._random, now=self._now, remaining=remaining
             )
@@ -809,7 +810,7 @@ class Client:
                 outcome = exc
             log_attempt(self._logger, op, attempt, outcome, self._monotonic() - sent)
             maybe_received = maybe_received or may_have_been_received(outcome)
-            remaining = config.total_timeout - (self._monotonic() - started)
+            remaining = call_total_timeout(op, config) - (self._monotonic() - started)
             decision = retry_decision(
                 op, attempt, outcome, config, key, rng=self._random, now=self._now, remaining=remaining
             )

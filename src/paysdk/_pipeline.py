@@ -21,7 +21,8 @@ key is minted per logical call and sent on every attempt, and the POST is retrie
 call. A caller's own key always wins and is always sent, but it does not make retries safe on an
 environment that does not declare support. A ``409`` whose details name ``Idempotency-Key`` (the
 first request with that key is still in progress, D17) is retried with the same key and backoff;
-other 409s never are.
+other 409s never are. An upload whose body can be read only once (a pipe, a generator) is sent once
+and never retried, whatever the failure (:func:`upload_retry_rule`, D113).
 
 A 2xx answer whose body is not the expected JSON raises :class:`~paysdk.UnexpectedResponseError` (the
 answer does not match the contract, D23) and is never retried: the server may well have acted on it.
@@ -37,7 +38,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Final, Generic, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, TypeVar
 
 import httpx
 import pydantic
@@ -64,6 +65,9 @@ from paysdk._errors import (
 from paysdk._secret import Secret
 from paysdk._types import NOT_GIVEN, NotGiven
 
+if TYPE_CHECKING:  # paysdk._uploads is imported by the first upload, not by ``import paysdk``
+    from paysdk._uploads import UploadBody, UploadStream
+
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
@@ -73,12 +77,14 @@ __all__ = [
     "ResponseInfo",
     "RetryDecision",
     "build_request",
+    "call_total_timeout",
     "error_from_exception",
     "error_from_response",
     "idempotency_key_for",
     "redact_headers",
     "result_from_outcome",
     "retry_decision",
+    "upload_retry_rule",
 ]
 
 T = TypeVar("T")
@@ -88,6 +94,8 @@ Base: TypeAlias = Literal["base", "wallet", "cms"]
 #: token (D9), ``hook_keys`` the body key pair, ``wallet_app``/``wallet_user`` and
 #: ``backoffice_app``/``backoffice_user`` access tokens from the client's token managers, ``none``.
 Auth: TypeAlias = CredentialName
+#: What a success answer's body is handed to ``Operation.parse`` as: Decimal-exact JSON, or its raw bytes.
+ResponseKind: TypeAlias = Literal["json", "bytes"]
 #: What one attempt produced: an answer, or the httpx error raised while sending.
 Outcome: TypeAlias = httpx.Response | httpx.RequestError
 
@@ -170,6 +178,9 @@ class Operation(Generic[T]):
     ``auth`` names the credential (:data:`~paysdk._credentials.CREDENTIALS`); ``credential`` is its
     value when the call supplies it itself (the ``hook_keys`` pair; never in a repr). Token-managed
     credentials (``wallet_*``, ``backoffice_*``) get their token from the client shell.
+    ``upload`` is a streamed body instead of ``json`` (multipart files or raw bytes,
+    :mod:`paysdk._uploads`); ``response_kind="bytes"`` hands ``parse`` the answer's raw bytes
+    (still at most ``max_response_bytes``).
     """
 
     method: str
@@ -186,6 +197,8 @@ class Operation(Generic[T]):
     expected: frozenset[int] | None = None
     headers: Mapping[str, str | Secret] | None = field(default=None, repr=False)
     credential: CredentialValue | None = field(default=None, repr=False)
+    upload: UploadBody | None = field(default=None, repr=False)
+    response_kind: ResponseKind = "json"
 
     @property
     def is_idempotent(self) -> bool:
@@ -429,7 +442,8 @@ def build_request(
     Raises :class:`~paysdk.ValidationError` naming the missing credential (``merchant_token``,
     ``wallet``, ``backoffice``, ...) when it is not there.
     """
-    headers: dict[str, str] = {"Accept": "application/json", "User-Agent": config.user_agent}
+    accept = "application/json" if op.response_kind == "json" else "*/*"
+    headers: dict[str, str] = {"Accept": accept, "User-Agent": config.user_agent}
     for name, value in config.default_headers:
         headers[name] = value
     spec = credential_for(op.auth)
@@ -437,9 +451,12 @@ def build_request(
         credential = credential_value(spec, merchant_token=config.merchant_token, call=op.credential)
     body = apply_credential(spec, credential, headers, op.json)
     content: bytes | None = None
+    stream: UploadStream | None = None
     if body is not None:
         content = _json.dumps(reveal_secrets(body))
         headers["Content-Type"] = "application/json"
+    elif op.upload is not None:
+        stream = upload_stream(op.upload, headers)
     if idempotency_key is not None:
         headers[IDEMPOTENCY_HEADER] = idempotency_key
     if attempt > 1:
@@ -448,7 +465,7 @@ def build_request(
         for extra, given in op.headers.items():
             headers[extra] = given.reveal() if isinstance(given, Secret) else given
     timeout = op.timeout or config.timeout
-    return httpx.Request(
+    request = httpx.Request(
         op.method.upper(),
         _url(base_url_for(config.environment, op.base) + op.path),
         params=dict(op.params) if op.params else None,
@@ -456,6 +473,26 @@ def build_request(
         content=content,
         extensions={"timeout": timeout.as_dict()},
     )
+    if stream is not None:
+        # Set after construction: httpx adds ``Host`` only to a request built without ``stream=``; the
+        # body's length headers are in ``headers`` already, so it adds no ``Content-Length: 0``.
+        request.stream = stream
+    return request
+
+
+def upload_stream(body: UploadBody, headers: dict[str, str]) -> UploadStream:
+    """The stream of one attempt of an upload, and its ``Content-Type`` and ``Content-Length`` (or
+    ``Transfer-Encoding: chunked`` when a source's length is unknown) added to ``headers``. Nothing is
+    read here: the stream reads its sources as httpx sends it (:mod:`paysdk._uploads`)."""
+    from paysdk._uploads import UploadStream
+
+    headers["Content-Type"] = body.content_type
+    length = body.content_length
+    if length is None:
+        headers["Transfer-Encoding"] = "chunked"
+    else:
+        headers["Content-Length"] = str(length)
+    return UploadStream(body)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -519,6 +556,16 @@ def is_idempotency_in_progress(response: httpx.Response) -> bool:
     )
 
 
+def upload_retry_rule(op: Operation[Any]) -> RetryDecision | None:
+    """The retry rule of request bodies that can be read once: an upload from a non-seekable stream (a
+    pipe, a generator) is sent once and never retried, whatever went wrong (``RetryDecision(False)``).
+    ``None``: the body, if any, can be sent again (paths are re-opened, seekable files rewound to
+    where they were when the call started), so :func:`retry_decision`'s usual rule applies."""
+    if op.upload is not None and op.upload.replay == "once":
+        return RetryDecision(False, reason="the body is a stream that can be sent only once")
+    return None
+
+
 #: Errors raised before a single byte of the request left: always safe to retry.
 _NOTHING_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 #: Errors after which the server may or may not have received the request.
@@ -542,10 +589,13 @@ def retry_decision(
     ``remaining`` the seconds left of the call's ``total_timeout``: a wait that would use them all up
     is not taken (the error is raised at once, D61). See the module docstring for the rule.
     """
+    if isinstance(outcome, httpx.Response) and _is_success(op, outcome.status_code):
+        return RetryDecision(False, reason="success")
+    once = upload_retry_rule(op)
+    if once is not None:
+        return once
     if isinstance(outcome, httpx.Response):
         status = outcome.status_code
-        if _is_success(op, status):
-            return RetryDecision(False, reason="success")
         if idempotency_key is not None and is_idempotency_in_progress(outcome):
             reason = "409: the request with this Idempotency-Key is still in progress"
         elif status not in RETRYABLE_STATUSES:
@@ -591,9 +641,18 @@ def attempt_seconds(timeout: httpx.Timeout) -> float:
     return float(timeout.read if timeout.read is not None else DEFAULT_TIMEOUT.read or 30.0)
 
 
+def call_total_timeout(op: Operation[Any], config: ClientConfig) -> float:
+    """Seconds the whole call may take: the client's ``total_timeout``, or the call's own ``timeout``
+    when that is longer (a long upload given ``timeout=600`` gets one whole attempt, D112)."""
+    if op.timeout is None:
+        return config.total_timeout
+    return max(config.total_timeout, attempt_seconds(op.timeout))
+
+
 def attempt_budget(op: Operation[Any], config: ClientConfig, *, elapsed: float) -> float:
-    """Seconds the next attempt may take: its timeout, cut to what is left of ``total_timeout``."""
-    return min(attempt_seconds(op.timeout or config.timeout), config.total_timeout - elapsed)
+    """Seconds the next attempt may take: its timeout, cut to what is left of the call's total
+    (:func:`call_total_timeout`)."""
+    return min(attempt_seconds(op.timeout or config.timeout), call_total_timeout(op, config) - elapsed)
 
 
 class AnswerTooLarge(httpx.RequestError):
@@ -831,10 +890,19 @@ def result_from_outcome(
         # The call's own secrets too (passwords, refresh tokens, X-User-Token), should the server echo them.
         known = (*secrets, *secrets_in(op.json), *secrets_in(op.headers), *credential_secrets(op.credential))
         raise error_from_response(response, method=method, path=op.path, attempts=attempts, secrets=known)
+    if op.response_kind == "bytes":
+        return _parse_checked(op, response, response.content, attempts=attempts, secrets=secrets)
     try:
         data = _json.loads(response.content) if response.content.strip() else None
     except _json.JSONDecodeError as exc:
         raise unexpected_response(op, response, f"not valid JSON ({exc})", attempts=attempts) from None
+    return _parse_checked(op, response, data, attempts=attempts, secrets=secrets)
+
+
+def _parse_checked(
+    op: Operation[T], response: httpx.Response, data: Any, *, attempts: int, secrets: tuple[str, ...]
+) -> T:
+    """``op.parse(data)``; a result that does not fit is :class:`~paysdk.UnexpectedResponseError` (D23)."""
     try:
         return op.parse(data)
     except pydantic.ValidationError as exc:

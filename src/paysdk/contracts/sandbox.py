@@ -31,6 +31,8 @@ __all__ = [
     "SandboxTransaction",
     "SimulateRequest",
     "TestCard",
+    "UploadPart",
+    "UploadReceipt",
 ]
 
 
@@ -242,3 +244,33 @@ class TestCard(WireModel):
     outcome: str
     description: str
     extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class UploadPart(WireModel):
+    """What the upload sink learnt of one part: never its content, only its size and SHA-256.
+
+    ``name`` is the form field name and ``filename``/``content_type`` what the part declared (all
+    ``None`` for a raw body but ``content_type``, the request's).
+    """
+
+    name: str | None = None
+    filename: str | None = None
+    content_type: str | None = None
+    size: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class UploadReceipt(WireModel):
+    """The answer of ``POST /_sandbox/uploads``: one :class:`UploadPart` per part received, in order."""
+
+    parts: list[UploadPart]
+
+    @property
+    def size(self) -> int:
+        """The bytes of every part together."""
+        return sum(part.size for part in self.parts)
+
+    @property
+    def sha256(self) -> str | None:
+        """The SHA-256 (hex) of the only part, ``None`` when there were several or none."""
+        return self.parts[0].sha256 if len(self.parts) == 1 else None

@@ -13,10 +13,12 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
+import httpx
 import pydantic
 
 from paysdk._errors import ValidationError
-from paysdk._pipeline import Operation, list_of, no_result
+from paysdk._pipeline import Operation, list_of, no_result, optional_timeout
+from paysdk._types import NOT_GIVEN, NotGiven
 from paysdk.contracts.common import Channel, Currency
 from paysdk.contracts.sandbox import (
     CallbackAttempt,
@@ -35,6 +37,7 @@ from paysdk.contracts.sandbox import (
     SandboxTransaction,
     SimulateRequest,
     TestCard,
+    UploadReceipt,
 )
 from paysdk.contracts.wallet import (
     Card,
@@ -58,8 +61,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from paysdk._client import AsyncClient, Client
+    from paysdk._uploads import FileInput, FileSource
 
-__all__ = ["AsyncSandbox", "Sandbox"]
+__all__ = ["AsyncSandbox", "AsyncUploads", "Sandbox", "Uploads"]
 
 _ROOT = "/_sandbox"
 
@@ -293,7 +297,84 @@ def test_cards_operation() -> Operation[list[TestCard]]:
     return _op("GET", "/test-cards", list_of(TestCard.model_validate))
 
 
+def upload_operation(
+    file: FileInput | None = None,
+    *,
+    files: Mapping[str, FileInput] | Sequence[tuple[str, FileInput]] | None = None,
+    content: FileInput | None = None,
+    filename: str | None = None,
+    content_type: str | None = None,
+    timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,
+) -> Operation[UploadReceipt]:
+    """``POST /_sandbox/uploads``: exactly one of ``file`` (one multipart part named ``file``),
+    ``files`` (several parts: field name -> file) or ``content`` (a raw ``application/octet-stream``
+    body, or ``content_type``). The sink keeps nothing but each part's size and SHA-256, so the call is
+    idempotent: it is retried like a GET, re-sending the whole body (never a one-shot stream)."""
+    from paysdk._uploads import file_source, multipart_body, raw_body  # only when uploading
+    if [file, files, content].count(None) != 2:
+        raise ValidationError("file", "pass exactly one of file=, files= or content=")
+    if files is not None:
+        if filename is not None or content_type is not None:
+            raise ValidationError("files", "give each file its name and type with paysdk.FileUpload(...)")
+        pairs = list(files.items()) if isinstance(files, Mapping) else list(files)
+        if not pairs:
+            raise ValidationError("files", "must name at least one file")
+        sources: list[tuple[str, FileSource]] = []
+        for index, pair in enumerate(pairs):
+            if not isinstance(pair, tuple) or len(pair) != 2 or not isinstance(pair[0], str) or not pair[0]:
+                raise ValidationError(f"files[{index}]", "must be a (field name, file) pair")
+            sources.append((pair[0], file_source(pair[1], f"files[{pair[0]}]")))
+        body = multipart_body(sources)
+    elif file is not None:
+        source = file_source(file, "file", filename=filename, content_type=content_type)
+        body = multipart_body([("file", source)])
+    else:
+        body = raw_body(file_source(content, "content", filename=filename, content_type=content_type))
+    return _op(
+        "POST",
+        "/uploads",
+        _bare(UploadReceipt.model_validate),
+        upload=body,
+        idempotent=True,
+        timeout=optional_timeout(timeout),
+    )
+
+
 # unasync: begin
+class AsyncUploads:
+    """The control plane's upload sink (``client.sandbox.uploads``): test file uploads end to end.
+
+    The server streams what it receives and answers each part's size and SHA-256; it stores nothing.
+    """
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def create(
+        self,
+        file: FileInput | None = None,
+        *,
+        files: Mapping[str, FileInput] | Sequence[tuple[str, FileInput]] | None = None,
+        content: FileInput | None = None,
+        filename: str | None = None,
+        content_type: str | None = None,
+        timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,  # noqa: ASYNC109 (an HTTP timeout)
+    ) -> UploadReceipt:
+        """Upload ``file`` (a path, a binary file object, ``bytes``, an iterable of ``bytes`` or a
+        :class:`paysdk.FileUpload`) as a multipart part named ``file``; or several parts, ``files``
+        (``{"field": file}`` or ``[("field", file), ...]``); or ``content`` as the raw body.
+
+        Files stream from disk, never read whole. A failed attempt is retried re-sending the whole
+        body: a path is re-opened, a seekable file rewound to where it was when the call started; a
+        non-seekable stream (a pipe, a generator) is sent once and never retried. ``timeout``: the
+        seconds one attempt may take (it may exceed the client's ``total_timeout``, D112).
+        """
+        op = upload_operation(
+            file, files=files, content=content, filename=filename, content_type=content_type, timeout=timeout
+        )
+        return await self._client._request(op)
+
+
 class AsyncSandbox:
     """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults,
     and the wallet's keys, users, stock cards, linking tokens, card payments and email outbox.
@@ -301,8 +382,11 @@ class AsyncSandbox:
     Works only against ``paysdk serve`` (the local reference server); needs no merchant token.
     """
 
+    uploads: AsyncUploads
+
     def __init__(self, client: AsyncClient) -> None:
         self._client = client
+        self.uploads = AsyncUploads(client)
 
     async def health(self) -> Health:
         """Server status, environment, database and virtual time (``GET /_sandbox/health``)."""
@@ -490,6 +574,40 @@ class AsyncSandbox:
 
 # unasync: generated begin
 # Generated by scripts/unasync.py from the async code above. Do not edit by hand.
+class Uploads:
+    """The control plane's upload sink (``client.sandbox.uploads``): test file uploads end to end.
+
+    The server streams what it receives and answers each part's size and SHA-256; it stores nothing.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def create(
+        self,
+        file: FileInput | None = None,
+        *,
+        files: Mapping[str, FileInput] | Sequence[tuple[str, FileInput]] | None = None,
+        content: FileInput | None = None,
+        filename: str | None = None,
+        content_type: str | None = None,
+        timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,
+    ) -> UploadReceipt:
+        """Upload ``file`` (a path, a binary file object, ``bytes``, an iterable of ``bytes`` or a
+        :class:`paysdk.FileUpload`) as a multipart part named ``file``; or several parts, ``files``
+        (``{"field": file}`` or ``[("field", file), ...]``); or ``content`` as the raw body.
+
+        Files stream from disk, never read whole. A failed attempt is retried re-sending the whole
+        body: a path is re-opened, a seekable file rewound to where it was when the call started; a
+        non-seekable stream (a pipe, a generator) is sent once and never retried. ``timeout``: the
+        seconds one attempt may take (it may exceed the client's ``total_timeout``, D112).
+        """
+        op = upload_operation(
+            file, files=files, content=content, filename=filename, content_type=content_type, timeout=timeout
+        )
+        return self._client._request(op)
+
+
 class Sandbox:
     """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults,
     and the wallet's keys, users, stock cards, linking tokens, card payments and email outbox.
@@ -497,8 +615,11 @@ class Sandbox:
     Works only against ``paysdk serve`` (the local reference server); needs no merchant token.
     """
 
+    uploads: Uploads
+
     def __init__(self, client: Client) -> None:
         self._client = client
+        self.uploads = Uploads(client)
 
     def health(self) -> Health:
         """Server status, environment, database and virtual time (``GET /_sandbox/health``)."""

@@ -1,7 +1,8 @@
 """Run the reference server.
 
 ``python -m paysdk.server [--host 127.0.0.1] [--port 8000] [--db URL] [--environment sandbox|production]
-[--public-url URL] [--allowed-host HOST ...] [--body-timeout 30] [--keep-alive-timeout 5]``
+[--public-url URL] [--allowed-host HOST ...] [--body-timeout 30] [--keep-alive-timeout 5]
+[--upload-limit 256]``
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=KEEP_ALIVE_TIMEOUT,
         help=f"seconds an idle connection may wait for a request head (default {KEEP_ALIVE_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--upload-limit",
+        type=int,
+        default=256,
+        metavar="MIB",
+        help="largest body of an upload route, in MiB, else 413 (default 256)",
+    )
     args = parser.parse_args(argv)
     from paysdk.server.addresses import ServerAddresses
 
@@ -63,6 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for option, value in timeouts.items():
         if not value > 0:
             parser.error(f"{option}: must be a number of seconds above 0, not {value:g}")
+    if args.upload_limit < 1:
+        parser.error(f"--upload-limit: must be a number of MiB, 1 or more, not {args.upload_limit}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from paysdk.server.app import serve
 
@@ -75,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.allowed_host,
         body_timeout=args.body_timeout,
         keep_alive_timeout=args.keep_alive_timeout,
+        upload_limit=args.upload_limit << 20,
     )
     return 0
 

@@ -17,7 +17,10 @@
 * The control plane (D92): a ``/_sandbox`` request whose ``Origin`` is present and not the server's own
   is ``403``; one that carries a body without ``Content-Type: application/json`` is ``415``. A web
   page can send neither a JSON content type nor a foreign-origin request without a CORS preflight,
-  which the control plane never answers.
+  which the control plane never answers. Upload routes (:func:`paysdk.server.bodies.is_upload_route`,
+  the sink ``POST /_sandbox/uploads``) take ``multipart/form-data`` or ``application/octet-stream``
+  instead (D111): a browser sends ``Origin`` with every cross-origin POST, so the ``403`` still keeps
+  web pages out, and the sink has no effect to forge.
 
 The server's own origins (:meth:`ServerAddresses.own_origin`): the public address's origin, and the
 origin of the address the request was sent to (``scheme://Host``, the ``Host`` being allowed).
@@ -32,6 +35,7 @@ from urllib.parse import urlsplit
 from starlette.types import Scope
 
 from paysdk._environment import CHECKOUT_PREFIX
+from paysdk.server.bodies import UPLOAD_CONTENT_TYPES, is_upload_route
 from paysdk.server.errors import APIProblem
 
 __all__ = ["LOOPBACK_HOSTS", "ServerAddresses", "is_control_plane"]
@@ -235,9 +239,17 @@ class ServerAddresses:
                 "The control plane refuses requests from other origins (web pages).",
                 [("Origin", "must be this server's own origin")],
             )
-        if has_body and (
-            content_type is None or content_type.partition(b";")[0].strip().lower() != _JSON
-        ):
+        media = None if content_type is None else content_type.partition(b";")[0].strip().lower()
+        if has_body and is_upload_route(scope["method"], scope["path"]):
+            if media in UPLOAD_CONTENT_TYPES:
+                return None
+            return APIProblem(
+                415,
+                None,
+                "This route takes uploads only: send multipart/form-data or application/octet-stream.",
+                [("Content-Type", "must be multipart/form-data or application/octet-stream")],
+            )
+        if has_body and media != _JSON:
             return APIProblem(
                 415,
                 None,

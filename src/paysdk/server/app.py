@@ -26,7 +26,7 @@ import httpx
 from fastapi import FastAPI
 
 from paysdk.server.addresses import ServerAddresses
-from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, BodyBounds
+from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, MAX_UPLOAD_BYTES, UPLOAD_TIMEOUT, BodyBounds
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import Database
@@ -76,6 +76,8 @@ def create_app(
     families: Sequence[Family] = FAMILIES,
     job_handlers: Mapping[str, JobHandler] | None = None,
     job_lease: timedelta = LEASE,
+    upload_limit: int = MAX_UPLOAD_BYTES,
+    upload_timeout: float = UPLOAD_TIMEOUT,
 ) -> FastAPI:
     """Build the reference server.
 
@@ -89,7 +91,9 @@ def create_app(
     header (D90). ``allowed_hosts``: host names answered besides the loopback names and the public
     address's host (``"*"``: any); other ``Host`` values get ``421`` (D91).
     ``body_limit`` (bytes, default 1 MiB) and ``body_timeout`` (seconds, default 30): the bounds of every
-    request body, enforced while it streams (``413`` / ``408``, D85).
+    request body, enforced while it streams (``413`` / ``408``, D85). ``upload_limit`` (bytes, default
+    256 MiB) and ``upload_timeout`` (seconds, default 600): the same on upload routes (D110,
+    :data:`paysdk.server.bodies.UPLOAD_ROUTES`).
     ``families``: the API families served (default :data:`paysdk.server.families.FAMILIES`; tests add one).
     ``job_handlers``: job kinds to run besides the families' (embedding, tests; see
     :mod:`paysdk.server.scheduler`); ``job_lease``: how long (wall clock) a claim holds a job (D125).
@@ -101,7 +105,10 @@ def create_app(
     families = tuple(families)
     check_families(families)
     addresses = ServerAddresses(public_url, allowed_hosts)
-    body_bounds = BodyBounds(body_limit, body_timeout)  # checks them (ValueError naming the option)
+    # BodyBounds checks the bounds (ValueError naming the option).
+    body_bounds = BodyBounds(
+        body_limit, body_timeout, upload_limit=upload_limit, upload_timeout=upload_timeout
+    )
     database = Database(database_url, families)
     database.create_schema()
     context = ServerContext(
@@ -187,6 +194,7 @@ def serve(
     *,
     body_timeout: float = BODY_TIMEOUT,
     keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT,
+    upload_limit: int = MAX_UPLOAD_BYTES,
 ) -> None:
     """Run the server with uvicorn until interrupted (``python -m paysdk.server``, ``paysdk serve``).
 
@@ -194,7 +202,7 @@ def serve(
     request reached, i.e. ``http://<host>:<port>`` it listens on). ``body_timeout``: seconds a request
     body may take (``408`` after, D85). ``keep_alive_timeout``: seconds a connection may wait for a
     request head, before its first request or after an answer, however many bytes trickle in meanwhile;
-    then it is closed (D86).
+    then it is closed (D86). ``upload_limit``: bytes an upload route's body may hold (``413`` past it, D110).
     """
     import uvicorn
 
@@ -206,6 +214,7 @@ def serve(
         public_url=public_url,
         allowed_hosts=allowed_hosts,
         body_timeout=body_timeout,
+        upload_limit=upload_limit,
     )
     log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
     uvicorn.run(

@@ -13,7 +13,16 @@ of each request (:class:`paysdk.server.middleware.ServerMiddleware` installs it,
 byte is read (:func:`declared_too_large`); a body that grows past it is cut off with ``413``; a body
 not complete within :data:`BODY_TIMEOUT` seconds of its first read is ``408`` (within a second more).
 Both answers are the D1 body naming ``body`` and carry ``Connection: close``, so the rest of the body
-is never read. A client that disconnects before the end of its body is one ``INFO`` log line and
+is never read.
+
+Upload routes (D110): the routes of :data:`UPLOAD_ROUTES` take files (``multipart/form-data`` or
+``application/octet-stream``) and have their own, larger bounds: :data:`MAX_UPLOAD_BYTES` (256 MiB,
+``create_app(upload_limit=)``) within :data:`UPLOAD_TIMEOUT` seconds (``upload_timeout=``), enforced the
+same way. Their handlers read the body as a stream (``request.stream()``), never whole. A family that adds
+an upload route lists it in :data:`UPLOAD_ROUTES`; the control plane's JSON-only rule (D92) lets these
+two content types through on them (D111).
+
+A client that disconnects before the end of its body is one ``INFO`` log line and
 :class:`starlette.requests.ClientDisconnect` (the middleware ends the request quietly).
 """
 
@@ -21,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -34,10 +44,15 @@ __all__ = [
     "BODY_TIMEOUT",
     "MAX_BODY_BYTES",
     "MAX_DEPTH",
+    "MAX_UPLOAD_BYTES",
+    "UPLOAD_CONTENT_TYPES",
+    "UPLOAD_ROUTES",
+    "UPLOAD_TIMEOUT",
     "BodyBounds",
     "BodyRefused",
     "BoundedReceive",
     "declared_too_large",
+    "is_upload_route",
     "parse_json_object",
     "read_json_object",
     "validate",
@@ -54,6 +69,33 @@ MAX_DEPTH = 16
 #: Seconds a request body may take from its first read to its last byte (D85): at most 1 MiB, so any
 #: client faster than ~35 KB/s is never cut off.
 BODY_TIMEOUT = 30.0
+#: Largest accepted body on an upload route (D110).
+MAX_UPLOAD_BYTES = 256 << 20
+#: Seconds an upload route's body may take from its first read to its last byte (D110): 256 MiB within
+#: it needs about 450 KB/s.
+UPLOAD_TIMEOUT = 600.0
+#: The routes that take uploads, as ``(method, path)``; a ``{name}`` segment matches any one segment.
+UPLOAD_ROUTES: tuple[tuple[str, str], ...] = (("POST", "/_sandbox/uploads"),)
+#: The body types an upload route takes (media types, lower case).
+UPLOAD_CONTENT_TYPES = (b"multipart/form-data", b"application/octet-stream")
+
+_UPLOAD_EXACT = frozenset((method, path) for method, path in UPLOAD_ROUTES if "{" not in path)
+_UPLOAD_PATTERNS = tuple(
+    (method, re.compile(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(path)) + "/?"))
+    for method, path in UPLOAD_ROUTES
+    if "{" in path
+)
+
+
+def is_upload_route(method: str, path: str) -> bool:
+    """Whether ``method path`` is an upload route (:data:`UPLOAD_ROUTES`): one set lookup per request."""
+    if (method, path) in _UPLOAD_EXACT:
+        return True
+    if path.endswith("/") and (method, path.rstrip("/")) in _UPLOAD_EXACT:
+        return True
+    return bool(_UPLOAD_PATTERNS) and any(
+        want == method and pattern.fullmatch(path) for want, pattern in _UPLOAD_PATTERNS
+    )
 
 
 class BodyRefused(APIProblem):
@@ -100,7 +142,8 @@ _DISCONNECT: Message = {"type": "http.disconnect"}
 
 
 class BodyBounds:
-    """The body bounds of one server: ``limit`` bytes, ``timeout`` seconds per body (D85).
+    """The body bounds of one server: ``limit`` bytes, ``timeout`` seconds per body (D85), and
+    ``upload_limit``/``upload_timeout`` on upload routes (D110, :func:`is_upload_route`).
 
     :meth:`wrap` gives each request its :class:`BoundedReceive`. Slow bodies are found by one watchdog
     timer per server rather than a timer per read (the hot path pays a dict insert, not a timer): while
@@ -109,15 +152,35 @@ class BodyBounds:
     ``timeout`` plus that period after its first read.
     """
 
-    __slots__ = ("_handle", "_loop", "_period", "_waiting", "limit", "timeout")
+    __slots__ = (
+        "_handle",
+        "_loop",
+        "_period",
+        "_waiting",
+        "limit",
+        "timeout",
+        "upload_limit",
+        "upload_timeout",
+    )
 
-    def __init__(self, limit: int = MAX_BODY_BYTES, timeout: float = BODY_TIMEOUT) -> None:
-        if not limit >= 0:
-            raise ValueError(f"body_limit: must be a number of bytes, 0 or more, not {limit!r}")
-        if not timeout > 0:
-            raise ValueError(f"body_timeout: must be a number of seconds above 0, not {timeout!r}")
+    def __init__(
+        self,
+        limit: int = MAX_BODY_BYTES,
+        timeout: float = BODY_TIMEOUT,
+        *,
+        upload_limit: int = MAX_UPLOAD_BYTES,
+        upload_timeout: float = UPLOAD_TIMEOUT,
+    ) -> None:
+        for name, value in (("body_limit", limit), ("upload_limit", upload_limit)):
+            if not value >= 0:
+                raise ValueError(f"{name}: must be a number of bytes, 0 or more, not {value!r}")
+        for name, seconds in (("body_timeout", timeout), ("upload_timeout", upload_timeout)):
+            if not seconds > 0:
+                raise ValueError(f"{name}: must be a number of seconds above 0, not {seconds!r}")
         self.limit = limit
         self.timeout = timeout
+        self.upload_limit = upload_limit
+        self.upload_timeout = upload_timeout
         self._period = min(1.0, timeout / 4)
         self._waiting: dict[BoundedReceive, asyncio.Task[Any]] = {}
         self._handle: asyncio.TimerHandle | None = None
@@ -126,6 +189,10 @@ class BodyBounds:
     def wrap(self, scope: Scope, receive: Receive) -> BoundedReceive:
         """The bounded ``receive`` of one request."""
         return BoundedReceive(self, scope, receive)
+
+    def limit_for(self, scope: Scope) -> int:
+        """The largest body of this request: :attr:`upload_limit` on an upload route, else :attr:`limit`."""
+        return self.upload_limit if is_upload_route(scope["method"], scope["path"]) else self.limit
 
     def _enter(self, reader: BoundedReceive, loop: asyncio.AbstractEventLoop) -> None:
         if loop is not self._loop:  # first use, or another event loop (tests): start afresh
@@ -165,12 +232,26 @@ class BoundedReceive:
     ``http.disconnect`` (nothing more is read).
     """
 
-    __slots__ = ("_bounds", "_receive", "_received", "_scope", "_state", "deadline", "expired")
+    __slots__ = (
+        "_bounds",
+        "_limit",
+        "_receive",
+        "_received",
+        "_scope",
+        "_state",
+        "_timeout",
+        "deadline",
+        "expired",
+    )
 
     def __init__(self, bounds: BodyBounds, scope: Scope, receive: Receive) -> None:
         self._bounds = bounds
         self._scope = scope
         self._receive = receive
+        if is_upload_route(scope["method"], scope["path"]):
+            self._limit, self._timeout = bounds.upload_limit, bounds.upload_timeout
+        else:
+            self._limit, self._timeout = bounds.limit, bounds.timeout
         self._received = 0
         self._state = 0  # 0 reading, 1 complete, 2 refused or disconnected
         self.deadline = 0.0
@@ -182,7 +263,7 @@ class BoundedReceive:
         bounds = self._bounds
         loop = asyncio.get_running_loop()
         if not self.deadline:
-            self.deadline = loop.time() + bounds.timeout
+            self.deadline = loop.time() + self._timeout
         bounds._enter(self, loop)
         try:
             message = await self._receive()
@@ -193,15 +274,15 @@ class BoundedReceive:
             if task is not None:
                 task.uncancel()
             self._state = 2
-            raise BodyRefused.too_slow(bounds.timeout) from None
+            raise BodyRefused.too_slow(self._timeout) from None
         finally:
             bounds._leave(self)
         kind = message["type"]
         if kind == "http.request":
             self._received += len(message.get("body", b""))
-            if self._received > bounds.limit:
+            if self._received > self._limit:
                 self._state = 2
-                raise BodyRefused.too_large(bounds.limit)
+                raise BodyRefused.too_large(self._limit)
             if not message.get("more_body", False):
                 self._state = 1
         elif kind == "http.disconnect":

@@ -136,6 +136,9 @@ _SENSITIVE_PARTS = (
 )
 _SENSITIVE_QUERY = frozenset({"code", "pin", "pan", "sig", "pass", "pwd", "cvc"})
 HOOK_PATH = "/transactions-hook"
+#: Control-plane routes that take faults, from faults naming them explicitly (``paysdk.server.services.
+#: faults.matches``): the upload sink, which stands in for the upload routes of the API in tests.
+FAULTABLE_CONTROL_PATHS = frozenset({"/_sandbox/uploads"})
 
 
 #: The header that carries the request's id (D65) on every answer.
@@ -540,8 +543,10 @@ class ServerMiddleware:
             return
         request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
         refused = self.context.addresses.refusal(scope)  # allowed host, control plane (D91, D92)
-        if refused is None and declared_too_large(scope, self.body_bounds.limit):
-            refused = BodyRefused.too_large(self.body_bounds.limit)  # before a byte is read (D85)
+        if refused is None:
+            limit = self.body_bounds.limit_for(scope)  # larger on upload routes (D110)
+            if declared_too_large(scope, limit):
+                refused = BodyRefused.too_large(limit)  # before a byte is read (D85)
         if refused is not None:
             await _send_problem(refused, scope, receive, _stamping(send, request_id.encode("ascii")))
             return
@@ -553,8 +558,12 @@ class ServerMiddleware:
             await preflight(scope, receive, _stamping(send, request_id.encode("ascii")))
             return
         if is_control_path(path, self._control):  # never the hook path
+            stamped = _stamping(send, request_id.encode("ascii"))
             with contextlib.suppress(ClientDisconnect):  # mid-body: BoundedReceive logged it
-                await self.app(scope, receive, _stamping(send, request_id.encode("ascii")))
+                if path.rstrip("/") in FAULTABLE_CONTROL_PATHS:  # the upload sink (faults.py)
+                    await self._faults(scope, receive, stamped)
+                else:
+                    await self.app(scope, receive, stamped)
             return
         exchange = _Exchange(self, scope, send, hook, request_id)
         try:

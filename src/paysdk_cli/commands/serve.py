@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -162,6 +162,17 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    upload_limit: Annotated[
+        int | None,
+        typer.Option(
+            "--upload-limit",
+            metavar="MIB",
+            min=1,
+            help="Largest body of an upload route (POST /_sandbox/uploads), in MiB; larger get 413. "
+            "Default: 256.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the local reference server.
 
@@ -179,7 +190,12 @@ def serve(
             f"the reference server needs the server extra: pip install 'paysdk[server]' ({exc})"
         ) from None
     _stop_on_sigterm()
-    timeouts = {"body_timeout": body_timeout, "keep_alive_timeout": keep_alive_timeout}
+    given = {
+        "body_timeout": body_timeout,
+        "keep_alive_timeout": keep_alive_timeout,
+        "upload_limit": None if upload_limit is None else upload_limit << 20,  # MiB -> bytes
+    }
+    options: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
     with contextlib.suppress(KeyboardInterrupt):
         run_server(
             host=host,
@@ -188,7 +204,7 @@ def serve(
             environment=environment.value,
             public_url=public_url,
             allowed_hosts=allowed_host or (),
-            **{name: value for name, value in timeouts.items() if value is not None},
+            **options,
         )
 
 

@@ -24,12 +24,13 @@ from paysdk.contracts.sandbox import (
     SandboxClientCreate,
     SimulateRequest,
     TestCard,
+    UploadReceipt,
 )
 from paysdk.server import jobs
 from paysdk.server.bodies import read_json_object, validate
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.errors import APIProblem, JSONResponse
-from paysdk.server.services import callbacks, faults, payments, sandbox, transactions
+from paysdk.server.services import callbacks, faults, payments, sandbox, transactions, uploads
 from paysdk.server.services.test_cards import TEST_CARDS
 
 __all__ = ["router"]
@@ -226,3 +227,11 @@ async def test_cards() -> Response:
             for card in TEST_CARDS
         ]
     )
+
+
+@router.post("/uploads")
+async def upload_sink(request: Request) -> Response:
+    """Receive an upload (multipart parts or a raw body) as a stream; answer each part's size and
+    SHA-256, keep nothing. Bounded by the upload route bounds (D110); takes faults that name it."""
+    parts = await uploads.digest_upload(request.headers.get("content-type"), request.stream())
+    return _json(_dump(UploadReceipt(parts=parts)))

@@ -1,9 +1,12 @@
 """Fault injection (WireMock-style) for the public surface and callback delivery.
 
 ``route`` is ``"*"``, ``"/path"`` or ``"METHOD /path"``; a path ending in ``*`` matches a prefix. Faults
-never apply to the control plane (``/_sandbox``), so they can always be listed and removed. Each matching
-request (or, for ``duplicate_callback``, each callback event round) uses one of ``count``; the use is
-taken with a conditional ``UPDATE ... WHERE remaining > 0`` so concurrent requests never over-use one.
+never apply to the control plane (``/_sandbox``), so they can always be listed and removed, except to
+the upload sink ``POST /_sandbox/uploads`` (it stands for the upload routes in tests of an SDK's
+retries) and there only when the fault's route names it (``POST /_sandbox/uploads``), never ``*``.
+Each matching request (or, for ``duplicate_callback``, each callback event round) uses one of
+``count``; the use is taken with a conditional ``UPDATE ... WHERE remaining > 0`` so concurrent requests
+never over-use one.
 Faults apply in creation order: the oldest matching fault wins.
 
 The request path asks the database only when a request fault may exist. A process-wide registry, keyed by
@@ -153,14 +156,18 @@ def delete_all(session: Session) -> int:
 
 
 def matches(route: str, method: str, path: str) -> bool:
-    """Whether a fault's ``route`` applies to ``method path``."""
+    """Whether a fault's ``route`` applies to ``method path``. A control-plane path (only the upload
+    sink asks) is matched only by a route that names a ``/_sandbox/`` path itself, never by ``*``."""
     route = route.strip()
+    control = path.startswith("/_sandbox/")
     if route in ("", "*"):
-        return True
+        return not control
     want_method, _, want_path = route.partition(" ") if " " in route else ("", "", route)
     if want_method and want_method.upper() != method.upper():
         return False
     want_path = want_path.strip()
+    if control and not want_path.startswith("/_sandbox/"):
+        return False
     if want_path in ("", "*"):
         return True
     if want_path.endswith("*"):
