@@ -75,7 +75,7 @@ from paysdk._errors import (
     WrongEnvironmentError,
     WrongTokenTypeError,
 )
-from paysdk._pipeline import ResponseInfo
+from paysdk._pipeline import APIResponse, CallOptions, PostCallOptions, ResponseInfo
 from paysdk._pipeline import __version__ as __version__
 from paysdk._secret import Secret
 from paysdk._token_stores import (
@@ -94,6 +94,7 @@ __all__ = [
     "NOT_GIVEN",
     "APIConnectionError",
     "APIError",
+    "APIResponse",
     "APITimeoutError",
     "AmountOutOfRangeError",
     "AsyncClient",
@@ -101,6 +102,7 @@ __all__ = [
     "AsyncTokenStore",
     "AuthenticationError",
     "BadRequestError",
+    "CallOptions",
     "CallbackAuthenticationError",
     "CallbackBodyTooLargeError",
     "CallbackError",
@@ -136,6 +138,7 @@ __all__ = [
     "PaySDKError",
     "PermissionDeniedError",
     "PermissionNotFoundError",
+    "PostCallOptions",
     "RateLimitError",
     "RedisTokenStore",
     "RefreshTokenReusedError",
