@@ -142,17 +142,23 @@ class AsyncEndpoint(Generic[P, T]):
 
     @overload
     def __get__(
-        self, obj: None, owner: type | None = None
+        self,
+        obj: None,
+        owner: type | None = None,
     ) -> Callable[..., Coroutine[Any, Any, Any]]: ...
 
     @overload
     def __get__(
-        self, obj: AsyncResource[Raw], owner: type | None = None
+        self,
+        obj: AsyncResource[Raw],
+        owner: type | None = None,
     ) -> Callable[P, Coroutine[Any, Any, APIResponse[T]]]: ...
 
     @overload
     def __get__(
-        self, obj: AsyncResource[Parsed], owner: type | None = None
+        self,
+        obj: AsyncResource[Parsed],
+        owner: type | None = None,
     ) -> Callable[P, Coroutine[Any, Any, T]]: ...
 
     def __get__(self, obj: AsyncResource[Any] | None, owner: type | None = None) -> Callable[..., Any]:
@@ -230,17 +236,23 @@ class Endpoint(Generic[P, T]):
 
     @overload
     def __get__(
-        self, obj: None, owner: type | None = None
+        self,
+        obj: None,
+        owner: type | None = None,
     ) -> Callable[..., Any]: ...
 
     @overload
     def __get__(
-        self, obj: Resource[Raw], owner: type | None = None
+        self,
+        obj: Resource[Raw],
+        owner: type | None = None,
     ) -> Callable[P, APIResponse[T]]: ...
 
     @overload
     def __get__(
-        self, obj: Resource[Parsed], owner: type | None = None
+        self,
+        obj: Resource[Parsed],
+        owner: type | None = None,
     ) -> Callable[P, T]: ...
 
     def __get__(self, obj: Resource[Any] | None, owner: type | None = None) -> Callable[..., Any]:
