@@ -10,7 +10,8 @@ boundaries): ``async def`` -> ``def``, ``async with`` -> ``with``, ``async for``
 ``aiter_bytes``/``aiter_raw``/``aiter_text``/``aiter_lines`` -> ``iter_...`` (httpx response streams),
 ``asynccontextmanager`` -> ``contextmanager``, ``redis.asyncio`` -> ``redis`` (the asyncio client of
 redis-py has the sync client's API), ``Async<Name>`` -> ``<Name>`` (so ``AsyncClient`` -> ``Client``),
-and in prose "for ``asyncio`` code" -> "for blocking code"; ``# noqa: ASYNC...`` comments are dropped.
+the type ``Coroutine[Any, Any, X]`` -> ``X`` (what a sync call returns; brackets balanced), and in
+prose "for ``asyncio`` code" -> "for blocking code"; ``# noqa: ASYNC...`` comments are dropped.
 
 Usage::
 
@@ -62,11 +63,26 @@ class MarkerError(Exception):
     """The marker lines of a file are missing, duplicated or out of order."""
 
 
+_COROUTINE = "Coroutine[Any, Any, "
+
+
+def _unwrap_coroutines(code: str) -> str:
+    """``Coroutine[Any, Any, X]`` -> ``X``, ``X`` itself holding balanced brackets."""
+    while (start := code.find(_COROUTINE)) >= 0:
+        depth, index = 1, start + len(_COROUTINE)
+        while depth:
+            char = code[index]
+            depth += 1 if char == "[" else -1 if char == "]" else 0
+            index += 1
+        code = code[:start] + code[start + len(_COROUTINE) : index - 1] + code[index:]
+    return code
+
+
 def transform(code: str) -> str:
     """Apply every rewrite rule to ``code``."""
     for pattern, replacement in RULES:
         code = pattern.sub(replacement, code)
-    return code
+    return _unwrap_coroutines(code)
 
 
 def _marker_lines(lines: Sequence[str], marker: str) -> list[int]:

@@ -11,7 +11,9 @@ Two checks keep the claims true:
 * while a marked test runs (:func:`covers_check`, an autouse fixture), every method of the client kind
   under test (``kind`` parameter starting with ``sync`` or ``async``) is wrapped; when the test ends,
   each named method must have been called on a client whose transport is not a mock and must have
-  returned or raised an API error (a refused argument does not count);
+  returned or raised an API error (a refused argument does not count). Calls through
+  ``client.with_raw_response`` count too: its resources are the same classes (in ``Raw`` mode), so
+  they run the same wrapped class attributes;
 * ``tests/e2e/test_real_server_coverage.py`` collects every marked test (a ``pytest --collect-only``
   run with ``PAYSDK_COVERAGE_REPORT`` set, :func:`report_collected`) and fails when a public method of
   either client has no marked test of that kind.

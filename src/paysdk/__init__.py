@@ -77,7 +77,7 @@ from paysdk._errors import (
     WrongTokenTypeError,
 )
 from paysdk._file_upload import FileUpload
-from paysdk._pipeline import ResponseInfo
+from paysdk._pipeline import APIResponse, CallOptions, PostCallOptions, ResponseInfo
 from paysdk._pipeline import __version__ as __version__
 from paysdk._secret import Secret
 from paysdk._token_stores import (
@@ -96,6 +96,7 @@ __all__ = [
     "NOT_GIVEN",
     "APIConnectionError",
     "APIError",
+    "APIResponse",
     "APITimeoutError",
     "AmountOutOfRangeError",
     "AsyncClient",
@@ -105,6 +106,7 @@ __all__ = [
     "BackofficeCredentials",
     "BackofficeUser",
     "BadRequestError",
+    "CallOptions",
     "CallbackAuthenticationError",
     "CallbackBodyTooLargeError",
     "CallbackError",
@@ -141,6 +143,7 @@ __all__ = [
     "PaySDKError",
     "PermissionDeniedError",
     "PermissionNotFoundError",
+    "PostCallOptions",
     "RateLimitError",
     "RedisTokenStore",
     "RefreshTokenReusedError",

@@ -17,7 +17,7 @@ import random
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, cast
 
 import httpx
 
@@ -48,6 +48,7 @@ from paysdk._pipeline import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     DEFAULT_TOTAL_TIMEOUT,
+    APIResponse,
     ClientConfig,
     Operation,
     Outcome,
@@ -81,12 +82,13 @@ from paysdk._wallet_auth import (
     app_login_operation,
     application_key,
 )
+from paysdk.resources._base import Parsed, Raw
 from paysdk.resources.alternative_payments import AlternativePayments, AsyncAlternativePayments
 from paysdk.resources.payment_links import AsyncPaymentLinks, PaymentLinks
 from paysdk.resources.sandbox import AsyncSandbox, Sandbox
 from paysdk.resources.wallet import AsyncWallet, Wallet
 
-__all__ = ["AsyncClient", "Client"]
+__all__ = ["AsyncClient", "AsyncClientWithRawResponse", "Client", "ClientWithRawResponse"]
 
 T = TypeVar("T")
 
@@ -226,6 +228,26 @@ def log_retry(logger: logging.Logger, op: Operation[Any], attempt: int, decision
 
 
 # unasync: begin
+class AsyncClientWithRawResponse:
+    """``client.with_raw_response``: the client's resources whose methods return
+    :class:`~paysdk.APIResponse` (the result, from ``.parse()``, with the metadata of its own answer)::
+
+        answer = await client.with_raw_response.wallet.cards.get(card_id)
+        card = answer.parse()
+        print(answer.status_code, answer.request_id, answer.attempts, answer.replayed)
+
+    Same arguments, per-call options, validation and errors as the plain methods. Methods that are not
+    one API call (``wallet.login``, the token-store helpers, ``wallet.as_user``, which returns a view
+    in the same mode) behave as they do on the client.
+    """
+
+    def __init__(self, client: AsyncClient) -> None:
+        self.payment_links: AsyncPaymentLinks[Raw] = AsyncPaymentLinks(client, raw=True)
+        self.alternative_payments: AsyncAlternativePayments[Raw] = AsyncAlternativePayments(client, raw=True)
+        self.wallet: AsyncWallet[Raw] = AsyncWallet(client, raw=True)
+        self.sandbox: AsyncSandbox[Raw] = AsyncSandbox(client, raw=True)
+
+
 class AsyncClient:
     """The API client, for ``asyncio`` code::
 
@@ -265,13 +287,17 @@ class AsyncClient:
     Every credential an operation can name is listed in :mod:`paysdk._credentials`.
 
     Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`wallet`, :attr:`sandbox`.
-    :attr:`last_response` holds the metadata of the last answer (:class:`~paysdk.ResponseInfo`).
+    Every method takes the per-call options ``timeout=``, ``extra_headers=`` and, on POSTs,
+    ``idempotency_key=`` (:class:`~paysdk.CallOptions`). :attr:`with_raw_response` returns each call's
+    answer metadata with its result; :attr:`last_response` holds the metadata of the last answer
+    (:class:`~paysdk.ResponseInfo`), overwritten by concurrent calls.
     """
 
-    payment_links: AsyncPaymentLinks
-    alternative_payments: AsyncAlternativePayments
-    wallet: AsyncWallet
-    sandbox: AsyncSandbox
+    payment_links: AsyncPaymentLinks[Parsed]
+    alternative_payments: AsyncAlternativePayments[Parsed]
+    wallet: AsyncWallet[Parsed]
+    sandbox: AsyncSandbox[Parsed]
+    _raw_view: AsyncClientWithRawResponse | None
 
     def __init__(
         self,
@@ -325,7 +351,16 @@ class AsyncClient:
         self._providers = self._make_token_providers()
         self._bind_resources()
 
+    @property
+    def with_raw_response(self) -> AsyncClientWithRawResponse:
+        """The resources of this client whose methods return :class:`~paysdk.APIResponse`: each
+        call's result with its own status, headers, request id, attempts and ``replayed`` flag."""
+        if self._raw_view is None:
+            self._raw_view = AsyncClientWithRawResponse(self)
+        return self._raw_view
+
     def _bind_resources(self) -> None:
+        self._raw_view = None
         self.payment_links = AsyncPaymentLinks(self)
         self.alternative_payments = AsyncAlternativePayments(self)
         self.wallet = AsyncWallet(self)
@@ -456,6 +491,16 @@ class AsyncClient:
         tokens: AsyncTokenManager | None = None,
         recover: frozenset[int] | None = None,
     ) -> T:
+        """A call whose credential (``op.auth``) is an access token, its result
+        (:meth:`_authed_request_raw`)."""
+        return (await self._authed_request_raw(op, tokens, recover)).parse()
+
+    async def _authed_request_raw(
+        self,
+        op: Operation[T],
+        tokens: AsyncTokenManager | None = None,
+        recover: frozenset[int] | None = None,
+    ) -> APIResponse[T]:
         """A call whose credential (``op.auth``) is an access token: from ``tokens``, else the client's
         provider of that credential. After a 401 that a new token can fix (the credential's
         ``recover`` codes: 7102, 7103 refresh; 7104, 7105 log in again), the single-flight recovery
@@ -467,19 +512,26 @@ class AsyncClient:
         codes = recovery_codes(credential, recover)
         token = await tokens.token()
         try:
-            return await self._request(op, credential=token)
+            return await self._request_raw(op, credential=token)
         except AuthenticationError as exc:
             if exc.own_code not in codes:
                 raise
             token = await tokens.recover(token, exc)
-        return await self._request(op, credential=token)
+        return await self._request_raw(op, credential=token)
 
     async def _request(self, op: Operation[T], *, credential: CredentialValue | None = None) -> T:
-        """Run one logical call: attempts, retries and the final result or error. ``credential``: the
-        access token to send (token-managed credentials without one go through
-        :meth:`_authed_request`); otherwise ``build_request`` takes the merchant token or the call's own."""
+        """Run one logical call (:meth:`_request_raw`): its result."""
+        return (await self._request_raw(op, credential=credential)).parse()
+
+    async def _request_raw(
+        self, op: Operation[T], *, credential: CredentialValue | None = None
+    ) -> APIResponse[T]:
+        """Run one logical call: attempts, retries and the final result (with its answer's metadata)
+        or error. ``credential``: the access token to send (token-managed credentials without one go
+        through :meth:`_authed_request_raw`); otherwise ``build_request`` takes the merchant token or
+        the call's own."""
         if credential is None and needs_token_manager(op.auth):
-            return await self._authed_request(op)
+            return await self._authed_request_raw(op)
         config = self._config
         key = idempotency_key_for(op, config, mint=self._mint_key)
         started = self._monotonic()
@@ -507,14 +559,15 @@ class AsyncClient:
             log_retry(self._logger, op, attempt, decision)
             await self._sleep(decision.delay)
         elapsed = self._monotonic() - started
+        info = None
         if isinstance(outcome, httpx.Response):
-            self.last_response = response_info(op, outcome, attempts=attempt, elapsed=elapsed)
-        else:
-            self.last_response = None
+            info = response_info(op, outcome, attempts=attempt, elapsed=elapsed)
+        self.last_response = info
         secrets = (*config.secrets(), *credential_secrets(credential))
-        return result_from_outcome(
+        result = result_from_outcome(
             op, outcome, attempts=attempt, secrets=secrets, maybe_received=maybe_received
         )
+        return APIResponse(result, cast(ResponseInfo, info))  # an error without an answer has raised
 
     async def _receive(self, response: httpx.Response, deadline: float) -> httpx.Response:
         """Read an answer as a stream: at most ``max_response_bytes`` (decoded), by the attempt's
@@ -538,6 +591,26 @@ class AsyncClient:
 
 # unasync: generated begin
 # Generated by scripts/unasync.py from the async code above. Do not edit by hand.
+class ClientWithRawResponse:
+    """``client.with_raw_response``: the client's resources whose methods return
+    :class:`~paysdk.APIResponse` (the result, from ``.parse()``, with the metadata of its own answer)::
+
+        answer = client.with_raw_response.wallet.cards.get(card_id)
+        card = answer.parse()
+        print(answer.status_code, answer.request_id, answer.attempts, answer.replayed)
+
+    Same arguments, per-call options, validation and errors as the plain methods. Methods that are not
+    one API call (``wallet.login``, the token-store helpers, ``wallet.as_user``, which returns a view
+    in the same mode) behave as they do on the client.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self.payment_links: PaymentLinks[Raw] = PaymentLinks(client, raw=True)
+        self.alternative_payments: AlternativePayments[Raw] = AlternativePayments(client, raw=True)
+        self.wallet: Wallet[Raw] = Wallet(client, raw=True)
+        self.sandbox: Sandbox[Raw] = Sandbox(client, raw=True)
+
+
 class Client:
     """The API client, for blocking code::
 
@@ -577,13 +650,17 @@ class Client:
     Every credential an operation can name is listed in :mod:`paysdk._credentials`.
 
     Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`wallet`, :attr:`sandbox`.
-    :attr:`last_response` holds the metadata of the last answer (:class:`~paysdk.ResponseInfo`).
+    Every method takes the per-call options ``timeout=``, ``extra_headers=`` and, on POSTs,
+    ``idempotency_key=`` (:class:`~paysdk.CallOptions`). :attr:`with_raw_response` returns each call's
+    answer metadata with its result; :attr:`last_response` holds the metadata of the last answer
+    (:class:`~paysdk.ResponseInfo`), overwritten by concurrent calls.
     """
 
-    payment_links: PaymentLinks
-    alternative_payments: AlternativePayments
-    wallet: Wallet
-    sandbox: Sandbox
+    payment_links: PaymentLinks[Parsed]
+    alternative_payments: AlternativePayments[Parsed]
+    wallet: Wallet[Parsed]
+    sandbox: Sandbox[Parsed]
+    _raw_view: ClientWithRawResponse | None
 
     def __init__(
         self,
@@ -637,7 +714,16 @@ class Client:
         self._providers = self._make_token_providers()
         self._bind_resources()
 
+    @property
+    def with_raw_response(self) -> ClientWithRawResponse:
+        """The resources of this client whose methods return :class:`~paysdk.APIResponse`: each
+        call's result with its own status, headers, request id, attempts and ``replayed`` flag."""
+        if self._raw_view is None:
+            self._raw_view = ClientWithRawResponse(self)
+        return self._raw_view
+
     def _bind_resources(self) -> None:
+        self._raw_view = None
         self.payment_links = PaymentLinks(self)
         self.alternative_payments = AlternativePayments(self)
         self.wallet = Wallet(self)
@@ -768,6 +854,16 @@ class Client:
         tokens: TokenManager | None = None,
         recover: frozenset[int] | None = None,
     ) -> T:
+        """A call whose credential (``op.auth``) is an access token, its result
+        (:meth:`_authed_request_raw`)."""
+        return (self._authed_request_raw(op, tokens, recover)).parse()
+
+    def _authed_request_raw(
+        self,
+        op: Operation[T],
+        tokens: TokenManager | None = None,
+        recover: frozenset[int] | None = None,
+    ) -> APIResponse[T]:
         """A call whose credential (``op.auth``) is an access token: from ``tokens``, else the client's
         provider of that credential. After a 401 that a new token can fix (the credential's
         ``recover`` codes: 7102, 7103 refresh; 7104, 7105 log in again), the single-flight recovery
@@ -779,19 +875,26 @@ class Client:
         codes = recovery_codes(credential, recover)
         token = tokens.token()
         try:
-            return self._request(op, credential=token)
+            return self._request_raw(op, credential=token)
         except AuthenticationError as exc:
             if exc.own_code not in codes:
                 raise
             token = tokens.recover(token, exc)
-        return self._request(op, credential=token)
+        return self._request_raw(op, credential=token)
 
     def _request(self, op: Operation[T], *, credential: CredentialValue | None = None) -> T:
-        """Run one logical call: attempts, retries and the final result or error. ``credential``: the
-        access token to send (token-managed credentials without one go through
-        :meth:`_authed_request`); otherwise ``build_request`` takes the merchant token or the call's own."""
+        """Run one logical call (:meth:`_request_raw`): its result."""
+        return (self._request_raw(op, credential=credential)).parse()
+
+    def _request_raw(
+        self, op: Operation[T], *, credential: CredentialValue | None = None
+    ) -> APIResponse[T]:
+        """Run one logical call: attempts, retries and the final result (with its answer's metadata)
+        or error. ``credential``: the access token to send (token-managed credentials without one go
+        through :meth:`_authed_request_raw`); otherwise ``build_request`` takes the merchant token or
+        the call's own."""
         if credential is None and needs_token_manager(op.auth):
-            return self._authed_request(op)
+            return self._authed_request_raw(op)
         config = self._config
         key = idempotency_key_for(op, config, mint=self._mint_key)
         started = self._monotonic()
@@ -819,14 +922,15 @@ class Client:
             log_retry(self._logger, op, attempt, decision)
             self._sleep(decision.delay)
         elapsed = self._monotonic() - started
+        info = None
         if isinstance(outcome, httpx.Response):
-            self.last_response = response_info(op, outcome, attempts=attempt, elapsed=elapsed)
-        else:
-            self.last_response = None
+            info = response_info(op, outcome, attempts=attempt, elapsed=elapsed)
+        self.last_response = info
         secrets = (*config.secrets(), *credential_secrets(credential))
-        return result_from_outcome(
+        result = result_from_outcome(
             op, outcome, attempts=attempt, secrets=secrets, maybe_received=maybe_received
         )
+        return APIResponse(result, cast(ResponseInfo, info))  # an error without an answer has raised
 
     def _receive(self, response: httpx.Response, deadline: float) -> httpx.Response:
         """Read an answer as a stream: at most ``max_response_bytes`` (decoded), by the attempt's

@@ -30,6 +30,7 @@ answer does not match the contract, D23) and is never retried: the server may we
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import functools
 import math
@@ -38,7 +39,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, TypedDict, TypeVar, Unpack
 
 import httpx
 import pydantic
@@ -71,11 +72,15 @@ if TYPE_CHECKING:  # paysdk._uploads is imported by the first upload, not by ``i
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
+    "APIResponse",
+    "CallOptions",
     "ClientConfig",
     "Operation",
     "Outcome",
+    "PostCallOptions",
     "ResponseInfo",
     "RetryDecision",
+    "apply_call_options",
     "build_request",
     "call_total_timeout",
     "error_from_exception",
@@ -88,6 +93,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 Base: TypeAlias = Literal["base", "wallet", "cms"]
 #: The credential an operation names (:mod:`paysdk._credentials`): ``raw``/``bearer`` the merchant
@@ -165,6 +171,25 @@ class ClientConfig:
         return (self.merchant_token.reveal(),) if self.merchant_token else ()
 
 
+class CallOptions(TypedDict, total=False):
+    """The per-call options every SDK method takes as keywords (``**options``), after its own arguments.
+
+    ``timeout``: seconds or an :class:`httpx.Timeout` for this call's attempts (default: the client's);
+    ``extra_headers``: headers added to this call's request (ASCII names and values, no line breaks;
+    the headers the SDK manages, such as ``Authorization`` or ``Idempotency-Key``, are refused).
+    """
+
+    timeout: float | httpx.Timeout | NotGiven
+    extra_headers: Mapping[str, str] | None
+
+
+class PostCallOptions(CallOptions, total=False):
+    """The per-call options of a ``POST`` method: :class:`CallOptions` and ``idempotency_key``
+    (1-255 printable ASCII characters; always sent when given, see :func:`idempotency_key_for`)."""
+
+    idempotency_key: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class Operation(Generic[T]):
     """One API call, described as data.
@@ -199,6 +224,9 @@ class Operation(Generic[T]):
     credential: CredentialValue | None = field(default=None, repr=False)
     upload: UploadBody | None = field(default=None, repr=False)
     response_kind: ResponseKind = "json"
+    #: The caller's ``extra_headers=`` (:func:`apply_call_options`); values of sensitive names are
+    #: :class:`~paysdk.Secret`, so they are scrubbed from errors like the SDK's own credentials.
+    extra_headers: tuple[tuple[str, str | Secret], ...] = field(default=(), repr=False)
 
     @property
     def is_idempotent(self) -> bool:
@@ -206,6 +234,10 @@ class Operation(Generic[T]):
         if self.idempotent is not None:
             return self.idempotent
         return self.method.upper() in IDEMPOTENT_METHODS
+
+    def with_call_options(self, **options: Unpack[PostCallOptions]) -> Operation[T]:
+        """This operation with the per-call options applied (see :func:`apply_call_options`)."""
+        return apply_call_options(self, options)
 
 
 class ResponseInfo:
@@ -263,6 +295,82 @@ class ResponseInfo:
         return (
             f"ResponseInfo(method={self.method!r}, path={self.path!r}, status_code={self.status_code}, "
             f"attempts={self.attempts}, elapsed={self.elapsed:.3f})"
+        )
+
+
+class APIResponse(Generic[T]):
+    """One call's result together with the metadata of the answer that carried it.
+
+    What ``client.with_raw_response.<resource>.<method>(...)`` returns: :meth:`parse` gives the
+    method's usual result; ``status_code``, ``headers`` (lower-cased, credentials masked),
+    ``request_id``, ``attempts``, ``retries``, ``replayed`` and ``elapsed`` belong to this call only,
+    so concurrent calls never see each other's (unlike ``client.last_response``).
+    """
+
+    __slots__ = ("_result", "info")
+
+    def __init__(self, result: T, info: ResponseInfo) -> None:
+        self._result = result
+        #: The answer's metadata, as ``client.last_response`` holds it.
+        self.info = info
+
+    def parse(self) -> T:
+        """The method's result (what the method returns without ``with_raw_response``)."""
+        return self._result
+
+    def map(self, convert: Callable[[T], U]) -> APIResponse[U]:
+        """The same metadata with the result converted (how a method turns a wire model into its result)."""
+        return APIResponse(convert(self._result), self.info)
+
+    @property
+    def status_code(self) -> int:
+        """The answer's HTTP status."""
+        return self.info.status_code
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The answer's headers, lower-cased, credentials masked."""
+        return self.info.headers
+
+    @property
+    def request_id(self) -> str | None:
+        """The server's ``X-Request-Id`` of this answer, when it sent one."""
+        return self.info.request_id
+
+    @property
+    def attempts(self) -> int:
+        """How many times the call was sent (``1`` when it was not retried)."""
+        return self.info.attempts
+
+    @property
+    def retries(self) -> int:
+        """How many times the call was retried (``attempts - 1``)."""
+        return self.info.retries
+
+    @property
+    def replayed(self) -> bool:
+        """Whether the server replayed its stored answer for this idempotency key (D17)."""
+        return self.info.replayed
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds from the first send to the final answer, backoff included."""
+        return self.info.elapsed
+
+    @property
+    def method(self) -> str:
+        """The request's method."""
+        return self.info.method
+
+    @property
+    def path(self) -> str:
+        """The request's path (relative to its base address)."""
+        return self.info.path
+
+    def __repr__(self) -> str:
+        return (
+            f"APIResponse(method={self.method!r}, path={self.path!r}, status_code={self.status_code}, "
+            f"request_id={self.request_id!r}, attempts={self.attempts}, replayed={self.replayed})"
         )
 
 
@@ -361,18 +469,87 @@ def validate_idempotency_key(value: object) -> str | None:
     return value
 
 
-def validate_headers(value: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
-    """``default_headers`` as sorted pairs of ASCII strings."""
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def validate_headers(
+    value: Mapping[str, str] | None, field_name: str = "default_headers"
+) -> tuple[tuple[str, str], ...]:
+    """Headers (``default_headers`` of a client, ``extra_headers`` of a call) as pairs of ASCII
+    strings: names are HTTP tokens, values hold no line break. Errors name ``field_name`` and the
+    header, never its value."""
     if value is None:
         return ()
+    if not isinstance(value, Mapping):
+        raise ValidationError(field_name, "must be a mapping of header names to values")
     pairs: list[tuple[str, str]] = []
     for name, text in value.items():
         if not isinstance(name, str) or not isinstance(text, str) or not name.isascii() or not text.isascii():
-            raise ValidationError("default_headers", "names and values must be ASCII strings")
-        if "\n" in text or "\r" in text:
-            raise ValidationError("default_headers", f"value of {name} holds a line break")
+            raise ValidationError(field_name, "names and values must be ASCII strings")
+        if not _HEADER_NAME.fullmatch(name):
+            raise ValidationError(field_name, f"{name!r} is not a valid header name")
+        if "\n" in text or "\r" in text or "\x00" in text:
+            raise ValidationError(field_name, f"value of {name} holds a line break or NUL")
         pairs.append((name, text))
     return tuple(pairs)
+
+
+#: Headers the SDK writes itself: ``extra_headers`` may not set them (use the matching argument).
+MANAGED_HEADERS: Final = frozenset(
+    {
+        "authorization",
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "host",
+        IDEMPOTENCY_HEADER.lower(),
+        RETRY_COUNT_HEADER.lower(),
+    }
+)
+#: The names :func:`apply_call_options` knows (:class:`PostCallOptions`).
+CALL_OPTION_NAMES: Final = frozenset(PostCallOptions.__annotations__)
+
+
+def is_sensitive_header(name: str) -> bool:
+    """Whether a header's value is masked in errors, logs and :class:`ResponseInfo`."""
+    key = name.lower()
+    return key in SENSITIVE_HEADERS or bool(_SENSITIVE_WORDS.search(key))
+
+
+def apply_call_options(op: Operation[T], options: Mapping[str, Any]) -> Operation[T]:
+    """``op`` with the per-call options (:class:`PostCallOptions`) applied: the ONE place they are checked
+    and put on an operation. Every SDK method passes its ``**options`` here (through its operation
+    builder); ``client.with_options(timeout=..., default_headers=...)`` uses the same validators, and
+    :func:`build_request` lets a call's options win over the client's.
+
+    Raises :class:`~paysdk.ValidationError` naming the option (``timeout``, ``idempotency_key`` on a
+    call that is not a ``POST``, ``extra_headers`` with a bad or SDK-managed header) before anything is
+    sent, and :class:`TypeError` for an unknown option, as Python does for an unknown keyword.
+    """
+    if not options:
+        return op
+    unknown = set(options) - CALL_OPTION_NAMES
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {min(unknown)!r}")
+    changes: dict[str, Any] = {}
+    timeout = options.get("timeout", NOT_GIVEN)
+    if not isinstance(timeout, NotGiven):
+        changes["timeout"] = validate_timeout(timeout)
+    key = options.get("idempotency_key")
+    if key is not None:
+        if op.method.upper() != "POST":
+            raise ValidationError("idempotency_key", f"only POST calls take one; this call is {op.method}")
+        changes["idempotency_key"] = validate_idempotency_key(key)
+    extra = validate_headers(options.get("extra_headers"), "extra_headers")
+    if extra:
+        own = {name.lower() for name in op.headers or ()}
+        for name, _ in extra:
+            if name.lower() in MANAGED_HEADERS or name.lower() in own:
+                raise ValidationError("extra_headers", f"{name} is set by the SDK for this call")
+        changes["extra_headers"] = tuple(
+            (name, Secret(text) if is_sensitive_header(name) else text) for name, text in extra
+        )
+    return dataclasses.replace(op, **changes) if changes else op
 
 
 # --------------------------------------------------------------------------------------------------
@@ -433,7 +610,8 @@ def build_request(
     """The :class:`httpx.Request` of one attempt.
 
     Headers: ``Accept``, ``User-Agent`` (``paysdk/<version> python/<version>``), the client's
-    ``default_headers``, then ``Content-Type`` for a JSON body, the credential ``op.auth`` names
+    ``default_headers``, the call's ``extra_headers`` (they win over those), then ``Content-Type`` for a
+    JSON body, the credential ``op.auth`` names
     (:func:`~paysdk._credentials.apply_credential`: the raw merchant token for ``raw``,
     ``Bearer <token>`` for ``bearer`` (D9) and the token-managed kinds, the ``privateKey``/``publicKey``
     body fields for ``hook_keys``), ``Idempotency-Key`` when one was decided, and
@@ -446,6 +624,11 @@ def build_request(
     headers: dict[str, str] = {"Accept": accept, "User-Agent": config.user_agent}
     for name, value in config.default_headers:
         headers[name] = value
+    if op.extra_headers:  # the call's own headers win over the client's (case-insensitively)
+        replaced = {name.lower() for name, _ in op.extra_headers}
+        headers = {name: value for name, value in headers.items() if name.lower() not in replaced}
+        for name, given in op.extra_headers:
+            headers[name] = given.reveal() if isinstance(given, Secret) else given
     spec = credential_for(op.auth)
     if credential is None:
         credential = credential_value(spec, merchant_token=config.merchant_token, call=op.credential)
@@ -708,7 +891,7 @@ def redact_headers(headers: Mapping[str, str] | httpx.Headers) -> dict[str, str]
     out: dict[str, str] = {}
     for name, value in items:
         key = name.lower()
-        masked = key in SENSITIVE_HEADERS or bool(_SENSITIVE_WORDS.search(key))
+        masked = is_sensitive_header(key)
         text = MASK if masked else value
         out[key] = f"{out[key]}, {text}" if key in out and not masked else text
     return out
@@ -888,7 +1071,13 @@ def result_from_outcome(
     response = outcome
     if not _is_success(op, response.status_code):
         # The call's own secrets too (passwords, refresh tokens, X-User-Token), should the server echo them.
-        known = (*secrets, *secrets_in(op.json), *secrets_in(op.headers), *credential_secrets(op.credential))
+        known = (
+            *secrets,
+            *secrets_in(op.json),
+            *secrets_in(op.headers),
+            *secrets_in(op.extra_headers),
+            *credential_secrets(op.credential),
+        )
         raise error_from_response(response, method=method, path=op.path, attempts=attempts, secrets=known)
     if op.response_kind == "bytes":
         return _parse_checked(op, response, response.content, attempts=attempts, secrets=secrets)

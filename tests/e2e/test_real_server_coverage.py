@@ -94,3 +94,16 @@ async def test_only_calls_answered_by_the_real_server_count(app: FastAPI) -> Non
         with pytest.raises(paysdk.NotFoundError):  # an API error: the server answered
             await transaction(real.sandbox, "no-such-uid")
     assert called == {"sandbox.health", "sandbox.transaction"}
+
+
+async def test_calls_through_with_raw_response_count(app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``client.with_raw_response.<resource>.<method>`` runs the same (wrapped) class attribute, so the
+    ``covers`` check counts it like a plain call."""
+    called: set[str] = set()
+    monkeypatch.setattr(AsyncSandbox, "health", _recording(AsyncSandbox.health, "sandbox.health", called))
+    env = paysdk.Environment.local("http://testserver")
+    async with paysdk.AsyncClient(environment=env, transport=httpx.ASGITransport(app=app)) as real:
+        answer = await real.with_raw_response.sandbox.health()
+    assert answer.parse().status == "ok"
+    assert answer.status_code == 200
+    assert called == {"sandbox.health"}

@@ -75,7 +75,7 @@ def test_hand_edit_of_generated_block_detected(tmp_path: Path) -> None:
     shutil.copy(ROOT / "src" / "paysdk" / "resources" / "sandbox.py", copy)
     text = copy.read_text()
     head, marker, tail = text.partition("# unasync: generated begin")
-    copy.write_text(head + marker + tail.replace("def health(self)", "def healthz(self)", 1))
+    copy.write_text(head + marker + tail.replace("health = Endpoint(", "healthz = Endpoint(", 1))
     assert run("--check", str(copy)).returncode == 1
 
 
@@ -100,6 +100,8 @@ def test_hand_edit_of_generated_block_detected(tmp_path: Path) -> None:
         ("client: redis.asyncio.Redis,", "client: redis.Redis,"),
         ("import redis.asyncio  # extra", "import redis  # extra"),
         ("myredis.asyncio_x, asynccontextmanagers", "myredis.asyncio_x, asynccontextmanagers"),  # boundaries
+        ("-> Coroutine[Any, Any, T]:", "-> T:"),
+        ("Callable[P, Coroutine[Any, Any, APIResponse[list[T]]]]", "Callable[P, APIResponse[list[T]]]"),
     ],
 )
 def test_transform_rules(source: str, expected: str) -> None:

@@ -274,13 +274,13 @@ BAD_ARGUMENTS = [
     ("end_date", lambda: w.card_summary_operation("u1", "2026-01-01", datetime(2026, 1, 2))),
     ("end_date", lambda: w.movements_operation("c1", None, "tomorrow")),
     ("permissions", lambda: w.grant_permissions_operation("c1", "u2", [])),
-    ("permissions", lambda: w.grant_permissions_operation("c1", "u2", ["fly"])),
-    ("permissions", lambda: w.grant_permissions_operation("c1", "u2", "checkCard")),
+    ("permissions", lambda: w.grant_permissions_operation("c1", "u2", ["fly"])),  # type: ignore[list-item]
+    ("permissions", lambda: w.grant_permissions_operation("c1", "u2", "checkCard")),  # type: ignore[arg-type]
     ("pin", lambda: w.set_pin_operation("c1", "12345")),
     ("otp", lambda: w.otp_verify_operation("a@x.io", "12ab56")),
     ("card_id", lambda: w.get_card_operation("")),
     ("user_id", lambda: w.list_cards_operation("  ")),
-    ("currency", lambda: w.issue_virtual_operation("u1", "EUR")),
+    ("currency", lambda: w.issue_virtual_operation("u1", "EUR")),  # type: ignore[arg-type]
     ("access_token_ttl", lambda: w.user_login_operation("a", "b", access_token_ttl=-5)),
     ("session", lambda: w.user_logout_operation("token")),  # type: ignore[arg-type]
     ("password", lambda: w.user_login_operation("a", "")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from decimal import Decimal
 from enum import IntEnum, StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -13,7 +13,9 @@ from pydantic.alias_generators import to_camel
 __all__ = [
     "CHANNEL_DISPLAY_NAMES",
     "Channel",
+    "ChannelName",
     "Currency",
+    "CurrencyCode",
     "ErrorBody",
     "ErrorDetail",
     "Money",
@@ -75,6 +77,11 @@ CHANNEL_DISPLAY_NAMES: dict[str, str] = {
 }
 
 
+#: The channels as literals, for method signatures: a type checker catches a typo (answers use the
+#: tolerant models instead). A test keeps them equal to :class:`Channel`.
+ChannelName: TypeAlias = Literal["wa", "sms", "email", "web", "app"]
+
+
 class Currency(StrEnum):
     """Currencies of spec 2.1. All have two minor units (ISO 4217)."""
 
@@ -86,6 +93,10 @@ class Currency(StrEnum):
     DOP = "DOP"
     COP = "COP"
     SVC = "SVC"
+
+
+#: The currencies as literals, for method signatures (a test keeps them equal to :class:`Currency`).
+CurrencyCode: TypeAlias = Literal["GTQ", "USD", "MXN", "CRC", "HNL", "DOP", "COP", "SVC"]
 
 
 class OwnCode(IntEnum):

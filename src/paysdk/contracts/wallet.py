@@ -13,7 +13,7 @@ import warnings
 from datetime import date, datetime
 from decimal import Decimal
 from enum import IntEnum, StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
@@ -27,6 +27,7 @@ __all__ = [
     "AppLoginRequest",
     "Card",
     "CardPeriodSummary",
+    "CardPermissionName",
     "CardPermissionType",
     "CardStatus",
     "CardSummary",
@@ -232,6 +233,20 @@ class CardPermissionType(StrEnum):
     GET_ALL_TRANSFERS_BY_DATE = "getAllTransfersByDate"
     TRANSFER_BETWEEN_CARDS = "transferBetweenCards"
     ACTIVATION = "activation"
+
+
+#: The card permissions as literals, for method signatures (a test keeps them equal to the enum).
+CardPermissionName: TypeAlias = Literal[
+    "checkCard",
+    "checkCvv",
+    "updateAlias",
+    "updateStatus",
+    "assignPIN",
+    "getCards",
+    "getAllTransfersByDate",
+    "transferBetweenCards",
+    "activation",
+]
 
 
 CardStatus = Literal["active", "blocked", "inactive"]

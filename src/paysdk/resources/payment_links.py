@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Unpack
 
-import httpx
 import pydantic
 
 from paysdk._credentials import HookKeys
-from paysdk._pipeline import Operation, optional_timeout, validate_idempotency_key
+from paysdk._pipeline import Operation, PostCallOptions, apply_call_options
 from paysdk._secret import Secret
-from paysdk._types import NOT_GIVEN, NotGiven
-from paysdk.contracts.common import Channel, Currency
+from paysdk.contracts.common import Channel, ChannelName, Currency, CurrencyCode
 from paysdk.contracts.payment_links import PaymentLink, PaymentLinkCreate, PaymentLinkHookCreate
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
 from paysdk.resources._validation import (
     check_ads,
     check_amount,
@@ -27,9 +26,6 @@ from paysdk.resources._validation import (
     check_str,
     validation_error_from,
 )
-
-if TYPE_CHECKING:
-    from paysdk._client import AsyncClient, Client
 
 __all__ = ["AsyncPaymentLinks", "PaymentLinks", "create_hook_operation", "create_operation"]
 
@@ -59,16 +55,28 @@ def create_operation(
     *,
     amount: Decimal | int | str,
     user_id: str,
-    channel: str | Channel,
+    channel: Channel | ChannelName,
     client: str,
-    currency: str | Currency | None = None,
+    currency: Currency | CurrencyCode | None = None,
     external_id: str | None = None,
     ads: Sequence[Any] | None = None,
     custom_keys: Mapping[str, Any] | None = None,
-    idempotency_key: str | None = None,
-    timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,
+    **options: Unpack[PostCallOptions],
 ) -> Operation[PaymentLink]:
-    """The validated operation of ``POST /transactions`` (raw merchant token, decision D9)."""
+    """Create a payment-link transaction (``POST /transactions``, merchant token, decision D9).
+
+    ``amount`` is a ``Decimal``, ``int`` or decimal string (never ``float``), > 0, at most 2 decimals.
+    ``user_id`` is the customer's phone in E.164 form (sent reformatted as E.164). ``channel`` is one
+    of ``wa``, ``sms``, ``email``, ``web``, ``app``; ``currency`` one of the spec's currencies
+    (``None``: the client's first configured currency). ``ads`` is sent as ``[]`` when omitted.
+    Per-call options: ``timeout``, ``extra_headers`` and ``idempotency_key`` (always sent when given;
+    retries after the request may have reached the server happen only when the environment honours keys).
+
+    Returns the :class:`~paysdk.contracts.payment_links.PaymentLink` (``uid``, ``reference``,
+    ``url``). Raises :class:`~paysdk.ValidationError` before sending anything when an argument is
+    invalid, and :class:`~paysdk.APIError` subclasses for error answers (e.g.
+    :class:`~paysdk.UnknownClientError`, :class:`~paysdk.AmountOutOfRangeError`).
+    """
     fields = _fields(
         amount=amount,
         user_id=user_id,
@@ -81,15 +89,10 @@ def create_operation(
     # Every field is checked above (naming the argument), so no second pydantic pass: the hot path.
     body = PaymentLinkCreate.wire_from_checked(client=check_str(client, "client"), **fields)
     body["ads"] = fields["ads"]  # always sent, [] when unused (spec 2.1)
-    return Operation(
-        method="POST",
-        path="/transactions",
-        auth="raw",
-        json=body,
-        parse=PaymentLink.model_validate,
-        idempotency_key=validate_idempotency_key(idempotency_key),
-        timeout=optional_timeout(timeout),
+    op = Operation(
+        method="POST", path="/transactions", auth="raw", json=body, parse=PaymentLink.model_validate
     )
+    return apply_call_options(op, options)
 
 
 def create_hook_operation(
@@ -98,19 +101,20 @@ def create_hook_operation(
     public_key: str,
     amount: Decimal | int | str,
     user_id: str,
-    channel: str | Channel,
+    channel: Channel | ChannelName,
     client: str | None = None,
-    currency: str | Currency | None = None,
+    currency: Currency | CurrencyCode | None = None,
     external_id: str | None = None,
     ads: Sequence[Any] | None = None,
     custom_keys: Mapping[str, Any] | None = None,
-    idempotency_key: str | None = None,
-    timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,
+    **options: Unpack[PostCallOptions],
 ) -> Operation[PaymentLink]:
-    """The validated operation of ``POST /transactions-hook`` (body credentials, no ``Authorization``).
+    """Create a payment link with the hook key pair (``POST /transactions-hook``, spec 5.2.5).
 
-    The key pair is the operation's ``hook_keys`` credential (:mod:`paysdk._credentials`): the private
-    key stays a :class:`~paysdk.Secret` until the request is built, when both go into the body.
+    Authenticated by ``private_key``/``public_key`` in the body; no ``Authorization`` header and no
+    merchant token needed (the private key stays a :class:`~paysdk.Secret` until the request is built).
+    ``client`` is optional (the key pair identifies the application; when given it must match). Other
+    arguments, per-call options and errors as ``create``.
     """
     secret = check_secret(private_key, "private_key")
     fields = _fields(
@@ -135,104 +139,23 @@ def create_hook_operation(
     body["ads"] = fields["ads"]
     keys = HookKeys(secret, body.pop("publicKey"))
     del body["privateKey"]  # the keys are the call's credential, put in the body when it is sent
-    return Operation(
+    op = Operation(
         method="POST",
         path="/transactions-hook",
         auth="hook_keys",
         credential=keys,
         json=body,
         parse=PaymentLink.model_validate,
-        idempotency_key=validate_idempotency_key(idempotency_key),
-        timeout=optional_timeout(timeout),
     )
+    return apply_call_options(op, options)
 
 
 # unasync: begin
-class AsyncPaymentLinks:
+class AsyncPaymentLinks(AsyncResource[M]):
     """Payment links (``client.payment_links``): a hosted checkout page the customer pays on by card."""
 
-    def __init__(self, client: AsyncClient) -> None:
-        self._client = client
-
-    async def create(
-        self,
-        *,
-        amount: Decimal | int | str,
-        user_id: str,
-        channel: str | Channel,
-        client: str,
-        currency: str | Currency | None = None,
-        external_id: str | None = None,
-        ads: Sequence[Any] | None = None,
-        custom_keys: Mapping[str, Any] | None = None,
-        idempotency_key: str | None = None,
-        timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,  # noqa: ASYNC109 (an HTTP timeout)
-    ) -> PaymentLink:
-        """Create a payment-link transaction (``POST /transactions``, merchant token).
-
-        ``amount`` is a ``Decimal``, ``int`` or decimal string (never ``float``), > 0, at most 2 decimals.
-        ``user_id`` is the customer's phone in E.164 form (sent reformatted as E.164). ``channel`` is one
-        of ``wa``, ``sms``, ``email``, ``web``, ``app``; ``currency`` one of the spec's currencies
-        (``None``: the client's first configured currency). ``ads`` is sent as ``[]`` when omitted.
-        ``idempotency_key`` is always sent when given; retries after the request may have reached the
-        server happen only when the environment honours keys.
-
-        Returns the :class:`~paysdk.contracts.payment_links.PaymentLink` (``uid``, ``reference``,
-        ``url``). Raises :class:`~paysdk.ValidationError` before sending anything when an argument is
-        invalid, and :class:`~paysdk.APIError` subclasses for error answers (e.g.
-        :class:`~paysdk.UnknownClientError`, :class:`~paysdk.AmountOutOfRangeError`).
-        """
-        op = create_operation(
-            amount=amount,
-            user_id=user_id,
-            channel=channel,
-            client=client,
-            currency=currency,
-            external_id=external_id,
-            ads=ads,
-            custom_keys=custom_keys,
-            idempotency_key=idempotency_key,
-            timeout=timeout,
-        )
-        return await self._client._request(op)
-
-    async def create_with_hook_keys(
-        self,
-        *,
-        private_key: str | Secret,
-        public_key: str,
-        amount: Decimal | int | str,
-        user_id: str,
-        channel: str | Channel,
-        client: str | None = None,
-        currency: str | Currency | None = None,
-        external_id: str | None = None,
-        ads: Sequence[Any] | None = None,
-        custom_keys: Mapping[str, Any] | None = None,
-        idempotency_key: str | None = None,
-        timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,  # noqa: ASYNC109 (an HTTP timeout)
-    ) -> PaymentLink:
-        """Create a payment link with the hook key pair (``POST /transactions-hook``, spec 5.2.5).
-
-        Authenticated by ``private_key``/``public_key`` in the body; no ``Authorization`` header and no
-        merchant token needed. ``client`` is optional (the key pair identifies the application; when
-        given it must match). Other arguments and errors as :meth:`create`.
-        """
-        op = create_hook_operation(
-            private_key=private_key,
-            public_key=public_key,
-            amount=amount,
-            user_id=user_id,
-            channel=channel,
-            client=client,
-            currency=currency,
-            external_id=external_id,
-            ads=ads,
-            custom_keys=custom_keys,
-            idempotency_key=idempotency_key,
-            timeout=timeout,
-        )
-        return await self._client._request(op)
+    create = AsyncEndpoint(create_operation)
+    create_with_hook_keys = AsyncEndpoint(create_hook_operation)
 
 
 # unasync: end
@@ -240,89 +163,9 @@ class AsyncPaymentLinks:
 
 # unasync: generated begin
 # Generated by scripts/unasync.py from the async code above. Do not edit by hand.
-class PaymentLinks:
+class PaymentLinks(Resource[M]):
     """Payment links (``client.payment_links``): a hosted checkout page the customer pays on by card."""
 
-    def __init__(self, client: Client) -> None:
-        self._client = client
-
-    def create(
-        self,
-        *,
-        amount: Decimal | int | str,
-        user_id: str,
-        channel: str | Channel,
-        client: str,
-        currency: str | Currency | None = None,
-        external_id: str | None = None,
-        ads: Sequence[Any] | None = None,
-        custom_keys: Mapping[str, Any] | None = None,
-        idempotency_key: str | None = None,
-        timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,
-    ) -> PaymentLink:
-        """Create a payment-link transaction (``POST /transactions``, merchant token).
-
-        ``amount`` is a ``Decimal``, ``int`` or decimal string (never ``float``), > 0, at most 2 decimals.
-        ``user_id`` is the customer's phone in E.164 form (sent reformatted as E.164). ``channel`` is one
-        of ``wa``, ``sms``, ``email``, ``web``, ``app``; ``currency`` one of the spec's currencies
-        (``None``: the client's first configured currency). ``ads`` is sent as ``[]`` when omitted.
-        ``idempotency_key`` is always sent when given; retries after the request may have reached the
-        server happen only when the environment honours keys.
-
-        Returns the :class:`~paysdk.contracts.payment_links.PaymentLink` (``uid``, ``reference``,
-        ``url``). Raises :class:`~paysdk.ValidationError` before sending anything when an argument is
-        invalid, and :class:`~paysdk.APIError` subclasses for error answers (e.g.
-        :class:`~paysdk.UnknownClientError`, :class:`~paysdk.AmountOutOfRangeError`).
-        """
-        op = create_operation(
-            amount=amount,
-            user_id=user_id,
-            channel=channel,
-            client=client,
-            currency=currency,
-            external_id=external_id,
-            ads=ads,
-            custom_keys=custom_keys,
-            idempotency_key=idempotency_key,
-            timeout=timeout,
-        )
-        return self._client._request(op)
-
-    def create_with_hook_keys(
-        self,
-        *,
-        private_key: str | Secret,
-        public_key: str,
-        amount: Decimal | int | str,
-        user_id: str,
-        channel: str | Channel,
-        client: str | None = None,
-        currency: str | Currency | None = None,
-        external_id: str | None = None,
-        ads: Sequence[Any] | None = None,
-        custom_keys: Mapping[str, Any] | None = None,
-        idempotency_key: str | None = None,
-        timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,
-    ) -> PaymentLink:
-        """Create a payment link with the hook key pair (``POST /transactions-hook``, spec 5.2.5).
-
-        Authenticated by ``private_key``/``public_key`` in the body; no ``Authorization`` header and no
-        merchant token needed. ``client`` is optional (the key pair identifies the application; when
-        given it must match). Other arguments and errors as :meth:`create`.
-        """
-        op = create_hook_operation(
-            private_key=private_key,
-            public_key=public_key,
-            amount=amount,
-            user_id=user_id,
-            channel=channel,
-            client=client,
-            currency=currency,
-            external_id=external_id,
-            ads=ads,
-            custom_keys=custom_keys,
-            idempotency_key=idempotency_key,
-            timeout=timeout,
-        )
-        return self._client._request(op)
+    create = Endpoint(create_operation)
+    create_with_hook_keys = Endpoint(create_hook_operation)
 # unasync: generated end

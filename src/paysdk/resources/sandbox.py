@@ -11,15 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
-import httpx
 import pydantic
 
 from paysdk._errors import ValidationError
-from paysdk._pipeline import Operation, list_of, no_result, optional_timeout
-from paysdk._types import NOT_GIVEN, NotGiven
-from paysdk.contracts.common import Channel, Currency
+from paysdk._pipeline import CallOptions, Operation, PostCallOptions, apply_call_options, list_of, no_result
+from paysdk.contracts.alternative_payments import RailName
+from paysdk.contracts.common import Channel, ChannelName, Currency, CurrencyCode
 from paysdk.contracts.sandbox import (
     CallbackAttempt,
     ClockAdvance,
@@ -55,6 +54,7 @@ from paysdk.contracts.wallet import (
     SandboxWalletKeysCreate,
     UserProfile,
 )
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
 from paysdk.resources._validation import check_amount, check_str, path_segment, validation_error_from
 
 if TYPE_CHECKING:
@@ -63,15 +63,22 @@ if TYPE_CHECKING:
     from paysdk._client import AsyncClient, Client
     from paysdk._uploads import FileInput, FileSource
 
-__all__ = ["AsyncSandbox", "AsyncUploads", "Sandbox", "Uploads"]
+__all__ = ["AsyncSandbox", "AsyncUploads", "JobStatus", "Sandbox", "Uploads"]
 
 _ROOT = "/_sandbox"
 
 
-def _op(method: str, path: str, parse: Callable[[Any], Any], **kwargs: Any) -> Operation[Any]:
-    return Operation(
+def _op(
+    method: str,
+    path: str,
+    parse: Callable[[Any], Any],
+    options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Operation[Any]:
+    op: Operation[Any] = Operation(
         method=method, path=_ROOT + path, parse=parse, auth="none", uses_idempotency_keys=False, **kwargs
     )
+    return apply_call_options(op, options) if options else op
 
 
 def _wire(model: type[pydantic.BaseModel], **fields: Any) -> dict[str, Any]:
@@ -82,14 +89,14 @@ def _wire(model: type[pydantic.BaseModel], **fields: Any) -> dict[str, Any]:
     return instance.model_dump(by_alias=True, exclude_none=True, mode="python")
 
 
-def health_operation() -> Operation[Health]:
-    """``GET /_sandbox/health``."""
-    return _op("GET", "/health", Health.model_validate)
+def health_operation(**options: Unpack[CallOptions]) -> Operation[Health]:
+    """Server status, environment, database and virtual time (``GET /_sandbox/health``)."""
+    return _op("GET", "/health", Health.model_validate, options)
 
 
-def reset_operation() -> Operation[None]:
-    """``POST /_sandbox/reset``: forget every client, transaction, callback and fault."""
-    return _op("POST", "/reset", no_result)
+def reset_operation(**options: Unpack[PostCallOptions]) -> Operation[None]:
+    """Erase all state: clients, transactions, callbacks, faults, clock offset (``POST /_sandbox/reset``)."""
+    return _op("POST", "/reset", no_result, options)
 
 
 def _bare(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -110,12 +117,17 @@ def _wallet_amount(value: object, field: str = "amount") -> Decimal:
 
 
 def rotate_wallet_keys_operation(
-    slug: str, public_key: str | None = None, expires_at: datetime | None = None
+    slug: str,
+    public_key: str | None = None,
+    expires_at: datetime | None = None,
+    **options: Unpack[PostCallOptions],
 ) -> Operation[SandboxWalletKeys]:
-    """``POST /_sandbox/clients/{slug}/keys``: generate (or register ``public_key``) and rotate."""
+    """Rotate client ``slug``'s wallet signing key (``POST /_sandbox/clients/{slug}/keys``): generate a
+    pair (``private_key`` in the answer, masked repr) or register ``public_key``; ``expires_at`` on
+    the virtual clock."""
     body = _wire(SandboxWalletKeysCreate, public_key=public_key, expires_at=expires_at)
     path = f"/clients/{path_segment(slug, 'slug')}/keys"
-    return _op("POST", path, _bare(SandboxWalletKeys.model_validate), json=body)
+    return _op("POST", path, _bare(SandboxWalletKeys.model_validate), options, json=body)
 
 
 def create_user_operation(
@@ -124,114 +136,194 @@ def create_user_operation(
     email: str,
     password: str,
     profile: UserProfile | Mapping[str, Any] | None = None,
+    **options: Unpack[PostCallOptions],
 ) -> Operation[Cardholder]:
-    """``POST /_sandbox/users``: a wallet user (cardholder) of ``merchant``."""
+    """Create a wallet user (cardholder) of ``merchant`` (``POST /_sandbox/users``); its ``user_id``
+    (``authUserId`` on the wire) is what the wallet calls take as ``user_id``."""
     if isinstance(profile, UserProfile):
         profile = profile.model_dump(by_alias=True, exclude_none=True)
     fields = {"merchant": merchant, "username": username, "email": email, "password": password}
     body = _wire(SandboxUserCreate, profile=profile, **fields)
-    return _op("POST", "/users", _bare(Cardholder.model_validate), json=body)
+    return _op("POST", "/users", _bare(Cardholder.model_validate), options, json=body)
 
 
 def create_stock_card_operation(
-    merchant: str, currency: str | Currency = "GTQ", balance: Decimal | int | str | None = None
+    merchant: str,
+    currency: Currency | CurrencyCode = "GTQ",
+    balance: Decimal | int | str | None = None,
+    **options: Unpack[PostCallOptions],
 ) -> Operation[Card]:
-    """``POST /_sandbox/cards``: an issued physical card no one holds yet."""
+    """An issued physical card no one holds yet (``POST /_sandbox/cards``; link it with
+    ``wallet.cards.link``)."""
     amount = None if balance is None else _wallet_amount(balance, "balance")
     body = _wire(SandboxStockCardCreate, merchant=merchant, currency=currency, balance=amount)
-    return _op("POST", "/cards", _bare(Card.model_validate), json=body)
+    return _op("POST", "/cards", _bare(Card.model_validate), options, json=body)
 
 
-def create_linking_token_operation(pan: str, expiry: str) -> Operation[SandboxLinkingToken]:
-    """``POST /_sandbox/linking-tokens``: what a third party's tokenization would hand the wallet."""
+def create_linking_token_operation(
+    pan: str, expiry: str, **options: Unpack[PostCallOptions]
+) -> Operation[SandboxLinkingToken]:
+    """A single-use linking token for an external card (``POST /_sandbox/linking-tokens``: what a third
+    party's tokenization would hand the wallet; ``pan`` digits, ``expiry`` ``MM/YY``)."""
     body = _wire(SandboxLinkingTokenCreate, pan=pan, expiry=expiry)
-    return _op("POST", "/linking-tokens", _bare(SandboxLinkingToken.model_validate), json=body)
+    return _op("POST", "/linking-tokens", _bare(SandboxLinkingToken.model_validate), options, json=body)
 
 
 def charge_operation(
-    card_id: str, amount: Decimal | int | str, capture: bool = False
+    card_id: str, amount: Decimal | int | str, capture: bool = False, **options: Unpack[PostCallOptions]
 ) -> Operation[SandboxCharge]:
-    """``POST /_sandbox/cards/{cardId}/charges``: a card payment (pending debit unless ``capture``)."""
+    """A card payment (``POST /_sandbox/cards/{cardId}/charges``): an authorization holding a pending
+    debit, captured at once if ``capture``."""
     body = _wire(SandboxChargeCreate, amount=_wallet_amount(amount), capture=capture)
     path = f"/cards/{path_segment(card_id, 'card_id')}/charges"
-    return _op("POST", path, _bare(SandboxCharge.model_validate), json=body)
+    return _op("POST", path, _bare(SandboxCharge.model_validate), options, json=body)
 
 
-def capture_operation(charge_id: str) -> Operation[SandboxCharge]:
-    """``POST /_sandbox/charges/{chargeId}/capture``."""
+def capture_operation(charge_id: str, **options: Unpack[PostCallOptions]) -> Operation[SandboxCharge]:
+    """Capture an authorization (``POST /_sandbox/charges/{chargeId}/capture``): the pending debit
+    reduces the balance."""
     path = f"/charges/{path_segment(charge_id, 'charge_id')}/capture"
-    return _op("POST", path, _bare(SandboxCharge.model_validate))
+    return _op("POST", path, _bare(SandboxCharge.model_validate), options)
 
 
-def refund_operation(charge_id: str, amount: Decimal | int | str | None = None) -> Operation[SandboxRefund]:
-    """``POST /_sandbox/charges/{chargeId}/refunds`` (a pending credit)."""
+def refund_operation(
+    charge_id: str, amount: Decimal | int | str | None = None, **options: Unpack[PostCallOptions]
+) -> Operation[SandboxRefund]:
+    """Refund part (``amount``) or all of a captured charge (``POST /_sandbox/charges/{chargeId}/refunds``):
+    a pending credit."""
     body = _wire(SandboxRefundCreate, amount=None if amount is None else _wallet_amount(amount))
     path = f"/charges/{path_segment(charge_id, 'charge_id')}/refunds"
-    return _op("POST", path, _bare(SandboxRefund.model_validate), json=body)
+    return _op("POST", path, _bare(SandboxRefund.model_validate), options, json=body)
 
 
-def clear_refund_operation(refund_id: str) -> Operation[SandboxRefund]:
-    """``POST /_sandbox/refunds/{refundId}/clear``: the credit reaches the balance."""
+def clear_refund_operation(refund_id: str, **options: Unpack[PostCallOptions]) -> Operation[SandboxRefund]:
+    """Clear a refund (``POST /_sandbox/refunds/{refundId}/clear``): the credit reaches the balance."""
     path = f"/refunds/{path_segment(refund_id, 'refund_id')}/clear"
-    return _op("POST", path, _bare(SandboxRefund.model_validate))
+    return _op("POST", path, _bare(SandboxRefund.model_validate), options)
 
 
-def outbox_operation(to: str | None = None) -> Operation[list[OutboxMessage]]:
-    """``GET /_sandbox/outbox[?to=]``: the emails (OTP codes) the sandbox would have sent."""
+def outbox_operation(to: str | None = None, **options: Unpack[CallOptions]) -> Operation[list[OutboxMessage]]:
+    """The emails the sandbox would have sent (OTP codes), all or those to ``to``
+    (``GET /_sandbox/outbox[?to=]``)."""
     params = None if to is None else {"to": check_str(to, "to")}
-    return _op("GET", "/outbox", _bare(list_of(OutboxMessage.model_validate)), params=params)
+    return _op("GET", "/outbox", _bare(list_of(OutboxMessage.model_validate)), options, params=params)
 
 
-def create_client_operation(**fields: Any) -> Operation[SandboxClient]:
-    """``POST /_sandbox/clients`` with the snake_case fields of ``SandboxClientCreate``."""
-    for name in ("amount_min", "amount_max"):
-        if fields.get(name) is not None:
-            fields[name] = check_amount(fields[name], name)
-    return _op("POST", "/clients", SandboxClient.model_validate, json=_wire(SandboxClientCreate, **fields))
+def create_client_operation(
+    *,
+    slug: str | None = None,
+    amount_min: Decimal | int | str | None = None,
+    amount_max: Decimal | int | str | None = None,
+    channels: Sequence[Channel | ChannelName] | None = None,
+    currencies: Sequence[Currency | CurrencyCode] | None = None,
+    payment_methods: Sequence[RailName] | None = None,
+    country: str | None = None,
+    timezone: str | None = None,
+    callback_url: str | None = None,
+    callback_header_name: str | None = None,
+    callback_header_value: str | None = None,
+    three_ds: bool | None = None,
+    signing_public_key: str | None = None,
+    keys_expire_at: datetime | None = None,
+    user_access_token_ttl: int | None = None,
+    user_refresh_token_ttl: int | None = None,
+    **options: Unpack[PostCallOptions],
+) -> Operation[SandboxClient]:
+    """Onboard a merchant client (``POST /_sandbox/clients``); every field is optional (the server
+    picks defaults).
+
+    The answer holds the client's sandbox and production tokens and hook keys (its repr hides them).
+    Wallet: the server generates the client's Ed25519 key pair (``signing_private_key`` in the
+    answer, once) unless you register ``signing_public_key``; ``keys_expire_at`` (virtual clock)
+    and the user-token lifetimes in seconds are optional.
+    """
+    fields: dict[str, Any] = {
+        "slug": slug,
+        "amount_min": None if amount_min is None else check_amount(amount_min, "amount_min"),
+        "amount_max": None if amount_max is None else check_amount(amount_max, "amount_max"),
+        "channels": None if channels is None else list(channels),
+        "currencies": None if currencies is None else list(currencies),
+        "payment_methods": None if payment_methods is None else list(payment_methods),
+        "country": country,
+        "timezone": timezone,
+        "callback_url": callback_url,
+        "callback_header_name": callback_header_name,
+        "callback_header_value": callback_header_value,
+        "three_ds": three_ds,
+        "signing_public_key": signing_public_key,
+        "keys_expire_at": keys_expire_at,
+        "user_access_token_ttl": user_access_token_ttl,
+        "user_refresh_token_ttl": user_refresh_token_ttl,
+    }
+    body = _wire(SandboxClientCreate, **fields)
+    return _op("POST", "/clients", SandboxClient.model_validate, options, json=body)
 
 
-def get_client_operation(slug: str) -> Operation[SandboxClient]:
-    """``GET /_sandbox/clients/{slug}``."""
-    return _op("GET", f"/clients/{path_segment(slug, 'slug')}", SandboxClient.model_validate)
+def get_client_operation(slug: str, **options: Unpack[CallOptions]) -> Operation[SandboxClient]:
+    """The client ``slug``, with its credentials (``GET /_sandbox/clients/{slug}``)."""
+    return _op("GET", f"/clients/{path_segment(slug, 'slug')}", SandboxClient.model_validate, options)
 
 
-def clock_operation() -> Operation[ClockState]:
-    """``GET /_sandbox/clock``."""
-    return _op("GET", "/clock", ClockState.model_validate)
+def clock_operation(**options: Unpack[CallOptions]) -> Operation[ClockState]:
+    """The virtual time and its offset from the wall clock (``GET /_sandbox/clock``)."""
+    return _op("GET", "/clock", ClockState.model_validate, options)
 
 
-def advance_clock_operation(seconds: int | Decimal) -> Operation[ClockState]:
-    """``POST /_sandbox/clock/advance``; ``seconds`` is an ``int`` or ``Decimal`` > 0 (never ``float``)."""
+def advance_clock_operation(
+    seconds: int | Decimal, **options: Unpack[PostCallOptions]
+) -> Operation[ClockState]:
+    """Move the virtual clock forward by ``seconds`` (``POST /_sandbox/clock/advance``; an ``int`` or
+    ``Decimal`` > 0, never ``float``); due timed jobs (expiry, callback retries) run."""
     if isinstance(seconds, bool) or not isinstance(seconds, int | Decimal):
         raise ValidationError("seconds", "must be an int or Decimal")
-    return _op("POST", "/clock/advance", ClockState.model_validate, json=_wire(ClockAdvance, seconds=seconds))
+    body = _wire(ClockAdvance, seconds=seconds)
+    return _op("POST", "/clock/advance", ClockState.model_validate, options, json=body)
 
 
-def pay_operation(uid: str, card_number: str, three_ds_result: str | None = None) -> Operation[PayResult]:
-    """``POST /_sandbox/transactions/{uid}/pay``: complete the hosted checkout with a test card."""
+def pay_operation(
+    uid: str,
+    card_number: str,
+    three_ds_result: Literal["approve", "fail"] | None = None,
+    **options: Unpack[PostCallOptions],
+) -> Operation[PayResult]:
+    """Pay transaction ``uid`` with a test card, as the hosted checkout would
+    (``POST /_sandbox/transactions/{uid}/pay``).
+
+    ``three_ds_result`` (``"approve"`` or ``"fail"``) answers a 3-D Secure challenge.
+    """
     body = _wire(PayRequest, card_number=card_number, three_ds_result=three_ds_result)
-    return _op("POST", f"/transactions/{path_segment(uid, 'uid')}/pay", PayResult.model_validate, json=body)
+    path = f"/transactions/{path_segment(uid, 'uid')}/pay"
+    return _op("POST", path, PayResult.model_validate, options, json=body)
 
 
-def simulate_operation(uid: str, outcome: str) -> Operation[PayResult]:
-    """``POST /_sandbox/transactions/{uid}/simulate``: a rail reports ``paid`` or the payment ``expired``.
+def simulate_operation(
+    uid: str, outcome: Literal["paid", "expired"], **options: Unpack[PostCallOptions]
+) -> Operation[PayResult]:
+    """Make the rail of alternative payment ``uid`` report ``paid``, or let transaction ``uid`` expire
+    (``POST /_sandbox/transactions/{uid}/simulate``).
 
-    The answer is a :class:`PayResult`, like ``/pay`` (decision D60).
+    Answers the outcome like ``pay``: ``status`` (``approved`` or ``expired``), ``outcome``
+    (``rail_paid`` or ``expired``) and ``message`` (decision D60).
     """
     body = _wire(SimulateRequest, outcome=outcome)
     path = f"/transactions/{path_segment(uid, 'uid')}/simulate"
-    return _op("POST", path, PayResult.model_validate, json=body)
+    return _op("POST", path, PayResult.model_validate, options, json=body)
 
 
-def transaction_operation(uid: str) -> Operation[SandboxTransaction]:
-    """``GET /_sandbox/transactions/{uid}``."""
-    return _op("GET", f"/transactions/{path_segment(uid, 'uid')}", SandboxTransaction.model_validate)
+def transaction_operation(uid: str, **options: Unpack[CallOptions]) -> Operation[SandboxTransaction]:
+    """Transaction ``uid`` as the server holds it (``GET /_sandbox/transactions/{uid}``: status,
+    amount, timestamps)."""
+    path = f"/transactions/{path_segment(uid, 'uid')}"
+    return _op("GET", path, SandboxTransaction.model_validate, options)
 
 
-def callbacks_operation(uid: str | None = None) -> Operation[list[CallbackAttempt]]:
-    """``GET /_sandbox/callbacks[?uid=]``."""
+def callbacks_operation(
+    uid: str | None = None, **options: Unpack[CallOptions]
+) -> Operation[list[CallbackAttempt]]:
+    """Merchant callback delivery attempts, all or those of transaction ``uid``
+    (``GET /_sandbox/callbacks[?uid=]``)."""
     params = None if uid is None else {"uid": check_str(uid, "uid")}
-    return _op("GET", "/callbacks", list_of(CallbackAttempt.model_validate), params=params)
+    return _op("GET", "/callbacks", list_of(CallbackAttempt.model_validate), options, params=params)
 
 
 #: The statuses of a job (D126).
@@ -239,9 +331,14 @@ JobStatus = Literal["pending", "running", "done", "failed"]
 
 
 def jobs_operation(
-    status: JobStatus | None = None, kind: str | None = None, limit: int | None = None
+    status: JobStatus | None = None,
+    kind: str | None = None,
+    limit: int | None = None,
+    **options: Unpack[CallOptions],
 ) -> Operation[list[SandboxJob]]:
-    """``GET /_sandbox/jobs[?status=&kind=&limit=]`` (D129)."""
+    """The server's timed jobs, newest first: kind, ref, status, attempts, last error, due time,
+    lease owner (``GET /_sandbox/jobs``, D129); ``status``, ``kind`` filter, ``limit`` 1..1000
+    (default 200)."""
     params: dict[str, Any] = {}
     if status is not None:
         if status not in ("pending", "running", "done", "failed"):
@@ -253,12 +350,12 @@ def jobs_operation(
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit", "must be an integer from 1 to 1000")
         params["limit"] = limit
-    return _op("GET", "/jobs", list_of(SandboxJob.model_validate), params=params or None)
+    return _op("GET", "/jobs", list_of(SandboxJob.model_validate), options, params=params or None)
 
 
-def requests_operation() -> Operation[list[RequestLogEntry]]:
-    """``GET /_sandbox/requests``."""
-    return _op("GET", "/requests", list_of(RequestLogEntry.model_validate))
+def requests_operation(**options: Unpack[CallOptions]) -> Operation[list[RequestLogEntry]]:
+    """The public requests the server received, secrets masked (``GET /_sandbox/requests``)."""
+    return _op("GET", "/requests", list_of(RequestLogEntry.model_validate), options)
 
 
 def add_fault_operation(
@@ -268,8 +365,14 @@ def add_fault_operation(
     status: int | None = None,
     latency_ms: int | None = None,
     retry_after: int | None = None,
+    **options: Unpack[PostCallOptions],
 ) -> Operation[Fault]:
-    """``POST /_sandbox/faults``."""
+    """Inject a fault (``POST /_sandbox/faults``: ``latency``, ``error``, ``rate_limit``, ``drop``,
+    ``duplicate_callback``).
+
+    ``route`` is ``"METHOD /path"`` or ``"/path"`` (a trailing ``*`` matches a prefix); ``count`` how
+    many matching requests it applies to.
+    """
     body = _wire(
         FaultCreate,
         kind=kind,
@@ -279,22 +382,22 @@ def add_fault_operation(
         latency_ms=latency_ms,
         retry_after=retry_after,
     )
-    return _op("POST", "/faults", Fault.model_validate, json=body)
+    return _op("POST", "/faults", Fault.model_validate, options, json=body)
 
 
-def faults_operation() -> Operation[list[Fault]]:
-    """``GET /_sandbox/faults``."""
-    return _op("GET", "/faults", list_of(Fault.model_validate))
+def faults_operation(**options: Unpack[CallOptions]) -> Operation[list[Fault]]:
+    """The active faults (``GET /_sandbox/faults``)."""
+    return _op("GET", "/faults", list_of(Fault.model_validate), options)
 
 
-def clear_faults_operation() -> Operation[None]:
-    """``DELETE /_sandbox/faults``."""
-    return _op("DELETE", "/faults", no_result)
+def clear_faults_operation(**options: Unpack[CallOptions]) -> Operation[None]:
+    """Remove every fault (``DELETE /_sandbox/faults``)."""
+    return _op("DELETE", "/faults", no_result, options)
 
 
-def test_cards_operation() -> Operation[list[TestCard]]:
-    """``GET /_sandbox/test-cards``."""
-    return _op("GET", "/test-cards", list_of(TestCard.model_validate))
+def test_cards_operation(**options: Unpack[CallOptions]) -> Operation[list[TestCard]]:
+    """The test card numbers and the outcome each drives (``GET /_sandbox/test-cards``)."""
+    return _op("GET", "/test-cards", list_of(TestCard.model_validate), options)
 
 
 def upload_operation(
@@ -304,13 +407,21 @@ def upload_operation(
     content: FileInput | None = None,
     filename: str | None = None,
     content_type: str | None = None,
-    timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,
+    **options: Unpack[CallOptions],
 ) -> Operation[UploadReceipt]:
-    """``POST /_sandbox/uploads``: exactly one of ``file`` (one multipart part named ``file``),
-    ``files`` (several parts: field name -> file) or ``content`` (a raw ``application/octet-stream``
-    body, or ``content_type``). The sink keeps nothing but each part's size and SHA-256, so the call is
-    idempotent: it is retried like a GET, re-sending the whole body (never a one-shot stream)."""
+    """Upload ``file`` (a path, a binary file object, ``bytes``, an iterable of ``bytes`` or a
+    :class:`paysdk.FileUpload`) as a multipart part named ``file``; or several parts, ``files``
+    (``{"field": file}`` or ``[("field", file), ...]``); or ``content`` as the raw body
+    (``POST /_sandbox/uploads``: exactly one of the three).
+
+    The sink keeps nothing but each part's size and SHA-256, so the call is idempotent. Files stream
+    from disk, never read whole. A failed attempt is retried re-sending the whole body: a path is
+    re-opened, a seekable file rewound to where it was when the call started; a non-seekable stream
+    (a pipe, a generator) is sent once and never retried. ``timeout``: the seconds one attempt may
+    take (it may exceed the client's ``total_timeout``, D112).
+    """
     from paysdk._uploads import file_source, multipart_body, raw_body  # only when uploading
+
     if [file, files, content].count(None) != 2:
         raise ValidationError("file", "pass exactly one of file=, files= or content=")
     if files is not None:
@@ -330,243 +441,55 @@ def upload_operation(
         body = multipart_body([("file", source)])
     else:
         body = raw_body(file_source(content, "content", filename=filename, content_type=content_type))
-    return _op(
-        "POST",
-        "/uploads",
-        _bare(UploadReceipt.model_validate),
-        upload=body,
-        idempotent=True,
-        timeout=optional_timeout(timeout),
-    )
+    return _op("POST", "/uploads", _bare(UploadReceipt.model_validate), options, upload=body, idempotent=True)
 
 
 # unasync: begin
-class AsyncUploads:
+class AsyncUploads(AsyncResource[M]):
     """The control plane's upload sink (``client.sandbox.uploads``): test file uploads end to end.
 
     The server streams what it receives and answers each part's size and SHA-256; it stores nothing.
     """
 
-    def __init__(self, client: AsyncClient) -> None:
-        self._client = client
-
-    async def create(
-        self,
-        file: FileInput | None = None,
-        *,
-        files: Mapping[str, FileInput] | Sequence[tuple[str, FileInput]] | None = None,
-        content: FileInput | None = None,
-        filename: str | None = None,
-        content_type: str | None = None,
-        timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,  # noqa: ASYNC109 (an HTTP timeout)
-    ) -> UploadReceipt:
-        """Upload ``file`` (a path, a binary file object, ``bytes``, an iterable of ``bytes`` or a
-        :class:`paysdk.FileUpload`) as a multipart part named ``file``; or several parts, ``files``
-        (``{"field": file}`` or ``[("field", file), ...]``); or ``content`` as the raw body.
-
-        Files stream from disk, never read whole. A failed attempt is retried re-sending the whole
-        body: a path is re-opened, a seekable file rewound to where it was when the call started; a
-        non-seekable stream (a pipe, a generator) is sent once and never retried. ``timeout``: the
-        seconds one attempt may take (it may exceed the client's ``total_timeout``, D112).
-        """
-        op = upload_operation(
-            file, files=files, content=content, filename=filename, content_type=content_type, timeout=timeout
-        )
-        return await self._client._request(op)
+    create = AsyncEndpoint(upload_operation)
 
 
-class AsyncSandbox:
+class AsyncSandbox(AsyncResource[M]):
     """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults,
     and the wallet's keys, users, stock cards, linking tokens, card payments and email outbox.
 
     Works only against ``paysdk serve`` (the local reference server); needs no merchant token.
     """
 
-    uploads: AsyncUploads
+    health = AsyncEndpoint(health_operation)
+    reset = AsyncEndpoint(reset_operation)
+    create_client = AsyncEndpoint(create_client_operation)
+    get_client = AsyncEndpoint(get_client_operation)
+    clock = AsyncEndpoint(clock_operation)
+    advance_clock = AsyncEndpoint(advance_clock_operation)
+    pay = AsyncEndpoint(pay_operation)
+    simulate = AsyncEndpoint(simulate_operation)
+    transaction = AsyncEndpoint(transaction_operation)
+    callbacks = AsyncEndpoint(callbacks_operation)
+    jobs = AsyncEndpoint(jobs_operation)
+    requests = AsyncEndpoint(requests_operation)
+    add_fault = AsyncEndpoint(add_fault_operation)
+    faults = AsyncEndpoint(faults_operation)
+    clear_faults = AsyncEndpoint(clear_faults_operation)
+    test_cards = AsyncEndpoint(test_cards_operation)
+    rotate_wallet_keys = AsyncEndpoint(rotate_wallet_keys_operation)
+    create_user = AsyncEndpoint(create_user_operation)
+    create_stock_card = AsyncEndpoint(create_stock_card_operation)
+    create_linking_token = AsyncEndpoint(create_linking_token_operation)
+    charge = AsyncEndpoint(charge_operation)
+    capture = AsyncEndpoint(capture_operation)
+    refund = AsyncEndpoint(refund_operation)
+    clear_refund = AsyncEndpoint(clear_refund_operation)
+    outbox = AsyncEndpoint(outbox_operation)
 
-    def __init__(self, client: AsyncClient) -> None:
-        self._client = client
-        self.uploads = AsyncUploads(client)
-
-    async def health(self) -> Health:
-        """Server status, environment, database and virtual time (``GET /_sandbox/health``)."""
-        return await self._client._request(health_operation())
-
-    async def reset(self) -> None:
-        """Erase all state: clients, transactions, callbacks, faults, clock offset."""
-        await self._client._request(reset_operation())
-
-    async def create_client(
-        self,
-        *,
-        slug: str | None = None,
-        amount_min: Decimal | int | str | None = None,
-        amount_max: Decimal | int | str | None = None,
-        channels: Sequence[str | Channel] | None = None,
-        currencies: Sequence[str | Currency] | None = None,
-        payment_methods: Sequence[str] | None = None,
-        country: str | None = None,
-        timezone: str | None = None,
-        callback_url: str | None = None,
-        callback_header_name: str | None = None,
-        callback_header_value: str | None = None,
-        three_ds: bool | None = None,
-        signing_public_key: str | None = None,
-        keys_expire_at: datetime | None = None,
-        user_access_token_ttl: int | None = None,
-        user_refresh_token_ttl: int | None = None,
-    ) -> SandboxClient:
-        """Onboard a merchant client; every field is optional (the server picks defaults).
-
-        The answer holds the client's sandbox and production tokens and hook keys (its repr hides them).
-        Wallet: the server generates the client's Ed25519 key pair (``signing_private_key`` in the
-        answer, once) unless you register ``signing_public_key``; ``keys_expire_at`` (virtual clock)
-        and the user-token lifetimes in seconds are optional.
-        """
-        op = create_client_operation(
-            slug=slug,
-            amount_min=amount_min,
-            amount_max=amount_max,
-            channels=None if channels is None else list(channels),
-            currencies=None if currencies is None else list(currencies),
-            payment_methods=None if payment_methods is None else list(payment_methods),
-            country=country,
-            timezone=timezone,
-            callback_url=callback_url,
-            callback_header_name=callback_header_name,
-            callback_header_value=callback_header_value,
-            three_ds=three_ds,
-            signing_public_key=signing_public_key,
-            keys_expire_at=keys_expire_at,
-            user_access_token_ttl=user_access_token_ttl,
-            user_refresh_token_ttl=user_refresh_token_ttl,
-        )
-        return await self._client._request(op)
-
-    async def get_client(self, slug: str) -> SandboxClient:
-        """The client ``slug``, with its credentials."""
-        return await self._client._request(get_client_operation(slug))
-
-    async def clock(self) -> ClockState:
-        """The virtual time and its offset from the wall clock."""
-        return await self._client._request(clock_operation())
-
-    async def advance_clock(self, seconds: int | Decimal) -> ClockState:
-        """Move the virtual clock forward by ``seconds``; due timed jobs (expiry, callback retries) run."""
-        return await self._client._request(advance_clock_operation(seconds))
-
-    async def pay(self, uid: str, card_number: str, three_ds_result: str | None = None) -> PayResult:
-        """Pay transaction ``uid`` with a test card, as the hosted checkout would.
-
-        ``three_ds_result`` (``"approve"`` or ``"fail"``) answers a 3-D Secure challenge.
-        """
-        return await self._client._request(pay_operation(uid, card_number, three_ds_result))
-
-    async def simulate(self, uid: str, outcome: Literal["paid", "expired"]) -> PayResult:
-        """Make the rail of alternative payment ``uid`` report ``paid``, or let transaction ``uid`` expire.
-
-        Answers the outcome like :meth:`pay`: ``status`` (``approved`` or ``expired``), ``outcome``
-        (``rail_paid`` or ``expired``) and ``message`` (decision D60).
-        """
-        return await self._client._request(simulate_operation(uid, outcome))
-
-    async def transaction(self, uid: str) -> SandboxTransaction:
-        """Transaction ``uid`` as the server holds it (status, amount, timestamps)."""
-        return await self._client._request(transaction_operation(uid))
-
-    async def callbacks(self, uid: str | None = None) -> list[CallbackAttempt]:
-        """Merchant callback delivery attempts, all or those of transaction ``uid``."""
-        return await self._client._request(callbacks_operation(uid))
-
-    async def jobs(
-        self, *, status: JobStatus | None = None, kind: str | None = None, limit: int | None = None
-    ) -> list[SandboxJob]:
-        """The server's timed jobs, newest first: kind, ref, status, attempts, last error, due time,
-        lease owner (D129); ``status``, ``kind`` filter, ``limit`` 1..1000 (default 200)."""
-        return await self._client._request(jobs_operation(status, kind, limit))
-
-    async def requests(self) -> list[RequestLogEntry]:
-        """The public requests the server received (secrets masked)."""
-        return await self._client._request(requests_operation())
-
-    async def add_fault(
-        self,
-        kind: FaultKind,
-        route: str = "*",
-        count: int = 1,
-        status: int | None = None,
-        latency_ms: int | None = None,
-        retry_after: int | None = None,
-    ) -> Fault:
-        """Inject a fault (``latency``, ``error``, ``rate_limit``, ``drop``, ``duplicate_callback``).
-
-        ``route`` is ``"METHOD /path"`` or ``"/path"`` (a trailing ``*`` matches a prefix); ``count`` how
-        many matching requests it applies to.
-        """
-        op = add_fault_operation(kind, route, count, status, latency_ms, retry_after)
-        return await self._client._request(op)
-
-    async def faults(self) -> list[Fault]:
-        """The active faults."""
-        return await self._client._request(faults_operation())
-
-    async def clear_faults(self) -> None:
-        """Remove every fault."""
-        await self._client._request(clear_faults_operation())
-
-    async def test_cards(self) -> list[TestCard]:
-        """The test card numbers and the outcome each drives."""
-        return await self._client._request(test_cards_operation())
-
-    async def rotate_wallet_keys(
-        self, slug: str, public_key: str | None = None, expires_at: datetime | None = None
-    ) -> SandboxWalletKeys:
-        """Rotate client ``slug``'s wallet signing key: generate a pair (``private_key`` in the
-        answer, masked repr) or register ``public_key``; ``expires_at`` on the virtual clock."""
-        return await self._client._request(rotate_wallet_keys_operation(slug, public_key, expires_at))
-
-    async def create_user(
-        self,
-        merchant: str,
-        username: str,
-        email: str,
-        password: str,
-        profile: UserProfile | Mapping[str, Any] | None = None,
-    ) -> Cardholder:
-        """Create a wallet user (cardholder) of ``merchant``; its ``user_id`` (``authUserId`` on the
-        wire) is what the wallet calls take as ``user_id``."""
-        op = create_user_operation(merchant, username, email, password, profile)
-        return await self._client._request(op)
-
-    async def create_stock_card(
-        self, merchant: str, currency: str | Currency = "GTQ", balance: Decimal | int | str | None = None
-    ) -> Card:
-        """An issued physical card no one holds yet (link it with ``wallet.cards.link``)."""
-        return await self._client._request(create_stock_card_operation(merchant, currency, balance))
-
-    async def create_linking_token(self, pan: str, expiry: str) -> SandboxLinkingToken:
-        """A single-use linking token for an external card (``pan`` digits, ``expiry`` ``MM/YY``)."""
-        return await self._client._request(create_linking_token_operation(pan, expiry))
-
-    async def charge(self, card_id: str, amount: Decimal | int | str, capture: bool = False) -> SandboxCharge:
-        """A card payment: an authorization holding a pending debit, captured at once if ``capture``."""
-        return await self._client._request(charge_operation(card_id, amount, capture))
-
-    async def capture(self, charge_id: str) -> SandboxCharge:
-        """Capture an authorization: the pending debit reduces the balance."""
-        return await self._client._request(capture_operation(charge_id))
-
-    async def refund(self, charge_id: str, amount: Decimal | int | str | None = None) -> SandboxRefund:
-        """Refund part (``amount``) or all of a captured charge: a pending credit."""
-        return await self._client._request(refund_operation(charge_id, amount))
-
-    async def clear_refund(self, refund_id: str) -> SandboxRefund:
-        """Clear a refund: the credit reaches the balance."""
-        return await self._client._request(clear_refund_operation(refund_id))
-
-    async def outbox(self, to: str | None = None) -> list[OutboxMessage]:
-        """The emails the sandbox would have sent (OTP codes), all or those to ``to``."""
-        return await self._client._request(outbox_operation(to))
+    def __init__(self, client: AsyncClient, *, raw: bool = False) -> None:
+        super().__init__(client, raw=raw)
+        self.uploads: AsyncUploads[M] = AsyncUploads(client, raw=raw)
 
 
 # unasync: end
@@ -574,230 +497,49 @@ class AsyncSandbox:
 
 # unasync: generated begin
 # Generated by scripts/unasync.py from the async code above. Do not edit by hand.
-class Uploads:
+class Uploads(Resource[M]):
     """The control plane's upload sink (``client.sandbox.uploads``): test file uploads end to end.
 
     The server streams what it receives and answers each part's size and SHA-256; it stores nothing.
     """
 
-    def __init__(self, client: Client) -> None:
-        self._client = client
-
-    def create(
-        self,
-        file: FileInput | None = None,
-        *,
-        files: Mapping[str, FileInput] | Sequence[tuple[str, FileInput]] | None = None,
-        content: FileInput | None = None,
-        filename: str | None = None,
-        content_type: str | None = None,
-        timeout: float | httpx.Timeout | NotGiven = NOT_GIVEN,
-    ) -> UploadReceipt:
-        """Upload ``file`` (a path, a binary file object, ``bytes``, an iterable of ``bytes`` or a
-        :class:`paysdk.FileUpload`) as a multipart part named ``file``; or several parts, ``files``
-        (``{"field": file}`` or ``[("field", file), ...]``); or ``content`` as the raw body.
-
-        Files stream from disk, never read whole. A failed attempt is retried re-sending the whole
-        body: a path is re-opened, a seekable file rewound to where it was when the call started; a
-        non-seekable stream (a pipe, a generator) is sent once and never retried. ``timeout``: the
-        seconds one attempt may take (it may exceed the client's ``total_timeout``, D112).
-        """
-        op = upload_operation(
-            file, files=files, content=content, filename=filename, content_type=content_type, timeout=timeout
-        )
-        return self._client._request(op)
+    create = Endpoint(upload_operation)
 
 
-class Sandbox:
+class Sandbox(Resource[M]):
     """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults,
     and the wallet's keys, users, stock cards, linking tokens, card payments and email outbox.
 
     Works only against ``paysdk serve`` (the local reference server); needs no merchant token.
     """
 
-    uploads: Uploads
+    health = Endpoint(health_operation)
+    reset = Endpoint(reset_operation)
+    create_client = Endpoint(create_client_operation)
+    get_client = Endpoint(get_client_operation)
+    clock = Endpoint(clock_operation)
+    advance_clock = Endpoint(advance_clock_operation)
+    pay = Endpoint(pay_operation)
+    simulate = Endpoint(simulate_operation)
+    transaction = Endpoint(transaction_operation)
+    callbacks = Endpoint(callbacks_operation)
+    jobs = Endpoint(jobs_operation)
+    requests = Endpoint(requests_operation)
+    add_fault = Endpoint(add_fault_operation)
+    faults = Endpoint(faults_operation)
+    clear_faults = Endpoint(clear_faults_operation)
+    test_cards = Endpoint(test_cards_operation)
+    rotate_wallet_keys = Endpoint(rotate_wallet_keys_operation)
+    create_user = Endpoint(create_user_operation)
+    create_stock_card = Endpoint(create_stock_card_operation)
+    create_linking_token = Endpoint(create_linking_token_operation)
+    charge = Endpoint(charge_operation)
+    capture = Endpoint(capture_operation)
+    refund = Endpoint(refund_operation)
+    clear_refund = Endpoint(clear_refund_operation)
+    outbox = Endpoint(outbox_operation)
 
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self.uploads = Uploads(client)
-
-    def health(self) -> Health:
-        """Server status, environment, database and virtual time (``GET /_sandbox/health``)."""
-        return self._client._request(health_operation())
-
-    def reset(self) -> None:
-        """Erase all state: clients, transactions, callbacks, faults, clock offset."""
-        self._client._request(reset_operation())
-
-    def create_client(
-        self,
-        *,
-        slug: str | None = None,
-        amount_min: Decimal | int | str | None = None,
-        amount_max: Decimal | int | str | None = None,
-        channels: Sequence[str | Channel] | None = None,
-        currencies: Sequence[str | Currency] | None = None,
-        payment_methods: Sequence[str] | None = None,
-        country: str | None = None,
-        timezone: str | None = None,
-        callback_url: str | None = None,
-        callback_header_name: str | None = None,
-        callback_header_value: str | None = None,
-        three_ds: bool | None = None,
-        signing_public_key: str | None = None,
-        keys_expire_at: datetime | None = None,
-        user_access_token_ttl: int | None = None,
-        user_refresh_token_ttl: int | None = None,
-    ) -> SandboxClient:
-        """Onboard a merchant client; every field is optional (the server picks defaults).
-
-        The answer holds the client's sandbox and production tokens and hook keys (its repr hides them).
-        Wallet: the server generates the client's Ed25519 key pair (``signing_private_key`` in the
-        answer, once) unless you register ``signing_public_key``; ``keys_expire_at`` (virtual clock)
-        and the user-token lifetimes in seconds are optional.
-        """
-        op = create_client_operation(
-            slug=slug,
-            amount_min=amount_min,
-            amount_max=amount_max,
-            channels=None if channels is None else list(channels),
-            currencies=None if currencies is None else list(currencies),
-            payment_methods=None if payment_methods is None else list(payment_methods),
-            country=country,
-            timezone=timezone,
-            callback_url=callback_url,
-            callback_header_name=callback_header_name,
-            callback_header_value=callback_header_value,
-            three_ds=three_ds,
-            signing_public_key=signing_public_key,
-            keys_expire_at=keys_expire_at,
-            user_access_token_ttl=user_access_token_ttl,
-            user_refresh_token_ttl=user_refresh_token_ttl,
-        )
-        return self._client._request(op)
-
-    def get_client(self, slug: str) -> SandboxClient:
-        """The client ``slug``, with its credentials."""
-        return self._client._request(get_client_operation(slug))
-
-    def clock(self) -> ClockState:
-        """The virtual time and its offset from the wall clock."""
-        return self._client._request(clock_operation())
-
-    def advance_clock(self, seconds: int | Decimal) -> ClockState:
-        """Move the virtual clock forward by ``seconds``; due timed jobs (expiry, callback retries) run."""
-        return self._client._request(advance_clock_operation(seconds))
-
-    def pay(self, uid: str, card_number: str, three_ds_result: str | None = None) -> PayResult:
-        """Pay transaction ``uid`` with a test card, as the hosted checkout would.
-
-        ``three_ds_result`` (``"approve"`` or ``"fail"``) answers a 3-D Secure challenge.
-        """
-        return self._client._request(pay_operation(uid, card_number, three_ds_result))
-
-    def simulate(self, uid: str, outcome: Literal["paid", "expired"]) -> PayResult:
-        """Make the rail of alternative payment ``uid`` report ``paid``, or let transaction ``uid`` expire.
-
-        Answers the outcome like :meth:`pay`: ``status`` (``approved`` or ``expired``), ``outcome``
-        (``rail_paid`` or ``expired``) and ``message`` (decision D60).
-        """
-        return self._client._request(simulate_operation(uid, outcome))
-
-    def transaction(self, uid: str) -> SandboxTransaction:
-        """Transaction ``uid`` as the server holds it (status, amount, timestamps)."""
-        return self._client._request(transaction_operation(uid))
-
-    def callbacks(self, uid: str | None = None) -> list[CallbackAttempt]:
-        """Merchant callback delivery attempts, all or those of transaction ``uid``."""
-        return self._client._request(callbacks_operation(uid))
-
-    def jobs(
-        self, *, status: JobStatus | None = None, kind: str | None = None, limit: int | None = None
-    ) -> list[SandboxJob]:
-        """The server's timed jobs, newest first: kind, ref, status, attempts, last error, due time,
-        lease owner (D129); ``status``, ``kind`` filter, ``limit`` 1..1000 (default 200)."""
-        return self._client._request(jobs_operation(status, kind, limit))
-
-    def requests(self) -> list[RequestLogEntry]:
-        """The public requests the server received (secrets masked)."""
-        return self._client._request(requests_operation())
-
-    def add_fault(
-        self,
-        kind: FaultKind,
-        route: str = "*",
-        count: int = 1,
-        status: int | None = None,
-        latency_ms: int | None = None,
-        retry_after: int | None = None,
-    ) -> Fault:
-        """Inject a fault (``latency``, ``error``, ``rate_limit``, ``drop``, ``duplicate_callback``).
-
-        ``route`` is ``"METHOD /path"`` or ``"/path"`` (a trailing ``*`` matches a prefix); ``count`` how
-        many matching requests it applies to.
-        """
-        op = add_fault_operation(kind, route, count, status, latency_ms, retry_after)
-        return self._client._request(op)
-
-    def faults(self) -> list[Fault]:
-        """The active faults."""
-        return self._client._request(faults_operation())
-
-    def clear_faults(self) -> None:
-        """Remove every fault."""
-        self._client._request(clear_faults_operation())
-
-    def test_cards(self) -> list[TestCard]:
-        """The test card numbers and the outcome each drives."""
-        return self._client._request(test_cards_operation())
-
-    def rotate_wallet_keys(
-        self, slug: str, public_key: str | None = None, expires_at: datetime | None = None
-    ) -> SandboxWalletKeys:
-        """Rotate client ``slug``'s wallet signing key: generate a pair (``private_key`` in the
-        answer, masked repr) or register ``public_key``; ``expires_at`` on the virtual clock."""
-        return self._client._request(rotate_wallet_keys_operation(slug, public_key, expires_at))
-
-    def create_user(
-        self,
-        merchant: str,
-        username: str,
-        email: str,
-        password: str,
-        profile: UserProfile | Mapping[str, Any] | None = None,
-    ) -> Cardholder:
-        """Create a wallet user (cardholder) of ``merchant``; its ``user_id`` (``authUserId`` on the
-        wire) is what the wallet calls take as ``user_id``."""
-        op = create_user_operation(merchant, username, email, password, profile)
-        return self._client._request(op)
-
-    def create_stock_card(
-        self, merchant: str, currency: str | Currency = "GTQ", balance: Decimal | int | str | None = None
-    ) -> Card:
-        """An issued physical card no one holds yet (link it with ``wallet.cards.link``)."""
-        return self._client._request(create_stock_card_operation(merchant, currency, balance))
-
-    def create_linking_token(self, pan: str, expiry: str) -> SandboxLinkingToken:
-        """A single-use linking token for an external card (``pan`` digits, ``expiry`` ``MM/YY``)."""
-        return self._client._request(create_linking_token_operation(pan, expiry))
-
-    def charge(self, card_id: str, amount: Decimal | int | str, capture: bool = False) -> SandboxCharge:
-        """A card payment: an authorization holding a pending debit, captured at once if ``capture``."""
-        return self._client._request(charge_operation(card_id, amount, capture))
-
-    def capture(self, charge_id: str) -> SandboxCharge:
-        """Capture an authorization: the pending debit reduces the balance."""
-        return self._client._request(capture_operation(charge_id))
-
-    def refund(self, charge_id: str, amount: Decimal | int | str | None = None) -> SandboxRefund:
-        """Refund part (``amount``) or all of a captured charge: a pending credit."""
-        return self._client._request(refund_operation(charge_id, amount))
-
-    def clear_refund(self, refund_id: str) -> SandboxRefund:
-        """Clear a refund: the credit reaches the balance."""
-        return self._client._request(clear_refund_operation(refund_id))
-
-    def outbox(self, to: str | None = None) -> list[OutboxMessage]:
-        """The emails the sandbox would have sent (OTP codes), all or those to ``to``."""
-        return self._client._request(outbox_operation(to))
+    def __init__(self, client: Client, *, raw: bool = False) -> None:
+        super().__init__(client, raw=raw)
+        self.uploads: Uploads[M] = Uploads(client, raw=raw)
 # unasync: generated end

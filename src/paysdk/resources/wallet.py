@@ -13,16 +13,24 @@ follow the client's rule (replayed only with an idempotency key the environment 
 
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, Unpack
 
 from paysdk._errors import ValidationError
-from paysdk._pipeline import Operation, data_envelope, list_of, no_result
+from paysdk._pipeline import (
+    APIResponse,
+    CallOptions,
+    Operation,
+    PostCallOptions,
+    apply_call_options,
+    data_envelope,
+    list_of,
+    no_result,
+)
 from paysdk._secret import Secret
 from paysdk._token_stores import (
     AsyncStoreAdapter,
@@ -41,9 +49,10 @@ from paysdk._wallet_auth import (
     user_key,
     user_refresh_operation,
 )
-from paysdk.contracts.common import Currency
+from paysdk.contracts.common import Currency, CurrencyCode
 from paysdk.contracts.wallet import (
     Card,
+    CardPermissionName,
     CardPermissionType,
     CardSummary,
     Cvv,
@@ -59,6 +68,7 @@ from paysdk.contracts.wallet import (
     TransferResult,
     parse_wallet_amount,
 )
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
 from paysdk.resources._validation import (
     check_currency,
     check_email,
@@ -159,9 +169,10 @@ def _op(
     json: Any = None,
     params: dict[str, str] | None = None,
     auth: str = "wallet_app",
-    **options: Any,
+    options: Mapping[str, Any] | None = None,
+    **fields: Any,
 ) -> Operation[Any]:
-    return Operation(
+    op: Operation[Any] = Operation(
         method=method,
         path=path,
         base="wallet",
@@ -169,8 +180,9 @@ def _op(
         json=json,
         params=params,
         parse=parse,
-        **options,
+        **fields,
     )
+    return apply_call_options(op, options) if options else op
 
 
 def _one(model: Any) -> Any:
@@ -185,9 +197,9 @@ def _many(model: Any) -> Any:
 _ONCE: dict[str, Any] = {"idempotent": False, "uses_idempotency_keys": False}
 
 
-def jwks_operation() -> Operation[Jwks]:
-    """``GET /.well-known/jwks.json`` (bare JWKS, no bearer)."""
-    return _op("GET", "/.well-known/jwks.json", Jwks.model_validate, auth="none")
+def jwks_operation(**options: Unpack[CallOptions]) -> Operation[Jwks]:
+    """The public keys the wallet signs tokens with (``GET /.well-known/jwks.json``, bare JWKS, no token)."""
+    return _op("GET", "/.well-known/jwks.json", Jwks.model_validate, auth="none", options=options)
 
 
 def user_login_operation(
@@ -196,8 +208,14 @@ def user_login_operation(
     merchant: str | None = None,
     access_token_ttl: int | None = None,
     refresh_token_ttl: int | None = None,
+    **options: Unpack[PostCallOptions],
 ) -> Operation[TokenPair]:
-    """``POST /users/login`` (application bearer). The password stays a :class:`Secret` until sent."""
+    """Log a user in (``POST /users/login``, application bearer); returns the :class:`~paysdk.UserSession`.
+
+    The password stays a :class:`Secret` until sent. ``access_token_ttl``/``refresh_token_ttl``
+    (seconds, bounds in D34) are sent as ``accessTokenTtl``/``refreshTokenTtl``. Wrong credentials:
+    :class:`~paysdk.InvalidCredentialsError`. Never replayed once sent.
+    """
     secret = password.reveal() if isinstance(password, Secret) else password
     if not isinstance(secret, str) or not secret:
         raise ValidationError("password", "must be a non-empty str or paysdk.Secret")
@@ -212,33 +230,63 @@ def user_login_operation(
         checked = _check_ttl(value, name)
         if checked is not None:
             body[wire] = checked
-    return _op("POST", "/users/login", _one(TokenPair), json=body, **_ONCE)
+    return _op("POST", "/users/login", _one(TokenPair), json=body, options=options, **_ONCE)
 
 
-def user_logout_operation(session: UserSession) -> Operation[None]:
-    """``POST /users/logout`` (application bearer, the session named by ``X-User-Token``, D38)."""
+def user_logout_operation(session: UserSession, **options: Unpack[PostCallOptions]) -> Operation[None]:
+    """End the session (``POST /users/logout``, application bearer, the session named by
+    ``X-User-Token``, D38): its tokens stop working at once."""
     if not isinstance(session, UserSession):
         raise ValidationError("session", "must be a paysdk.UserSession")
-    return _op("POST", "/users/logout", no_result, headers={"X-User-Token": session.access_token}, **_ONCE)
+    headers = {"X-User-Token": session.access_token}
+    return _op("POST", "/users/logout", no_result, headers=headers, options=options, **_ONCE)
 
 
-def otp_request_operation(email: str, purpose: str = "password_reset") -> Operation[OtpSent]:
-    """``POST /users/auth/otp``."""
+def session_refresh_operation(
+    session: UserSession,
+    access_token_ttl: int | None = None,
+    refresh_token_ttl: int | None = None,
+    **options: Unpack[PostCallOptions],
+) -> Operation[TokenPair]:
+    """Rotate the session's tokens (``POST /users/refresh``). Keep the returned session and discard
+    ``session``: its refresh token is spent, and presenting it again revokes the family
+    (:class:`~paysdk.RefreshTokenReusedError`)."""
+    op = user_refresh_operation(
+        _session(session).refresh_token,
+        access_token_ttl=_check_ttl(access_token_ttl, "access_token_ttl"),
+        refresh_token_ttl=_check_ttl(refresh_token_ttl, "refresh_token_ttl"),
+    )
+    return apply_call_options(op, options)
+
+
+def otp_request_operation(
+    email: str, purpose: str = "password_reset", **options: Unpack[PostCallOptions]
+) -> Operation[OtpSent]:
+    """Ask for a 6-digit code by email (``POST /users/auth/otp``; the answer does not reveal whether
+    the email exists). ``purpose`` is free text (spec 5.3.8); ``password_reset`` is the documented one."""
     body = {"email": check_email(email), "purpose": check_str(purpose, "purpose")}
-    return _op("POST", "/users/auth/otp", _one(OtpSent), json=body)
+    return _op("POST", "/users/auth/otp", _one(OtpSent), json=body, options=options)
 
 
-def otp_verify_operation(email: str, otp: str, purpose: str = "password_reset") -> Operation[OtpVerified]:
-    """``PUT /users/auth/otp`` (never replayed: a code is single-use)."""
+def otp_verify_operation(
+    email: str, otp: str, purpose: str = "password_reset", **options: Unpack[CallOptions]
+) -> Operation[OtpVerified]:
+    """Check a code (``PUT /users/auth/otp``, never replayed: a code is single-use); for
+    ``password_reset`` the answer carries the reset ``token`` (masked repr)."""
     code = Secret(_check_pattern(otp, "otp", _OTP, "the 6-digit code"))
     body = {"email": check_email(email), "otp": code, "purpose": check_str(purpose, "purpose")}
-    return _op("PUT", "/users/auth/otp", _one(OtpVerified), json=body, **_ONCE)
+    return _op("PUT", "/users/auth/otp", _one(OtpVerified), json=body, options=options, **_ONCE)
 
 
 def password_reset_operation(
-    email: str, new_password: str | Secret, confirm_password: str | Secret, token: str | Secret
+    email: str,
+    new_password: str | Secret,
+    confirm_password: str | Secret,
+    token: str | Secret,
+    **options: Unpack[PostCallOptions],
 ) -> Operation[PasswordResetResult]:
-    """``POST /users/auth/password/reset`` (never replayed: the reset token is single-use)."""
+    """Set a new password with the reset token of ``verify_otp`` (``POST /users/auth/password/reset``,
+    never replayed: the reset token is single-use); every session of the user ends."""
     values: dict[str, Secret] = {}
     pairs = (("new_password", new_password), ("confirm_password", confirm_password), ("token", token))
     for name, value in pairs:
@@ -252,7 +300,8 @@ def password_reset_operation(
         "confirmPassword": values["confirm_password"],
         "token": values["token"],
     }
-    return _op("POST", "/users/auth/password/reset", _one(PasswordResetResult), json=body, **_ONCE)
+    path = "/users/auth/password/reset"
+    return _op("POST", path, _one(PasswordResetResult), json=body, options=options, **_ONCE)
 
 
 def _user(user_id: str) -> str:
@@ -263,157 +312,252 @@ def _card(card_id: str, field: str = "card_id") -> str:
     return "/cards/" + path_segment(card_id, field)
 
 
-def list_cards_operation(user_id: str) -> Operation[list[Card]]:
-    """``GET /users/{userId}/cards``."""
-    return _op("GET", _user(user_id) + "/cards", _many(Card))
+def list_cards_operation(user_id: str, **options: Unpack[CallOptions]) -> Operation[list[Card]]:
+    """The user's cards (``GET /users/{userId}/cards``, ``getCards``)."""
+    return _op("GET", _user(user_id) + "/cards", _many(Card), options=options)
 
 
 def card_summary_operation(
-    user_id: str, start_date: date | str, end_date: date | str
+    user_id: str, start_date: date | str, end_date: date | str, **options: Unpack[CallOptions]
 ) -> Operation[CardSummary]:
-    """``GET /users/{userId}/cards/summary?startDate&endDate``."""
+    """Per-card figures for a period (``GET /users/{userId}/cards/summary?startDate&endDate``; dates
+    ``YYYY-MM-DD``, inclusive; ``getAllTransfersByDate``)."""
     params = {"startDate": check_date(start_date, "start_date"), "endDate": check_date(end_date, "end_date")}
-    return _op("GET", _user(user_id) + "/cards/summary", _one(CardSummary), params=params)
+    return _op("GET", _user(user_id) + "/cards/summary", _one(CardSummary), params=params, options=options)
 
 
-def link_card_operation(user_id: str, card_id: str, client_id: str) -> Operation[Card]:
-    """``POST /users/{userId}/cards?clientId=`` with ``{cardId}``."""
+def link_card_operation(
+    user_id: str, card_id: str, client_id: str, **options: Unpack[PostCallOptions]
+) -> Operation[Card]:
+    """Link an issued, unassigned card to the user (``POST /users/{userId}/cards?clientId=`` with
+    ``{cardId}``; application token; the card starts ``inactive``)."""
     params = {"clientId": check_str(client_id, "client_id")}
     body = {"cardId": check_str(card_id, "card_id")}
-    return _op("POST", _user(user_id) + "/cards", _one(Card), json=body, params=params)
+    return _op("POST", _user(user_id) + "/cards", _one(Card), json=body, params=params, options=options)
 
 
 def issue_virtual_operation(
-    user_id: str, currency: str | Currency | None = None, alias: str | None = None
+    user_id: str,
+    currency: Currency | CurrencyCode | None = None,
+    alias: str | None = None,
+    **options: Unpack[PostCallOptions],
 ) -> Operation[Card]:
-    """``POST /users/{userId}/cards/virtuals``."""
+    """Issue a virtual card (``active``, balance 0) for the user (``POST /users/{userId}/cards/virtuals``)."""
     body: dict[str, Any] = {}
     checked = check_currency(currency)
     if checked is not None:
         body["currency"] = checked.value
     if check_optional_str(alias, "alias", max_length=64) is not None:
         body["alias"] = alias
-    return _op("POST", _user(user_id) + "/cards/virtuals", _one(Card), json=body)
+    return _op("POST", _user(user_id) + "/cards/virtuals", _one(Card), json=body, options=options)
 
 
-def link_external_operation(user_id: str, token: str | Secret, alias: str | None = None) -> Operation[Card]:
-    """``POST /users/{userId}/linked-cards`` (the temporary token stays a :class:`Secret`)."""
+def link_external_operation(
+    user_id: str, token: str | Secret, alias: str | None = None, **options: Unpack[PostCallOptions]
+) -> Operation[Card]:
+    """Link a third-party card through its temporary linking token (``POST /users/{userId}/linked-cards``;
+    the token stays a :class:`Secret`)."""
     text = token.reveal() if isinstance(token, Secret) else token
     body: dict[str, Any] = {"token": Secret(check_str(text, "token", max_length=4096))}
     if check_optional_str(alias, "alias", max_length=64) is not None:
         body["alias"] = alias
-    return _op("POST", _user(user_id) + "/linked-cards", _one(Card), json=body)
+    return _op("POST", _user(user_id) + "/linked-cards", _one(Card), json=body, options=options)
 
 
-def get_card_operation(card_id: str) -> Operation[Card]:
-    """``GET /cards/{cardId}``."""
-    return _op("GET", _card(card_id), _one(Card))
+def get_card_operation(card_id: str, **options: Unpack[CallOptions]) -> Operation[Card]:
+    """Card details (``GET /cards/{cardId}``, ``checkCard``)."""
+    return _op("GET", _card(card_id), _one(Card), options=options)
 
 
-def update_alias_operation(card_id: str, alias: str) -> Operation[Card]:
-    """``PATCH /cards/{cardId}`` (setting the same alias twice is harmless: replayed like a PUT)."""
+def update_alias_operation(card_id: str, alias: str, **options: Unpack[CallOptions]) -> Operation[Card]:
+    """Rename the card (``PATCH /cards/{cardId}``, ``updateAlias``; setting the same alias twice is
+    harmless: replayed like a PUT)."""
     body = {"alias": check_str(alias, "alias", max_length=64)}
-    return _op("PATCH", _card(card_id), _one(Card), json=body, idempotent=True)
+    return _op("PATCH", _card(card_id), _one(Card), json=body, idempotent=True, options=options)
 
 
-def card_action_operation(card_id: str, action: str) -> Operation[Card]:
+CardAction: TypeAlias = Literal["block", "unblock", "activation"]
+
+
+def card_action_operation(
+    card_id: str, action: CardAction, **options: Unpack[PostCallOptions]
+) -> Operation[Card]:
     """``POST /cards/{cardId}/block|unblock|activation`` (no body)."""
-    return _op("POST", _card(card_id) + "/" + action, _one(Card))
+    if action not in ("block", "unblock", "activation"):
+        raise ValidationError("action", "must be block, unblock or activation")
+    return _op("POST", _card(card_id) + "/" + action, _one(Card), options=options)
 
 
-def set_pin_operation(card_id: str, pin: str | Secret) -> Operation[Card]:
-    """``PUT /cards/{cardId}/pin`` (4 digits, kept as a :class:`Secret`)."""
+def block_card_operation(card_id: str, **options: Unpack[PostCallOptions]) -> Operation[Card]:
+    """Block the card (``POST /cards/{cardId}/block``, ``updateStatus``)."""
+    return card_action_operation(card_id, "block", **options)
+
+
+def unblock_card_operation(card_id: str, **options: Unpack[PostCallOptions]) -> Operation[Card]:
+    """Unblock the card (``POST /cards/{cardId}/unblock``, ``updateStatus``)."""
+    return card_action_operation(card_id, "unblock", **options)
+
+
+def activate_card_operation(card_id: str, **options: Unpack[PostCallOptions]) -> Operation[Card]:
+    """Activate a linked physical card (``POST /cards/{cardId}/activation``)."""
+    return card_action_operation(card_id, "activation", **options)
+
+
+def set_pin_operation(card_id: str, pin: str | Secret, **options: Unpack[CallOptions]) -> Operation[Card]:
+    """Set the 4-digit PIN (``PUT /cards/{cardId}/pin``, ``assignPIN``); the PIN is kept as a
+    :class:`Secret` and never appears in a repr or log."""
     text = pin.reveal() if isinstance(pin, Secret) else pin
     body = {"pin": Secret(_check_pattern(text, "pin", _PIN, "4 digits"))}
-    return _op("PUT", _card(card_id) + "/pin", _one(Card), json=body)
+    return _op("PUT", _card(card_id) + "/pin", _one(Card), json=body, options=options)
 
 
 def movements_operation(
-    card_id: str, start_date: date | str | None = None, end_date: date | str | None = None
+    card_id: str,
+    start_date: date | str | None = None,
+    end_date: date | str | None = None,
+    **options: Unpack[CallOptions],
 ) -> Operation[list[Movement]]:
-    """``GET /cards/{cardId}/movements[?startDate&endDate]``."""
+    """The card's balance changes, optionally between two dates (``GET /cards/{cardId}/movements
+    [?startDate&endDate]``, ``getAllTransfersByDate``)."""
     params: dict[str, str] = {}
     if start_date is not None:
         params["startDate"] = check_date(start_date, "start_date")
     if end_date is not None:
         params["endDate"] = check_date(end_date, "end_date")
-    return _op("GET", _card(card_id) + "/movements", _many(Movement), params=params or None)
+    return _op("GET", _card(card_id) + "/movements", _many(Movement), params=params or None, options=options)
 
 
-def cvv_view_token_operation(card_id: str) -> Operation[CvvViewToken]:
-    """``POST /cards/{cardId}/cvv/view-token`` (user bearer, ``checkCvv``)."""
-    return _op("POST", _card(card_id) + "/cvv/view-token", _one(CvvViewToken), **_ONCE)
+def cvv_view_token_operation(card_id: str, **options: Unpack[PostCallOptions]) -> Operation[CvvViewToken]:
+    """Step 1 of reading the CVV (``POST /cards/{cardId}/cvv/view-token``: a user session with
+    ``checkCvv``; see ``wallet.as_user``)."""
+    return _op("POST", _card(card_id) + "/cvv/view-token", _one(CvvViewToken), options=options, **_ONCE)
 
 
-def cvv_operation(card_id: str, view_token: str | Secret | CvvViewToken) -> Operation[Cvv]:
-    """``GET /cards/{cardId}/cvv`` with ``X-View-Token`` (answers once: never replayed)."""
+def cvv_operation(
+    card_id: str, view_token: str | Secret | CvvViewToken, **options: Unpack[CallOptions]
+) -> Operation[Cvv]:
+    """Step 2: the CVV (``GET /cards/{cardId}/cvv`` with ``X-View-Token``), once per view token (masked
+    repr; never replayed). Application tokens get :class:`~paysdk.CvvNeedsUserSessionError`."""
     text = view_token.view_token if isinstance(view_token, CvvViewToken) else view_token
     raw = text.reveal() if isinstance(text, Secret) else text
     header = Secret(check_str(raw, "view_token", max_length=4096))
-    return _op("GET", _card(card_id) + "/cvv", _one(Cvv), headers={"X-View-Token": header}, **_ONCE)
+    headers = {"X-View-Token": header}
+    return _op("GET", _card(card_id) + "/cvv", _one(Cvv), headers=headers, options=options, **_ONCE)
 
 
 def funds_operation(
-    card_id: str, operation: str, amount: Decimal | int | str, reference: str | None = None
+    card_id: str,
+    operation: Literal["add", "withdraw"],
+    amount: Decimal | int | str,
+    reference: str | None = None,
+    **options: Unpack[PostCallOptions],
 ) -> Operation[FundsResult]:
     """``POST /cards/{cardId}/funds {operation, amount, reference?}`` (D41)."""
+    if operation not in ("add", "withdraw"):
+        raise ValidationError("operation", "must be add or withdraw")
     body: dict[str, Any] = {"operation": operation, "amount": check_wallet_amount(amount)}
     if check_optional_str(reference, "reference") is not None:
         body["reference"] = reference
-    return _op("POST", _card(card_id) + "/funds", _one(FundsResult), json=body)
+    return _op("POST", _card(card_id) + "/funds", _one(FundsResult), json=body, options=options)
+
+
+def add_funds_operation(
+    card_id: str,
+    amount: Decimal | int | str,
+    reference: str | None = None,
+    **options: Unpack[PostCallOptions],
+) -> Operation[FundsResult]:
+    """Add funds to the card (``POST /cards/{cardId}/funds``, operation ``add``)."""
+    return funds_operation(card_id, "add", amount, reference, **options)
+
+
+def withdraw_funds_operation(
+    card_id: str,
+    amount: Decimal | int | str,
+    reference: str | None = None,
+    **options: Unpack[PostCallOptions],
+) -> Operation[FundsResult]:
+    """Withdraw funds (``POST /cards/{cardId}/funds``, operation ``withdraw``); more than the available
+    balance raises :class:`~paysdk.InsufficientFundsError`."""
+    return funds_operation(card_id, "withdraw", amount, reference, **options)
 
 
 def transfer_operation(
-    from_card_id: str, to_card_id: str, amount: Decimal | int | str, description: str | None = None
+    from_card_id: str,
+    to_card_id: str,
+    amount: Decimal | int | str,
+    description: str | None = None,
+    **options: Unpack[PostCallOptions],
 ) -> Operation[TransferResult]:
-    """``POST /cards/{cardId}/transfers {toCardId, amount, description?}`` (D41)."""
+    """Move ``amount`` between two cards of one currency, atomically (``POST /cards/{cardId}/transfers
+    {toCardId, amount, description?}``, D41, ``transferBetweenCards``)."""
     body: dict[str, Any] = {
         "toCardId": check_str(to_card_id, "to_card_id"),
         "amount": check_wallet_amount(amount),
     }
     if check_optional_str(description, "description") is not None:
         body["description"] = description
-    return _op("POST", _card(from_card_id, "from_card_id") + "/transfers", _one(TransferResult), json=body)
+    path = _card(from_card_id, "from_card_id") + "/transfers"
+    return _op("POST", path, _one(TransferResult), json=body, options=options)
 
 
 def grant_permissions_operation(
-    card_id: str, user_id: str, permissions: Sequence[str | CardPermissionType]
+    card_id: str,
+    user_id: str,
+    permissions: Sequence[CardPermissionType | CardPermissionName],
+    **options: Unpack[PostCallOptions],
 ) -> Operation[PermissionRecord]:
-    """``POST /cards/{cardId}/users/{authUserId}/permissions``."""
+    """Grant ``permissions`` on the card to a user (``POST /cards/{cardId}/users/{authUserId}/permissions``;
+    application token or the card's owner)."""
     path = _card(card_id) + "/users/" + path_segment(user_id, "user_id") + "/permissions"
-    return _op("POST", path, _one(PermissionRecord), json={"permissions": check_permissions(permissions)})
+    body = {"permissions": check_permissions(permissions)}
+    return _op("POST", path, _one(PermissionRecord), json=body, options=options)
 
 
 def update_permissions_operation(
-    permission_id: str, permissions: Sequence[str | CardPermissionType]
+    permission_id: str,
+    permissions: Sequence[CardPermissionType | CardPermissionName],
+    **options: Unpack[CallOptions],
 ) -> Operation[PermissionRecord]:
-    """``PATCH /cards/users/permissions/{id}`` (sets the list: replayed like a PUT)."""
+    """Replace the permissions of a record (``PATCH /cards/users/permissions/{id}``; sets the list:
+    replayed like a PUT)."""
     path = "/cards/users/permissions/" + path_segment(permission_id, "permission_id")
     body = {"permissions": check_permissions(permissions)}
-    return _op("PATCH", path, _one(PermissionRecord), json=body, idempotent=True)
+    return _op("PATCH", path, _one(PermissionRecord), json=body, idempotent=True, options=options)
 
 
-def user_permissions_operation(user_id: str) -> Operation[list[PermissionRecord]]:
-    """``GET /cards/users/{authUserId}/permissions``."""
+def user_permissions_operation(
+    user_id: str, **options: Unpack[CallOptions]
+) -> Operation[list[PermissionRecord]]:
+    """Every permission record of a user (``GET /cards/users/{authUserId}/permissions``)."""
     path = "/cards/users/" + path_segment(user_id, "user_id") + "/permissions"
-    return _op("GET", path, _many(PermissionRecord))
+    return _op("GET", path, _many(PermissionRecord), options=options)
 
 
-def card_permissions_operation(card_id: str) -> Operation[list[PermissionRecord]]:
-    """``GET /cards/{cardId}/users/permissions``."""
-    return _op("GET", _card(card_id) + "/users/permissions", _many(PermissionRecord))
+def card_permissions_operation(
+    card_id: str, **options: Unpack[CallOptions]
+) -> Operation[list[PermissionRecord]]:
+    """Every permission record on a card (``GET /cards/{cardId}/users/permissions``)."""
+    return _op("GET", _card(card_id) + "/users/permissions", _many(PermissionRecord), options=options)
 
 
-def card_user_permissions_operation(card_id: str, user_id: str) -> Operation[list[PermissionRecord]]:
-    """``GET /cards/{cardId}/users/{authUserId}/permissions``."""
+def card_user_permissions_operation(
+    card_id: str, user_id: str, **options: Unpack[CallOptions]
+) -> Operation[list[PermissionRecord]]:
+    """One user's permission records on one card (``GET /cards/{cardId}/users/{authUserId}/permissions``)."""
     path = _card(card_id) + "/users/" + path_segment(user_id, "user_id") + "/permissions"
-    return _op("GET", path, _many(PermissionRecord))
+    return _op("GET", path, _many(PermissionRecord), options=options)
 
 
 def user_view_key(session: UserSession) -> str:
     """The (private) store key of a user session's view."""
     return f"user|{session.user_id}|{id(session):x}"
 
+
+
+def session_from_pair(resource: Any, pair: TokenPair) -> UserSession:
+    """The :class:`~paysdk.UserSession` of a login or refresh answer, on the client's clock."""
+    return UserSession.from_pair(pair, now=resource._client._now())
 
 
 def _session(value: object) -> UserSession:
@@ -423,208 +567,90 @@ def _session(value: object) -> UserSession:
 
 
 # unasync: begin
-class AsyncWalletResource:
+class AsyncWalletResource(AsyncResource[M]):
     """Base of the wallet resources: sends operations with the right bearer token.
 
     ``tokens`` ``None``: the client's application token; otherwise a user session's manager.
     """
 
-    def __init__(self, client: AsyncClient, tokens: AsyncTokenManager | None = None) -> None:
-        self._client = client
+    def __init__(
+        self, client: AsyncClient, tokens: AsyncTokenManager | None = None, *, raw: bool = False
+    ) -> None:
+        super().__init__(client, raw=raw)
         self._tokens = tokens
 
-    async def _call(self, op: Operation[T], recover: frozenset[int] = RECOVERABLE_CODES) -> T:
+    async def _send(self, op: Operation[T], recover: frozenset[int] | None = None) -> T:
+        return (await self._send_raw(op, recover)).parse()
+
+    async def _send_raw(self, op: Operation[T], recover: frozenset[int] | None = None) -> APIResponse[T]:
         # ``recover``: the 401 codes that mean "the bearer needs renewing" for this call.
+        codes = RECOVERABLE_CODES if recover is None else recover
+        if op.auth == "none":
+            return await self._client._request_raw(op)
         if self._tokens is None:
-            return await self._client._authed_request(op, self._client._wallet_manager(), recover)
+            return await self._client._authed_request_raw(op, self._client._wallet_manager(), codes)
         user_op = dataclasses.replace(op, auth="wallet_user")
-        return await self._client._authed_request(user_op, self._tokens, recover)
+        return await self._client._authed_request_raw(user_op, self._tokens, codes)
 
 
-class AsyncWalletUsers(AsyncWalletResource):
+class AsyncWalletUsers(AsyncWalletResource[M]):
     """Wallet users (``client.wallet.users``): sessions, one-time codes, password reset.
 
     Every call sends the application token (spec 5.3.6).
     """
 
-    async def login(
-        self,
-        username: str,
-        password: str | Secret,
-        merchant: str | None = None,
-        access_token_ttl: int | None = None,
-        refresh_token_ttl: int | None = None,
-    ) -> UserSession:
-        """Log a user in (``POST /users/login``); returns the :class:`~paysdk.UserSession`.
-
-        ``access_token_ttl``/``refresh_token_ttl`` (seconds, bounds in D34) are sent as
-        ``accessTokenTtl``/``refreshTokenTtl``. Wrong credentials: :class:`~paysdk.InvalidCredentialsError`.
-        """
-        op = user_login_operation(username, password, merchant, access_token_ttl, refresh_token_ttl)
-        pair = await self._call(op)
-        return UserSession.from_pair(pair, now=self._client._now())
-
-    async def refresh(
-        self,
-        session: UserSession,
-        access_token_ttl: int | None = None,
-        refresh_token_ttl: int | None = None,
-    ) -> UserSession:
-        """Rotate the session's tokens (``POST /users/refresh``). Keep the returned session and
-        discard ``session``: its refresh token is spent, and presenting it again revokes the family
-        (:class:`~paysdk.RefreshTokenReusedError`)."""
-        op = user_refresh_operation(
-            _session(session).refresh_token,
-            access_token_ttl=_check_ttl(access_token_ttl, "access_token_ttl"),
-            refresh_token_ttl=_check_ttl(refresh_token_ttl, "refresh_token_ttl"),
-        )
-        # A 7104/7105 here is about the session's refresh token, not the application bearer.
-        pair = await self._call(op, REPLAY_CODES)
-        return UserSession.from_pair(pair, now=self._client._now())
-
-    async def logout(self, session: UserSession) -> None:
-        """End the session (``POST /users/logout``, D38): its tokens stop working at once."""
-        await self._call(user_logout_operation(session), REPLAY_CODES)
-
-    async def request_otp(self, email: str, purpose: str = "password_reset") -> OtpSent:
-        """Ask for a 6-digit code by email (the answer does not reveal whether the email exists)."""
-        return await self._call(otp_request_operation(email, purpose))
-
-    async def verify_otp(self, email: str, otp: str, purpose: str = "password_reset") -> OtpVerified:
-        """Check a code; for ``password_reset`` the answer carries the reset ``token`` (masked repr)."""
-        return await self._call(otp_verify_operation(email, otp, purpose))
-
-    async def reset_password(
-        self, email: str, new_password: str | Secret, confirm_password: str | Secret, token: str | Secret
-    ) -> PasswordResetResult:
-        """Set a new password with the reset token of :meth:`verify_otp`; every session of the user ends."""
-        return await self._call(password_reset_operation(email, new_password, confirm_password, token))
+    login = AsyncEndpoint(user_login_operation, then=session_from_pair)
+    # A 7104/7105 answering a refresh or logout is about the session's token, not the application bearer.
+    refresh = AsyncEndpoint(session_refresh_operation, then=session_from_pair, recover=REPLAY_CODES)
+    logout = AsyncEndpoint(user_logout_operation, recover=REPLAY_CODES)
+    request_otp = AsyncEndpoint(otp_request_operation)
+    verify_otp = AsyncEndpoint(otp_verify_operation)
+    reset_password = AsyncEndpoint(password_reset_operation)
 
 
-class AsyncCards(AsyncWalletResource):
+class AsyncCards(AsyncWalletResource[M]):
     """Cards (``wallet.cards``): list, issue, link, details, alias, status, PIN, movements, CVV."""
 
-    async def list(self, user_id: str) -> builtins.list[Card]:
-        """The user's cards (``getCards``)."""
-        return await self._call(list_cards_operation(user_id))
-
-    async def summary(self, user_id: str, start_date: date | str, end_date: date | str) -> CardSummary:
-        """Per-card figures for a period (dates ``YYYY-MM-DD``, inclusive; ``getAllTransfersByDate``)."""
-        return await self._call(card_summary_operation(user_id, start_date, end_date))
-
-    async def link(self, user_id: str, card_id: str, client_id: str) -> Card:
-        """Link an issued, unassigned card to the user (application token; starts ``inactive``)."""
-        return await self._call(link_card_operation(user_id, card_id, client_id))
-
-    async def issue_virtual(
-        self, user_id: str, currency: str | Currency | None = None, alias: str | None = None
-    ) -> Card:
-        """Issue a virtual card (``active``, balance 0) for the user."""
-        return await self._call(issue_virtual_operation(user_id, currency, alias))
-
-    async def link_external(self, user_id: str, token: str | Secret, alias: str | None = None) -> Card:
-        """Link a third-party card through its temporary linking token."""
-        return await self._call(link_external_operation(user_id, token, alias))
-
-    async def get(self, card_id: str) -> Card:
-        """Card details (``checkCard``)."""
-        return await self._call(get_card_operation(card_id))
-
-    async def update_alias(self, card_id: str, alias: str) -> Card:
-        """Rename the card (``updateAlias``)."""
-        return await self._call(update_alias_operation(card_id, alias))
-
-    async def block(self, card_id: str) -> Card:
-        """Block the card (``updateStatus``)."""
-        return await self._call(card_action_operation(card_id, "block"))
-
-    async def unblock(self, card_id: str) -> Card:
-        """Unblock the card (``updateStatus``)."""
-        return await self._call(card_action_operation(card_id, "unblock"))
-
-    async def activate(self, card_id: str) -> Card:
-        """Activate a linked physical card (``activation``)."""
-        return await self._call(card_action_operation(card_id, "activation"))
-
-    async def set_pin(self, card_id: str, pin: str | Secret) -> Card:
-        """Set the 4-digit PIN (``assignPIN``); the PIN never appears in a repr or log."""
-        return await self._call(set_pin_operation(card_id, pin))
-
-    async def movements(
-        self, card_id: str, start_date: date | str | None = None, end_date: date | str | None = None
-    ) -> builtins.list[Movement]:
-        """The card's balance changes, optionally between two dates (``getAllTransfersByDate``)."""
-        return await self._call(movements_operation(card_id, start_date, end_date))
-
-    async def cvv_view_token(self, card_id: str) -> CvvViewToken:
-        """Step 1 of reading the CVV (a user session with ``checkCvv``; see :meth:`AsyncWallet.as_user`)."""
-        return await self._call(cvv_view_token_operation(card_id))
-
-    async def cvv(self, card_id: str, view_token: str | Secret | CvvViewToken) -> Cvv:
-        """Step 2: the CVV, once per view token (masked repr). Application tokens get
-        :class:`~paysdk.CvvNeedsUserSessionError`."""
-        return await self._call(cvv_operation(card_id, view_token))
+    list = AsyncEndpoint(list_cards_operation)
+    summary = AsyncEndpoint(card_summary_operation)
+    link = AsyncEndpoint(link_card_operation)
+    issue_virtual = AsyncEndpoint(issue_virtual_operation)
+    link_external = AsyncEndpoint(link_external_operation)
+    get = AsyncEndpoint(get_card_operation)
+    update_alias = AsyncEndpoint(update_alias_operation)
+    block = AsyncEndpoint(block_card_operation)
+    unblock = AsyncEndpoint(unblock_card_operation)
+    activate = AsyncEndpoint(activate_card_operation)
+    set_pin = AsyncEndpoint(set_pin_operation)
+    movements = AsyncEndpoint(movements_operation)
+    cvv_view_token = AsyncEndpoint(cvv_view_token_operation)
+    cvv = AsyncEndpoint(cvv_operation)
 
 
-class AsyncFunds(AsyncWalletResource):
+class AsyncFunds(AsyncWalletResource[M]):
     """Issuer funding (``wallet.funds``, application token): amounts ``Decimal``/``int``/str, 4 places."""
 
-    async def add(
-        self, card_id: str, amount: Decimal | int | str, reference: str | None = None
-    ) -> FundsResult:
-        """Add funds to the card."""
-        return await self._call(funds_operation(card_id, "add", amount, reference))
-
-    async def withdraw(
-        self, card_id: str, amount: Decimal | int | str, reference: str | None = None
-    ) -> FundsResult:
-        """Withdraw funds; more than the available balance raises :class:`~paysdk.InsufficientFundsError`."""
-        return await self._call(funds_operation(card_id, "withdraw", amount, reference))
+    add = AsyncEndpoint(add_funds_operation)
+    withdraw = AsyncEndpoint(withdraw_funds_operation)
 
 
-class AsyncTransfers(AsyncWalletResource):
+class AsyncTransfers(AsyncWalletResource[M]):
     """Card-to-card transfers (``wallet.transfers``)."""
 
-    async def create(
-        self,
-        from_card_id: str,
-        to_card_id: str,
-        amount: Decimal | int | str,
-        description: str | None = None,
-    ) -> TransferResult:
-        """Move ``amount`` between two cards of one currency, atomically (``transferBetweenCards``)."""
-        return await self._call(transfer_operation(from_card_id, to_card_id, amount, description))
+    create = AsyncEndpoint(transfer_operation)
 
 
-class AsyncPermissions(AsyncWalletResource):
+class AsyncPermissions(AsyncWalletResource[M]):
     """Card permissions of authorized users (``wallet.permissions``, D40)."""
 
-    async def grant(
-        self, card_id: str, user_id: str, permissions: Sequence[str | CardPermissionType]
-    ) -> PermissionRecord:
-        """Grant ``permissions`` on the card to a user (application token or the card's owner)."""
-        return await self._call(grant_permissions_operation(card_id, user_id, permissions))
-
-    async def update(
-        self, permission_id: str, permissions: Sequence[str | CardPermissionType]
-    ) -> PermissionRecord:
-        """Replace the permissions of a record."""
-        return await self._call(update_permissions_operation(permission_id, permissions))
-
-    async def list_for_user(self, user_id: str) -> builtins.list[PermissionRecord]:
-        """Every permission record of a user."""
-        return await self._call(user_permissions_operation(user_id))
-
-    async def list_for_card(self, card_id: str) -> builtins.list[PermissionRecord]:
-        """Every permission record on a card."""
-        return await self._call(card_permissions_operation(card_id))
-
-    async def list(self, card_id: str, user_id: str) -> builtins.list[PermissionRecord]:
-        """One user's permission records on one card."""
-        return await self._call(card_user_permissions_operation(card_id, user_id))
+    grant = AsyncEndpoint(grant_permissions_operation)
+    update = AsyncEndpoint(update_permissions_operation)
+    list_for_user = AsyncEndpoint(user_permissions_operation)
+    list_for_card = AsyncEndpoint(card_permissions_operation)
+    list = AsyncEndpoint(card_user_permissions_operation)
 
 
-class AsyncWalletUserView:
+class AsyncWalletUserView(Generic[M]):
     """The wallet as one user sees it (``client.wallet.as_user(session)``).
 
     Its ``cards``, ``funds``, ``transfers`` and ``permissions`` send the user's access token. It is
@@ -647,6 +673,8 @@ class AsyncWalletUserView:
         session: UserSession | None,
         store: TokenStore | AsyncTokenStore | None = None,
         key: str | None = None,
+        *,
+        raw: bool = False,
     ) -> None:
         via = client._wallet_manager()
         if store is None:
@@ -681,10 +709,10 @@ class AsyncWalletUserView:
                 via=via,
                 seed=session.stored if session is not None else None,
             )
-        self.cards = AsyncCards(client, self._tokens)
-        self.funds = AsyncFunds(client, self._tokens)
-        self.transfers = AsyncTransfers(client, self._tokens)
-        self.permissions = AsyncPermissions(client, self._tokens)
+        self.cards: AsyncCards[M] = AsyncCards(client, self._tokens, raw=raw)
+        self.funds: AsyncFunds[M] = AsyncFunds(client, self._tokens, raw=raw)
+        self.transfers: AsyncTransfers[M] = AsyncTransfers(client, self._tokens, raw=raw)
+        self.permissions: AsyncPermissions[M] = AsyncPermissions(client, self._tokens, raw=raw)
 
     @property
     def key(self) -> str:
@@ -717,20 +745,22 @@ class AsyncWalletUserView:
         return f"{type(self).__name__}(user_id={user_id!r}, key={self._tokens.key!r})"
 
 
-class AsyncWallet(AsyncWalletResource):
+class AsyncWallet(AsyncWalletResource[M]):
     """The wallet (``client.wallet``): application login, users, cards, funds, transfers, permissions.
 
     Needs ``Client(wallet=paysdk.WalletCredentials(merchant, private_key))``; the application logs
     in on the first call (or explicitly with :meth:`login`).
     """
 
-    def __init__(self, client: AsyncClient) -> None:
-        super().__init__(client)
-        self.users = AsyncWalletUsers(client)
-        self.cards = AsyncCards(client)
-        self.funds = AsyncFunds(client)
-        self.transfers = AsyncTransfers(client)
-        self.permissions = AsyncPermissions(client)
+    jwks = AsyncEndpoint(jwks_operation)
+
+    def __init__(self, client: AsyncClient, *, raw: bool = False) -> None:
+        super().__init__(client, raw=raw)
+        self.users: AsyncWalletUsers[M] = AsyncWalletUsers(client, raw=raw)
+        self.cards: AsyncCards[M] = AsyncCards(client, raw=raw)
+        self.funds: AsyncFunds[M] = AsyncFunds(client, raw=raw)
+        self.transfers: AsyncTransfers[M] = AsyncTransfers(client, raw=raw)
+        self.permissions: AsyncPermissions[M] = AsyncPermissions(client, raw=raw)
 
     async def login(self) -> TokenPair:
         """Log the application in now (``POST /auth/login``), store the pair and return it (masked
@@ -755,9 +785,6 @@ class AsyncWallet(AsyncWalletResource):
         :meth:`as_user`'s default is ``user_key(session.user_id)``."""
         return user_key(self._client._wallet_manager().key, check_str(name, "name"))
 
-    async def jwks(self) -> Jwks:
-        """The public keys the wallet signs tokens with (``GET /.well-known/jwks.json``, no token)."""
-        return await self._client._request(jwks_operation())
 
     def as_user(
         self,
@@ -765,10 +792,11 @@ class AsyncWallet(AsyncWalletResource):
         *,
         store: TokenStore | AsyncTokenStore | None = None,
         key: str | None = None,
-    ) -> AsyncWalletUserView:
+    ) -> AsyncWalletUserView[M]:
         """A view whose calls carry ``session``'s access token, kept in ``store`` under ``key`` when
-        given (see :class:`AsyncWalletUserView`)."""
-        return AsyncWalletUserView(self._client, session, store, key)
+        given (see :class:`AsyncWalletUserView`); under ``with_raw_response`` its methods answer
+        :class:`~paysdk.APIResponse` too."""
+        return AsyncWalletUserView(self._client, session, store, key, raw=self._raw)
 
 
 # unasync: end
@@ -776,208 +804,90 @@ class AsyncWallet(AsyncWalletResource):
 
 # unasync: generated begin
 # Generated by scripts/unasync.py from the async code above. Do not edit by hand.
-class WalletResource:
+class WalletResource(Resource[M]):
     """Base of the wallet resources: sends operations with the right bearer token.
 
     ``tokens`` ``None``: the client's application token; otherwise a user session's manager.
     """
 
-    def __init__(self, client: Client, tokens: TokenManager | None = None) -> None:
-        self._client = client
+    def __init__(
+        self, client: Client, tokens: TokenManager | None = None, *, raw: bool = False
+    ) -> None:
+        super().__init__(client, raw=raw)
         self._tokens = tokens
 
-    def _call(self, op: Operation[T], recover: frozenset[int] = RECOVERABLE_CODES) -> T:
+    def _send(self, op: Operation[T], recover: frozenset[int] | None = None) -> T:
+        return (self._send_raw(op, recover)).parse()
+
+    def _send_raw(self, op: Operation[T], recover: frozenset[int] | None = None) -> APIResponse[T]:
         # ``recover``: the 401 codes that mean "the bearer needs renewing" for this call.
+        codes = RECOVERABLE_CODES if recover is None else recover
+        if op.auth == "none":
+            return self._client._request_raw(op)
         if self._tokens is None:
-            return self._client._authed_request(op, self._client._wallet_manager(), recover)
+            return self._client._authed_request_raw(op, self._client._wallet_manager(), codes)
         user_op = dataclasses.replace(op, auth="wallet_user")
-        return self._client._authed_request(user_op, self._tokens, recover)
+        return self._client._authed_request_raw(user_op, self._tokens, codes)
 
 
-class WalletUsers(WalletResource):
+class WalletUsers(WalletResource[M]):
     """Wallet users (``client.wallet.users``): sessions, one-time codes, password reset.
 
     Every call sends the application token (spec 5.3.6).
     """
 
-    def login(
-        self,
-        username: str,
-        password: str | Secret,
-        merchant: str | None = None,
-        access_token_ttl: int | None = None,
-        refresh_token_ttl: int | None = None,
-    ) -> UserSession:
-        """Log a user in (``POST /users/login``); returns the :class:`~paysdk.UserSession`.
-
-        ``access_token_ttl``/``refresh_token_ttl`` (seconds, bounds in D34) are sent as
-        ``accessTokenTtl``/``refreshTokenTtl``. Wrong credentials: :class:`~paysdk.InvalidCredentialsError`.
-        """
-        op = user_login_operation(username, password, merchant, access_token_ttl, refresh_token_ttl)
-        pair = self._call(op)
-        return UserSession.from_pair(pair, now=self._client._now())
-
-    def refresh(
-        self,
-        session: UserSession,
-        access_token_ttl: int | None = None,
-        refresh_token_ttl: int | None = None,
-    ) -> UserSession:
-        """Rotate the session's tokens (``POST /users/refresh``). Keep the returned session and
-        discard ``session``: its refresh token is spent, and presenting it again revokes the family
-        (:class:`~paysdk.RefreshTokenReusedError`)."""
-        op = user_refresh_operation(
-            _session(session).refresh_token,
-            access_token_ttl=_check_ttl(access_token_ttl, "access_token_ttl"),
-            refresh_token_ttl=_check_ttl(refresh_token_ttl, "refresh_token_ttl"),
-        )
-        # A 7104/7105 here is about the session's refresh token, not the application bearer.
-        pair = self._call(op, REPLAY_CODES)
-        return UserSession.from_pair(pair, now=self._client._now())
-
-    def logout(self, session: UserSession) -> None:
-        """End the session (``POST /users/logout``, D38): its tokens stop working at once."""
-        self._call(user_logout_operation(session), REPLAY_CODES)
-
-    def request_otp(self, email: str, purpose: str = "password_reset") -> OtpSent:
-        """Ask for a 6-digit code by email (the answer does not reveal whether the email exists)."""
-        return self._call(otp_request_operation(email, purpose))
-
-    def verify_otp(self, email: str, otp: str, purpose: str = "password_reset") -> OtpVerified:
-        """Check a code; for ``password_reset`` the answer carries the reset ``token`` (masked repr)."""
-        return self._call(otp_verify_operation(email, otp, purpose))
-
-    def reset_password(
-        self, email: str, new_password: str | Secret, confirm_password: str | Secret, token: str | Secret
-    ) -> PasswordResetResult:
-        """Set a new password with the reset token of :meth:`verify_otp`; every session of the user ends."""
-        return self._call(password_reset_operation(email, new_password, confirm_password, token))
+    login = Endpoint(user_login_operation, then=session_from_pair)
+    # A 7104/7105 answering a refresh or logout is about the session's token, not the application bearer.
+    refresh = Endpoint(session_refresh_operation, then=session_from_pair, recover=REPLAY_CODES)
+    logout = Endpoint(user_logout_operation, recover=REPLAY_CODES)
+    request_otp = Endpoint(otp_request_operation)
+    verify_otp = Endpoint(otp_verify_operation)
+    reset_password = Endpoint(password_reset_operation)
 
 
-class Cards(WalletResource):
+class Cards(WalletResource[M]):
     """Cards (``wallet.cards``): list, issue, link, details, alias, status, PIN, movements, CVV."""
 
-    def list(self, user_id: str) -> builtins.list[Card]:
-        """The user's cards (``getCards``)."""
-        return self._call(list_cards_operation(user_id))
-
-    def summary(self, user_id: str, start_date: date | str, end_date: date | str) -> CardSummary:
-        """Per-card figures for a period (dates ``YYYY-MM-DD``, inclusive; ``getAllTransfersByDate``)."""
-        return self._call(card_summary_operation(user_id, start_date, end_date))
-
-    def link(self, user_id: str, card_id: str, client_id: str) -> Card:
-        """Link an issued, unassigned card to the user (application token; starts ``inactive``)."""
-        return self._call(link_card_operation(user_id, card_id, client_id))
-
-    def issue_virtual(
-        self, user_id: str, currency: str | Currency | None = None, alias: str | None = None
-    ) -> Card:
-        """Issue a virtual card (``active``, balance 0) for the user."""
-        return self._call(issue_virtual_operation(user_id, currency, alias))
-
-    def link_external(self, user_id: str, token: str | Secret, alias: str | None = None) -> Card:
-        """Link a third-party card through its temporary linking token."""
-        return self._call(link_external_operation(user_id, token, alias))
-
-    def get(self, card_id: str) -> Card:
-        """Card details (``checkCard``)."""
-        return self._call(get_card_operation(card_id))
-
-    def update_alias(self, card_id: str, alias: str) -> Card:
-        """Rename the card (``updateAlias``)."""
-        return self._call(update_alias_operation(card_id, alias))
-
-    def block(self, card_id: str) -> Card:
-        """Block the card (``updateStatus``)."""
-        return self._call(card_action_operation(card_id, "block"))
-
-    def unblock(self, card_id: str) -> Card:
-        """Unblock the card (``updateStatus``)."""
-        return self._call(card_action_operation(card_id, "unblock"))
-
-    def activate(self, card_id: str) -> Card:
-        """Activate a linked physical card (``activation``)."""
-        return self._call(card_action_operation(card_id, "activation"))
-
-    def set_pin(self, card_id: str, pin: str | Secret) -> Card:
-        """Set the 4-digit PIN (``assignPIN``); the PIN never appears in a repr or log."""
-        return self._call(set_pin_operation(card_id, pin))
-
-    def movements(
-        self, card_id: str, start_date: date | str | None = None, end_date: date | str | None = None
-    ) -> builtins.list[Movement]:
-        """The card's balance changes, optionally between two dates (``getAllTransfersByDate``)."""
-        return self._call(movements_operation(card_id, start_date, end_date))
-
-    def cvv_view_token(self, card_id: str) -> CvvViewToken:
-        """Step 1 of reading the CVV (a user session with ``checkCvv``; see :meth:`Wallet.as_user`)."""
-        return self._call(cvv_view_token_operation(card_id))
-
-    def cvv(self, card_id: str, view_token: str | Secret | CvvViewToken) -> Cvv:
-        """Step 2: the CVV, once per view token (masked repr). Application tokens get
-        :class:`~paysdk.CvvNeedsUserSessionError`."""
-        return self._call(cvv_operation(card_id, view_token))
+    list = Endpoint(list_cards_operation)
+    summary = Endpoint(card_summary_operation)
+    link = Endpoint(link_card_operation)
+    issue_virtual = Endpoint(issue_virtual_operation)
+    link_external = Endpoint(link_external_operation)
+    get = Endpoint(get_card_operation)
+    update_alias = Endpoint(update_alias_operation)
+    block = Endpoint(block_card_operation)
+    unblock = Endpoint(unblock_card_operation)
+    activate = Endpoint(activate_card_operation)
+    set_pin = Endpoint(set_pin_operation)
+    movements = Endpoint(movements_operation)
+    cvv_view_token = Endpoint(cvv_view_token_operation)
+    cvv = Endpoint(cvv_operation)
 
 
-class Funds(WalletResource):
+class Funds(WalletResource[M]):
     """Issuer funding (``wallet.funds``, application token): amounts ``Decimal``/``int``/str, 4 places."""
 
-    def add(
-        self, card_id: str, amount: Decimal | int | str, reference: str | None = None
-    ) -> FundsResult:
-        """Add funds to the card."""
-        return self._call(funds_operation(card_id, "add", amount, reference))
-
-    def withdraw(
-        self, card_id: str, amount: Decimal | int | str, reference: str | None = None
-    ) -> FundsResult:
-        """Withdraw funds; more than the available balance raises :class:`~paysdk.InsufficientFundsError`."""
-        return self._call(funds_operation(card_id, "withdraw", amount, reference))
+    add = Endpoint(add_funds_operation)
+    withdraw = Endpoint(withdraw_funds_operation)
 
 
-class Transfers(WalletResource):
+class Transfers(WalletResource[M]):
     """Card-to-card transfers (``wallet.transfers``)."""
 
-    def create(
-        self,
-        from_card_id: str,
-        to_card_id: str,
-        amount: Decimal | int | str,
-        description: str | None = None,
-    ) -> TransferResult:
-        """Move ``amount`` between two cards of one currency, atomically (``transferBetweenCards``)."""
-        return self._call(transfer_operation(from_card_id, to_card_id, amount, description))
+    create = Endpoint(transfer_operation)
 
 
-class Permissions(WalletResource):
+class Permissions(WalletResource[M]):
     """Card permissions of authorized users (``wallet.permissions``, D40)."""
 
-    def grant(
-        self, card_id: str, user_id: str, permissions: Sequence[str | CardPermissionType]
-    ) -> PermissionRecord:
-        """Grant ``permissions`` on the card to a user (application token or the card's owner)."""
-        return self._call(grant_permissions_operation(card_id, user_id, permissions))
-
-    def update(
-        self, permission_id: str, permissions: Sequence[str | CardPermissionType]
-    ) -> PermissionRecord:
-        """Replace the permissions of a record."""
-        return self._call(update_permissions_operation(permission_id, permissions))
-
-    def list_for_user(self, user_id: str) -> builtins.list[PermissionRecord]:
-        """Every permission record of a user."""
-        return self._call(user_permissions_operation(user_id))
-
-    def list_for_card(self, card_id: str) -> builtins.list[PermissionRecord]:
-        """Every permission record on a card."""
-        return self._call(card_permissions_operation(card_id))
-
-    def list(self, card_id: str, user_id: str) -> builtins.list[PermissionRecord]:
-        """One user's permission records on one card."""
-        return self._call(card_user_permissions_operation(card_id, user_id))
+    grant = Endpoint(grant_permissions_operation)
+    update = Endpoint(update_permissions_operation)
+    list_for_user = Endpoint(user_permissions_operation)
+    list_for_card = Endpoint(card_permissions_operation)
+    list = Endpoint(card_user_permissions_operation)
 
 
-class WalletUserView:
+class WalletUserView(Generic[M]):
     """The wallet as one user sees it (``client.wallet.as_user(session)``).
 
     Its ``cards``, ``funds``, ``transfers`` and ``permissions`` send the user's access token. It is
@@ -1000,6 +910,8 @@ class WalletUserView:
         session: UserSession | None,
         store: TokenStore | TokenStore | None = None,
         key: str | None = None,
+        *,
+        raw: bool = False,
     ) -> None:
         via = client._wallet_manager()
         if store is None:
@@ -1034,10 +946,10 @@ class WalletUserView:
                 via=via,
                 seed=session.stored if session is not None else None,
             )
-        self.cards = Cards(client, self._tokens)
-        self.funds = Funds(client, self._tokens)
-        self.transfers = Transfers(client, self._tokens)
-        self.permissions = Permissions(client, self._tokens)
+        self.cards: Cards[M] = Cards(client, self._tokens, raw=raw)
+        self.funds: Funds[M] = Funds(client, self._tokens, raw=raw)
+        self.transfers: Transfers[M] = Transfers(client, self._tokens, raw=raw)
+        self.permissions: Permissions[M] = Permissions(client, self._tokens, raw=raw)
 
     @property
     def key(self) -> str:
@@ -1070,20 +982,22 @@ class WalletUserView:
         return f"{type(self).__name__}(user_id={user_id!r}, key={self._tokens.key!r})"
 
 
-class Wallet(WalletResource):
+class Wallet(WalletResource[M]):
     """The wallet (``client.wallet``): application login, users, cards, funds, transfers, permissions.
 
     Needs ``Client(wallet=paysdk.WalletCredentials(merchant, private_key))``; the application logs
     in on the first call (or explicitly with :meth:`login`).
     """
 
-    def __init__(self, client: Client) -> None:
-        super().__init__(client)
-        self.users = WalletUsers(client)
-        self.cards = Cards(client)
-        self.funds = Funds(client)
-        self.transfers = Transfers(client)
-        self.permissions = Permissions(client)
+    jwks = Endpoint(jwks_operation)
+
+    def __init__(self, client: Client, *, raw: bool = False) -> None:
+        super().__init__(client, raw=raw)
+        self.users: WalletUsers[M] = WalletUsers(client, raw=raw)
+        self.cards: Cards[M] = Cards(client, raw=raw)
+        self.funds: Funds[M] = Funds(client, raw=raw)
+        self.transfers: Transfers[M] = Transfers(client, raw=raw)
+        self.permissions: Permissions[M] = Permissions(client, raw=raw)
 
     def login(self) -> TokenPair:
         """Log the application in now (``POST /auth/login``), store the pair and return it (masked
@@ -1108,9 +1022,6 @@ class Wallet(WalletResource):
         :meth:`as_user`'s default is ``user_key(session.user_id)``."""
         return user_key(self._client._wallet_manager().key, check_str(name, "name"))
 
-    def jwks(self) -> Jwks:
-        """The public keys the wallet signs tokens with (``GET /.well-known/jwks.json``, no token)."""
-        return self._client._request(jwks_operation())
 
     def as_user(
         self,
@@ -1118,8 +1029,9 @@ class Wallet(WalletResource):
         *,
         store: TokenStore | TokenStore | None = None,
         key: str | None = None,
-    ) -> WalletUserView:
+    ) -> WalletUserView[M]:
         """A view whose calls carry ``session``'s access token, kept in ``store`` under ``key`` when
-        given (see :class:`WalletUserView`)."""
-        return WalletUserView(self._client, session, store, key)
+        given (see :class:`WalletUserView`); under ``with_raw_response`` its methods answer
+        :class:`~paysdk.APIResponse` too."""
+        return WalletUserView(self._client, session, store, key, raw=self._raw)
 # unasync: generated end

@@ -7,7 +7,7 @@ import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -16,6 +16,10 @@ from paysdk_cli._context import open_client, require_client_slug, state
 from paysdk_cli._errors import CLIError
 from paysdk_cli._output import OutputFormat, emit, info
 from paysdk_cli._params import expand_path, parse_amount, parse_json_object, parse_key_values
+
+if TYPE_CHECKING:
+    from paysdk.contracts.alternative_payments import RailName
+    from paysdk.contracts.common import ChannelName, CurrencyCode
 
 __all__ = ["app"]
 
@@ -50,11 +54,11 @@ def create(
     with open_client(st) as sdk:
         payment = sdk.alternative_payments.create(
             amount=value,
-            channel=channel,
+            channel=cast("ChannelName", channel),  # checked by the SDK, naming the option
             client=slug,
             user_id=user_id,
             custom_keys=custom_keys,
-            currency=currency,
+            currency=cast("CurrencyCode | None", currency),
             external_id=external_id,
         )
     data = payment.to_wire()
@@ -90,7 +94,7 @@ def process(
     st = state(ctx)
     data = parse_json_object(data_json, "--data-json")
     with _qr_file(qr_out, processor) as write_png, open_client(st) as sdk:
-        result = sdk.alternative_payments.process(uid, processor=processor, data=data)
+        result = sdk.alternative_payments.process(uid, processor=cast("RailName", processor), data=data)
         shown = result.to_wire()
         if write_png is not None and qr_out is not None:
             try:
@@ -160,7 +164,7 @@ def intent(
     """Record the rail the customer chose (a payment intent)."""
     st = state(ctx)
     with open_client(st) as sdk:
-        result = sdk.alternative_payments.create_payment_intent(uid, processor=processor)
+        result = sdk.alternative_payments.create_payment_intent(uid, processor=cast("RailName", processor))
     emit(st.output, result.to_wire(), title="Payment intent")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -10,6 +10,9 @@ from paysdk_cli._app import new_app
 from paysdk_cli._context import open_client, require_client_slug, state
 from paysdk_cli._output import emit, info
 from paysdk_cli._params import parse_amount, parse_key_values
+
+if TYPE_CHECKING:
+    from paysdk.contracts.common import ChannelName, CurrencyCode
 
 __all__ = ["app"]
 
@@ -52,9 +55,9 @@ def create(
         link = sdk.payment_links.create(
             amount=value,
             user_id=user_id,
-            channel=channel,
+            channel=cast("ChannelName", channel),  # checked by the SDK, naming the option
             client=slug,
-            currency=currency,
+            currency=cast("CurrencyCode | None", currency),
             external_id=external_id,
             custom_keys=custom_keys,
             idempotency_key=idempotency_key,

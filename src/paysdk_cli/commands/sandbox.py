@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -14,6 +14,9 @@ from paysdk_cli._app import new_app
 from paysdk_cli._context import State, open_client, state
 from paysdk_cli._output import OutputFormat, emit, info, mask, warn
 from paysdk_cli._params import parse_amount
+
+if TYPE_CHECKING:
+    from paysdk.contracts.common import CurrencyCode
 
 __all__ = ["CALLBACK_COLUMNS", "CLIENT_SECRETS", "JOB_COLUMNS", "REQUEST_COLUMNS", "app"]
 
@@ -560,7 +563,7 @@ def cards_create(
     slug = _merchant(st, merchant)
     amount = parse_amount(balance, "--balance") if balance is not None else None
     with open_client(st, token_required=False) as sdk:
-        card = sdk.sandbox.create_stock_card(slug, currency, amount)
+        card = sdk.sandbox.create_stock_card(slug, cast("CurrencyCode", currency), amount)
     emit(
         st.output,
         _wire(card),
