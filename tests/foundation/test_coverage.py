@@ -332,6 +332,8 @@ def _arguments(function: Any, session: Any) -> dict[str, Any]:
     for name, parameter in inspect.signature(function).parameters.items():
         if name == "self" or parameter.default is not inspect.Parameter.empty:
             continue
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:  # the per-call options
+            continue
         values[name] = session if name == "session" else _ARGUMENTS[name]
     return values
 
