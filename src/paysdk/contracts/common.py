@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 from decimal import Decimal
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from paysdk.contracts.codes import OwnCode
 
 __all__ = [
     "CHANNEL_DISPLAY_NAMES",
@@ -86,18 +88,6 @@ class Currency(StrEnum):
     DOP = "DOP"
     COP = "COP"
     SVC = "SVC"
-
-
-class OwnCode(IntEnum):
-    """The API's own error codes (spec 7)."""
-
-    WRONG_ENVIRONMENT = 2007
-    AMOUNT_OUT_OF_RANGE = 2003
-    INVALID_FIELD = 5000
-    UNKNOWN_CLIENT = 5004
-    INSUFFICIENT_FUNDS = 7303
-    INVALID_SIGNATURE = 7604
-    KEYS_EXPIRED = 7616
 
 
 def parse_money(value: object, *, places: int = 2, field: str = "amount") -> Decimal:
