@@ -34,6 +34,9 @@ class WireModel(BaseModel):
         extra="allow",
         frozen=True,
         ser_json_timedelta="float",
+        # Validators and serializers are built the first time a model is used, not at import: the SDK
+        # imports every family's contracts and a program uses a few of them.
+        defer_build=True,
     )
 
     def to_wire(self) -> dict[str, Any]:
