@@ -53,6 +53,7 @@ from paysdk._errors import (
     ValidationError,
     error_class_for,
 )
+from paysdk._redact import MASK, SENSITIVE_HEADERS, is_sensitive_name
 from paysdk._secret import Secret
 from paysdk._types import NOT_GIVEN, NotGiven
 
@@ -105,14 +106,6 @@ RETRY_COUNT_HEADER: Final = "X-Paysdk-Retry-Count"
 REQUEST_ID_HEADER: Final = "x-request-id"
 #: The answer header of a replayed idempotent request (decision D17).
 REPLAYED_HEADER: Final = "idempotent-replayed"
-MASK: Final = "****"
-
-#: Header names always masked in errors, logs and :class:`ResponseInfo`.
-SENSITIVE_HEADERS: Final = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "idempotency-key", "x-callback-token"}
-)
-#: Any header whose name contains one of these words is masked too (callback header names are free).
-_SENSITIVE_WORDS = re.compile(r"token|secret|key|password|signature|auth|session", re.IGNORECASE)
 
 
 def _version() -> str:
@@ -645,7 +638,7 @@ def redact_headers(headers: Mapping[str, str] | httpx.Headers) -> dict[str, str]
     out: dict[str, str] = {}
     for name, value in items:
         key = name.lower()
-        masked = key in SENSITIVE_HEADERS or bool(_SENSITIVE_WORDS.search(key))
+        masked = key in SENSITIVE_HEADERS or is_sensitive_name(key)
         text = MASK if masked else value
         out[key] = f"{out[key]}, {text}" if key in out and not masked else text
     return out

@@ -18,10 +18,8 @@ Nothing here imports ``paysdk`` at module level.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,14 +79,10 @@ class SessionStore:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the store's lock (exclusive, across processes)."""
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        from paysdk._files import exclusive_lock
+
+        with exclusive_lock(self.path.with_name(self.path.name + ".lock")):
             yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
 
     def read(self) -> dict[str, dict[str, Any]]:
         """Every record (call it holding :meth:`locked`)."""
