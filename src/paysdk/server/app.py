@@ -2,8 +2,8 @@
 
 One process serves the four addresses of :class:`paysdk.Environment` under path prefixes: base ``/``
 (payment links, alternative payments), webview ``/checkout`` (hosted pages), wallet ``/rest`` and
-backoffice ``/cms/rest`` (routers for those families are added to :data:`FAMILY_ROUTERS` when they land),
-plus the control plane ``/_sandbox`` (absent from ``/openapi.json``).
+backoffice ``/cms/rest`` (each family's routers are in :data:`FAMILY_ROUTERS`), plus the control plane
+``/_sandbox`` (absent from ``/openapi.json``).
 
 The server runs as ``sandbox`` or ``production``: a client's sandbox token works only on a sandbox server,
 its production token only on a production server; the other is ``401 / 2007`` (D9).
@@ -23,7 +23,7 @@ import httpx
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
-from paysdk._environment import CMS_PREFIX, WALLET_PREFIX
+from paysdk._environment import WALLET_PREFIX
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, BodyBounds
 from paysdk.server.clock import Clock
@@ -60,9 +60,6 @@ FAMILY_ROUTERS: list[tuple[str, APIRouter]] = [
 ]
 #: Seconds an idle connection stays open under :func:`serve` (uvicorn's ``timeout_keep_alive``, D86).
 KEEP_ALIVE_TIMEOUT = 5.0
-#: Where the wallet and backoffice routers will be mounted.
-WALLET_MOUNT = WALLET_PREFIX
-CMS_MOUNT = CMS_PREFIX
 
 #: The sandbox emits no OpenTelemetry data. FastAPI releases with native telemetry otherwise ask the
 #: global OpenTelemetry providers on every request (a few microseconds of the hot path).
