@@ -146,7 +146,6 @@ class Scheduler:
 
     def _expire(self, session: Session, job: ClaimedJob, clock: Clock) -> None:
         payments.expire_job(session, clock, job.ref)
-        _finish_job(session, job.id)  # an ``expire`` job row of an older version; none now
 
     async def run_due(self) -> int:
         """Run every job due now (and those they make due). Returns how many ran."""
