@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import nacl.signing
-
 from paysdk._environment import Environment
 from paysdk._errors import APIError, RequestError, ValidationError
 from paysdk._jwt import JWTError, decode_unverified, load_signing_key, public_key_b64, sign_merchant
@@ -39,6 +37,8 @@ from paysdk.contracts.wallet import TokenPair
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    import nacl.signing  # pynacl loads on first use (paysdk._jwt)
 
     from paysdk._client import AsyncClient, Client
 

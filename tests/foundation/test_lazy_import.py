@@ -37,6 +37,7 @@ def test_the_contracts_package_and_the_code_table_do_not_load_the_clients() -> N
 def test_a_client_loads_on_first_use() -> None:
     loaded = _loaded_after("from paysdk import Client")
     assert {"httpx", "pydantic", "paysdk._client"} <= loaded
+    assert "nacl" not in loaded  # pynacl loads with the first wallet signing key
 
 
 @pytest.mark.parametrize("name", sorted(paysdk.__all__))
