@@ -6,6 +6,8 @@
 2. Reference server ``POST /transactions`` throughput vs a bare Starlette endpoint, same uvicorn
    settings, same load generator. Goal >= 0.5x.
 3. ``paysdk --help`` wall time vs ``python -c "import typer"``. Goal <= 1.3x.
+   ``python -c "import paysdk"`` vs ``python -c "import httpx, pydantic"``. Goal <= 1.3x. Shown beside
+   it, with no goal: ``from paysdk import Client`` (what a program that makes calls pays).
 4. 1,000 concurrent fund operations (adds and withdrawals) on one wallet card: throughput, and the
    lost updates (expected minus final balance), which must be zero.
 5. A 200 MB generated file uploaded with the SDK to the reference server's upload sink, in a child
@@ -235,21 +237,19 @@ def bench_funds(operations: int = 1000) -> tuple[float, int, int]:
         return asyncio.run(main(url))
 
 
-def bench_cli(runs: int = 9) -> tuple[float, float, float]:
-    venv_bin = Path(sys.executable).parent
-    paysdk_cmd = [str(venv_bin / "paysdk"), "--help"]
-    typer_cmd = [sys.executable, "-c", "import typer"]
+def bench_startup(ours_cmd: list[str], base_cmd: list[str], runs: int = 15) -> tuple[float, float, float]:
+    """Median wall time of fresh interpreters running each command, alternating, after one warm-up each."""
 
     def timed(cmd: list[str]) -> float:
         start = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return time.perf_counter() - start
 
-    timed(paysdk_cmd), timed(typer_cmd)
+    timed(ours_cmd), timed(base_cmd)
     ours, base = [], []
     for _ in range(runs):
-        base.append(timed(typer_cmd))
-        ours.append(timed(paysdk_cmd))
+        base.append(timed(base_cmd))
+        ours.append(timed(ours_cmd))
     b, o = statistics.median(base), statistics.median(ours)
     return b, o, o / b
 
@@ -316,6 +316,14 @@ def bench_upload(megabytes: int = 200) -> tuple[float, float]:
         raise SystemExit("upload benchmark: the server received other bytes than the file's")
     growth = (result["after_kb"] - result["before_kb"]) / 1024  # peak during the upload minus RSS before
     return growth, megabytes / result["seconds"]
+def bench_cli(runs: int = 9) -> tuple[float, float, float]:
+    venv_bin = Path(sys.executable).parent
+    return bench_startup([str(venv_bin / "paysdk"), "--help"], [sys.executable, "-c", "import typer"], runs)
+
+
+def bench_import(statement: str = "import paysdk", runs: int = 15) -> tuple[float, float, float]:
+    base_cmd = [sys.executable, "-c", "import httpx, pydantic"]
+    return bench_startup([sys.executable, "-c", statement], base_cmd, runs)
 
 
 def main() -> None:
@@ -364,6 +372,24 @@ def main() -> None:
             f"paysdk {ours_cli * 1000:.0f} vs typer {base * 1000:.0f} ms",
             f"{ratio:.3f}x",
             "<= 1.3x",
+        )
+    )
+    base, ours_import, ratio = bench_import()
+    rows.append(
+        (
+            "import paysdk vs import httpx, pydantic",
+            f"paysdk {ours_import * 1000:.0f} vs {base * 1000:.0f} ms",
+            f"{ratio:.3f}x",
+            "<= 1.3x",
+        )
+    )
+    base, ours_import, ratio = bench_import("from paysdk import Client")
+    rows.append(
+        (
+            "from paysdk import Client vs the same",
+            f"paysdk {ours_import * 1000:.0f} vs {base * 1000:.0f} ms",
+            f"{ratio:.3f}x",
+            "(shown)",
         )
     )
 

@@ -10,8 +10,12 @@ boundaries): ``async def`` -> ``def``, ``async with`` -> ``with``, ``async for``
 ``aiter_bytes``/``aiter_raw``/``aiter_text``/``aiter_lines`` -> ``iter_...`` (httpx response streams),
 ``asynccontextmanager`` -> ``contextmanager``, ``redis.asyncio`` -> ``redis`` (the asyncio client of
 redis-py has the sync client's API), ``Async<Name>`` -> ``<Name>`` (so ``AsyncClient`` -> ``Client``),
-the type ``Coroutine[Any, Any, X]`` -> ``X`` (what a sync call returns; brackets balanced), and in
-prose "for ``asyncio`` code" -> "for blocking code"; ``# noqa: ASYNC...`` comments are dropped.
+the type ``Coroutine[Any, Any, X]`` -> ``X`` (what a sync call returns; brackets balanced),
+``ahandle`` -> ``handle`` (the callback receiver), private helpers ``_async_<name>`` -> ``_<name>``,
+and in prose "for ``asyncio`` code" -> "for blocking code"; ``# noqa: ASYNC...`` comments are dropped.
+
+Markers may be indented: a block of methods inside a class (``CallbackReceiver.ahandle``) generates its
+sync methods into an indented generated block of the same class.
 
 Usage::
 
@@ -53,6 +57,8 @@ RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\basynccontextmanager\b", "contextmanager"),
         (r"\bredis\.asyncio\b", "redis"),
         (r"\bAsync([A-Z]\w*)", r"\1"),
+        (r"\bahandle\b", "handle"),
+        (r"\b_async_(\w+)", r"_\1"),
         (r"for ``asyncio`` code", "for blocking code"),
         (r"[ \t]*# noqa: ASYNC\d+[^\n]*", ""),
     )
@@ -86,7 +92,7 @@ def transform(code: str) -> str:
 
 
 def _marker_lines(lines: Sequence[str], marker: str) -> list[int]:
-    return [index for index, line in enumerate(lines) if line.rstrip("\n") == marker]
+    return [index for index, line in enumerate(lines) if line.strip() == marker]
 
 
 def generate(text: str, name: str = "<file>") -> str | None:
@@ -107,7 +113,8 @@ def generate(text: str, name: str = "<file>") -> str | None:
         raise MarkerError(f"{name}: the generated block must come after the source blocks")
     source = "".join("".join(lines[b + 1 : e]) for b, e in zip(begins, ends, strict=True))
     body = transform(source).strip("\n") + "\n"
-    generated = HEADER + body
+    indent = lines[gen_begins[0]][: len(lines[gen_begins[0]]) - len(lines[gen_begins[0]].lstrip())]
+    generated = indent + HEADER + body
     return "".join(lines[: gen_begins[0] + 1]) + generated + "".join(lines[gen_ends[0] :])
 
 
@@ -115,7 +122,7 @@ def discover(root: Path) -> list[Path]:
     """Every ``.py`` file under ``root/src`` holding a source block, sorted."""
     found = []
     for path in sorted((root / "src").rglob("*.py")):
-        if any(line.rstrip() == BEGIN for line in path.read_text(encoding="utf-8").splitlines()):
+        if any(line.strip() == BEGIN for line in path.read_text(encoding="utf-8").splitlines()):
             found.append(path)
     return found
 

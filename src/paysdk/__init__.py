@@ -15,9 +15,9 @@ Everything public is importable from here; the underscored modules are private. 
 is the same API for ``asyncio``. Errors derive from :class:`PaySDKError`.
 """
 
-from paysdk._backoffice_auth import BackofficeCredentials, BackofficeUser, backoffice_store_key
-from paysdk._client import AsyncClient, Client
-from paysdk._environment import Environment
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from paysdk._errors import (
     AmountOutOfRangeError,
     APIConnectionError,
@@ -76,21 +76,59 @@ from paysdk._errors import (
     WrongEnvironmentError,
     WrongTokenTypeError,
 )
-from paysdk._file_upload import FileUpload
-from paysdk._pipeline import APIResponse, CallOptions, PostCallOptions, ResponseInfo
-from paysdk._pipeline import __version__ as __version__
-from paysdk._secret import Secret
-from paysdk._token_stores import (
-    AsyncRedisTokenStore,
-    AsyncTokenStore,
-    FileTokenStore,
-    MemoryTokenStore,
-    RedisTokenStore,
-    TokenStore,
-)
-from paysdk._tokens import StoredTokens
-from paysdk._types import NOT_GIVEN, NotGiven
-from paysdk._wallet_auth import UserSession, WalletCredentials, wallet_store_key
+
+if TYPE_CHECKING:
+    from paysdk._backoffice_auth import BackofficeCredentials, BackofficeUser, backoffice_store_key
+    from paysdk._client import AsyncClient, Client
+    from paysdk._environment import Environment
+    from paysdk._file_upload import FileUpload
+    from paysdk._pipeline import APIResponse, CallOptions, PostCallOptions, ResponseInfo
+    from paysdk._pipeline import __version__ as __version__
+    from paysdk._secret import Secret
+    from paysdk._token_stores import (
+        AsyncRedisTokenStore,
+        AsyncTokenStore,
+        FileTokenStore,
+        MemoryTokenStore,
+        RedisTokenStore,
+        TokenStore,
+    )
+    from paysdk._tokens import StoredTokens
+    from paysdk._types import NOT_GIVEN, NotGiven
+    from paysdk._wallet_auth import UserSession, WalletCredentials, wallet_store_key
+
+#: Where each public name other than the errors lives. ``import paysdk`` loads only the exception tree:
+#: a name's module is imported the first time the name is used (``paysdk.Client``, ``from paysdk import
+#: Client``), so a program that only catches ``paysdk.APIError`` or imports ``paysdk.contracts`` does not
+#: pay for httpx and the clients (``make bench``: ``import paysdk`` vs ``import httpx, pydantic``).
+#: Type checkers and IDEs read the imports under ``TYPE_CHECKING`` above.
+_LAZY: dict[str, str] = {
+    "BackofficeCredentials": "paysdk._backoffice_auth",
+    "BackofficeUser": "paysdk._backoffice_auth",
+    "backoffice_store_key": "paysdk._backoffice_auth",
+    "FileUpload": "paysdk._file_upload",
+    "APIResponse": "paysdk._pipeline",
+    "CallOptions": "paysdk._pipeline",
+    "PostCallOptions": "paysdk._pipeline",
+    "AsyncClient": "paysdk._client",
+    "Client": "paysdk._client",
+    "Environment": "paysdk._environment",
+    "ResponseInfo": "paysdk._pipeline",
+    "__version__": "paysdk._pipeline",
+    "Secret": "paysdk._secret",
+    "AsyncRedisTokenStore": "paysdk._token_stores",
+    "AsyncTokenStore": "paysdk._token_stores",
+    "FileTokenStore": "paysdk._token_stores",
+    "MemoryTokenStore": "paysdk._token_stores",
+    "RedisTokenStore": "paysdk._token_stores",
+    "TokenStore": "paysdk._token_stores",
+    "StoredTokens": "paysdk._tokens",
+    "NOT_GIVEN": "paysdk._types",
+    "NotGiven": "paysdk._types",
+    "UserSession": "paysdk._wallet_auth",
+    "WalletCredentials": "paysdk._wallet_auth",
+    "wallet_store_key": "paysdk._wallet_auth",
+}
 
 __all__ = [
     "NOT_GIVEN",
@@ -176,3 +214,25 @@ __all__ = [
     "wallet_store_key",
 ]
 
+
+if not TYPE_CHECKING:  # a type checker sees the real imports above, and flags an unknown name
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is not None:
+            value = getattr(importlib.import_module(module), name)
+        elif name.isidentifier() and not name.startswith("__"):
+            # A submodule (``paysdk.resources``, ``paysdk._errors``): importing it sets the attribute.
+            try:
+                value = importlib.import_module(f"{__name__}.{name}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{__name__}.{name}":
+                    raise
+                raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+        else:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})

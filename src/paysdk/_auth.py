@@ -24,8 +24,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import nacl.signing
-
 from paysdk._credentials import needs_token_manager
 from paysdk._environment import Environment
 from paysdk._errors import APIError, RequestError, ValidationError
@@ -46,6 +44,8 @@ from paysdk._tokens import (
 from paysdk.contracts.wallet import TokenPair
 
 if TYPE_CHECKING:
+    import nacl.signing  # pynacl loads on first use (paysdk._jwt)
+
     from paysdk._client import AsyncClient, Client
 
 __all__ = [

@@ -44,7 +44,8 @@
 Every wallet class also derives from the mixin base :class:`WalletError` (itself an :class:`APIError`), so
 ``except paysdk.WalletError`` catches any wallet own code (decision D31) and ``except
 paysdk.NotFoundError`` still catches a :class:`CardNotFoundError`. ``WalletError.code`` is the
-:class:`~paysdk.contracts.wallet.WalletCode` number.
+:class:`~paysdk.contracts.codes.WalletCode` number; the table :data:`paysdk.contracts.codes.OWN_CODES`
+gives each coded class its HTTP status.
 
 Errors never carry secrets: headers are kept with ``Authorization`` and other credentials masked.
 """
@@ -52,7 +53,9 @@ Errors never carry secrets: headers are kept with ``Authorization`` and other cr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
+
+from paysdk.contracts.codes import OWN_CODES
 
 __all__ = [
     "WALLET_ERRORS",
@@ -238,7 +241,10 @@ class APIError(RequestError):
 
     ``status_code``, ``own_code`` (the spec's ``ownCode``, ``None`` where absent), ``body`` (the parsed
     JSON, or the text when it is not JSON), ``headers`` (credentials masked) and ``request_id``.
+    ``code`` (a class attribute) is the own code a class stands for, ``0`` for the status classes.
     """
+
+    code: ClassVar[int] = 0
 
     def __init__(
         self,
@@ -283,6 +289,8 @@ class BadRequestError(APIError):
 class AmountOutOfRangeError(BadRequestError):
     """HTTP 400, ownCode 2003: the amount lies outside the client's configured range."""
 
+    code = 2003
+
 
 class AuthenticationError(APIError):
     """HTTP 401: no, unknown or refused credentials."""
@@ -290,6 +298,8 @@ class AuthenticationError(APIError):
 
 class WrongEnvironmentError(AuthenticationError):
     """HTTP 401, ownCode 2007: the credentials belong to the other environment."""
+
+    code = 2007
 
 
 class PermissionDeniedError(APIError):
@@ -307,9 +317,13 @@ class ConflictError(APIError):
 class InvalidFieldError(ConflictError):
     """HTTP 409, ownCode 5000: a field is missing, of the wrong type, or an unknown value."""
 
+    code = 5000
+
 
 class UnknownClientError(ConflictError):
     """HTTP 409, ownCode 5004: the client slug is wrong (it is case-sensitive)."""
+
+    code = 5004
 
 
 class UnprocessableEntityError(APIError):
@@ -331,7 +345,6 @@ class WalletError(APIError):
     :class:`UnprocessableEntityError` and a :class:`WalletError`.
     """
 
-    code: int = 0
 
 
 class WalletValidationError(BadRequestError, WalletError):
@@ -530,57 +543,61 @@ _BY_STATUS: dict[int, type[APIError]] = {
     429: RateLimitError,
 }
 
-#: (status, ownCode) pairs with their own class. Later families (wallet 7xxx) register here.
-OWN_CODE_ERRORS: dict[tuple[int | None, int], type[APIError]] = {
-    (401, 2007): WrongEnvironmentError,
-    (400, 2003): AmountOutOfRangeError,
-    (409, 5000): InvalidFieldError,
-    (409, 5004): UnknownClientError,
+#: Every class that stands for one own code; its status comes from :data:`paysdk.contracts.codes.OWN_CODES`
+#: (``tests/foundation/test_own_codes.py`` checks that the class derives from that status's class).
+_CODED: tuple[type[APIError], ...] = (
+    AmountOutOfRangeError,
+    WrongEnvironmentError,
+    InvalidFieldError,
+    UnknownClientError,
+    WalletValidationError,
+    InvalidCredentialsError,
+    TokenInvalidError,
+    TokenExpiredError,
+    TokenRevokedError,
+    RefreshTokenReusedError,
+    WrongTokenTypeError,
+    WalletWrongEnvironmentError,
+    UserNotFoundError,
+    OtpInvalidError,
+    OtpExpiredError,
+    OtpAttemptsExceededError,
+    ResetTokenInvalidError,
+    PasswordMismatchError,
+    PasswordTooWeakError,
+    CardNotFoundError,
+    CardNotActiveError,
+    InsufficientFundsError,
+    InvalidAmountError,
+    CurrencyMismatchError,
+    SameCardError,
+    CardNotFundableError,
+    CardAlreadyLinkedError,
+    LinkingTokenInvalidError,
+    CardPermissionDeniedError,
+    PermissionNotFoundError,
+    CvvTokenInvalidError,
+    CvvNeedsUserSessionError,
+    UnknownMerchantError,
+    InvalidSignatureError,
+    KeysExpiredError,
+)
+
+#: (status, ownCode) pairs with their own class.
+OWN_CODE_ERRORS: dict[tuple[int, int], type[APIError]] = {
+    (OWN_CODES[cls.code].status, cls.code): cls for cls in _CODED
 }
 
-#: Wallet own codes (decision D31): (HTTP status, class). ``tests/sdk`` checks it against
-#: ``paysdk.contracts.wallet.WALLET_CODE_STATUS``.
+#: Wallet own codes (decision D31): (HTTP status, class).
 WALLET_ERRORS: dict[int, tuple[int, type[WalletError]]] = {
-    7001: (400, WalletValidationError),
-    7101: (401, InvalidCredentialsError),
-    7102: (401, TokenInvalidError),
-    7103: (401, TokenExpiredError),
-    7104: (401, TokenRevokedError),
-    7105: (401, RefreshTokenReusedError),
-    7106: (401, WrongTokenTypeError),
-    7107: (401, WalletWrongEnvironmentError),
-    7201: (404, UserNotFoundError),
-    7202: (400, OtpInvalidError),
-    7203: (400, OtpExpiredError),
-    7204: (429, OtpAttemptsExceededError),
-    7205: (400, ResetTokenInvalidError),
-    7206: (400, PasswordMismatchError),
-    7207: (400, PasswordTooWeakError),
-    7301: (404, CardNotFoundError),
-    7302: (409, CardNotActiveError),
-    7303: (422, InsufficientFundsError),
-    7304: (400, InvalidAmountError),
-    7305: (409, CurrencyMismatchError),
-    7306: (400, SameCardError),
-    7307: (409, CardNotFundableError),
-    7308: (409, CardAlreadyLinkedError),
-    7309: (400, LinkingTokenInvalidError),
-    7401: (403, CardPermissionDeniedError),
-    7402: (404, PermissionNotFoundError),
-    7501: (403, CvvTokenInvalidError),
-    7502: (403, CvvNeedsUserSessionError),
-    7601: (401, UnknownMerchantError),
-    7604: (401, InvalidSignatureError),
-    7616: (401, KeysExpiredError),
+    code: (status, cls) for (status, code), cls in OWN_CODE_ERRORS.items() if issubclass(cls, WalletError)
 }
-for _code, (_status, _cls) in WALLET_ERRORS.items():
-    OWN_CODE_ERRORS[(_status, _code)] = _cls
 
 
 def error_class_for(status_code: int, own_code: int | None) -> type[APIError]:
     """The most specific error class for a status and ownCode (pure; used by the request pipeline)."""
     if own_code is not None:
-        specific = OWN_CODE_ERRORS.get((status_code, own_code)) or OWN_CODE_ERRORS.get((None, own_code))
+        specific = OWN_CODE_ERRORS.get((status_code, own_code))
         if specific is not None:
             return specific
     if status_code >= 500:

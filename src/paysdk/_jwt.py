@@ -13,12 +13,12 @@ import binascii
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
-
-import nacl.exceptions
-import nacl.signing
+from typing import TYPE_CHECKING, Any
 
 from paysdk._secret import Secret
+
+if TYPE_CHECKING:  # pynacl (and its C bindings) load on first use: `from paysdk import Client` skips it
+    import nacl.signing
 
 __all__ = [
     "JWTError",
@@ -94,11 +94,15 @@ def load_signing_key(key: str | bytes | Secret | Mapping[str, Any]) -> nacl.sign
         raise JWTError("the key must be a seed (bytes, base64 or hex) or an OKP JWK")
     if len(seed) != 32:
         raise JWTError("an Ed25519 private key is a 32-byte seed")
+    import nacl.signing
+
     return nacl.signing.SigningKey(seed)
 
 
 def public_key_b64(key: nacl.signing.SigningKey | nacl.signing.VerifyKey) -> str:
     """The 32-byte public key, standard base64 (the form the control plane registers)."""
+    import nacl.signing  # loaded with ``key``'s class
+
     verify = key.verify_key if isinstance(key, nacl.signing.SigningKey) else key
     return base64.b64encode(bytes(verify)).decode("ascii")
 
@@ -108,11 +112,15 @@ def verify_key_from_b64(text: str) -> nacl.signing.VerifyKey:
     raw = _b64_any(text)
     if len(raw) != 32:
         raise JWTError("an Ed25519 public key is 32 bytes")
+    import nacl.signing
+
     return nacl.signing.VerifyKey(raw)
 
 
 def public_jwk(key: nacl.signing.SigningKey | nacl.signing.VerifyKey) -> dict[str, str]:
     """The public OKP JWK with its RFC 7638 thumbprint as ``kid``."""
+    import nacl.signing  # loaded with ``key``'s class
+
     verify = key.verify_key if isinstance(key, nacl.signing.SigningKey) else key
     x = b64url_encode(bytes(verify))
     return {"kty": "OKP", "crv": "Ed25519", "x": x, "kid": jwk_thumbprint(x), "use": "sig", "alg": "EdDSA"}
@@ -138,9 +146,11 @@ def verify_merchant_signature(verify: nacl.signing.VerifyKey, merchant: str, sig
         return False
     if len(raw) != 64:
         return False
+    from nacl.exceptions import BadSignatureError  # loaded with ``verify``'s class
+
     try:
         verify.verify(merchant.encode("utf-8"), raw)
-    except nacl.exceptions.BadSignatureError:
+    except BadSignatureError:
         return False
     return True
 
@@ -201,9 +211,11 @@ def verify_jwt(
         raise JWTError("unknown key")
     if len(signature) != 64:
         raise JWTError("bad signature")
+    from nacl.exceptions import BadSignatureError  # loaded with the keys' class
+
     try:
         keys[kid].verify(signing_input, signature)
-    except nacl.exceptions.BadSignatureError:
+    except BadSignatureError:
         raise JWTError("bad signature") from None
     if header.get("typ") != typ:
         raise JWTError("wrong token type")

@@ -63,6 +63,7 @@ from paysdk._errors import (
     ValidationError,
     error_class_for,
 )
+from paysdk._redact import MASK, SENSITIVE_HEADERS, is_sensitive_name
 from paysdk._secret import Secret
 from paysdk._types import NOT_GIVEN, NotGiven
 
@@ -126,14 +127,6 @@ RETRY_COUNT_HEADER: Final = "X-Paysdk-Retry-Count"
 REQUEST_ID_HEADER: Final = "x-request-id"
 #: The answer header of a replayed idempotent request (decision D17).
 REPLAYED_HEADER: Final = "idempotent-replayed"
-MASK: Final = "****"
-
-#: Header names always masked in errors, logs and :class:`ResponseInfo`.
-SENSITIVE_HEADERS: Final = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "idempotency-key", "x-callback-token"}
-)
-#: Any header whose name contains one of these words is masked too (callback header names are free).
-_SENSITIVE_WORDS = re.compile(r"token|secret|key|password|signature|auth|session", re.IGNORECASE)
 
 
 def _version() -> str:
@@ -513,7 +506,7 @@ CALL_OPTION_NAMES: Final = frozenset(PostCallOptions.__annotations__)
 def is_sensitive_header(name: str) -> bool:
     """Whether a header's value is masked in errors, logs and :class:`ResponseInfo`."""
     key = name.lower()
-    return key in SENSITIVE_HEADERS or bool(_SENSITIVE_WORDS.search(key))
+    return key in SENSITIVE_HEADERS or is_sensitive_name(key)
 
 
 def apply_call_options(op: Operation[T], options: Mapping[str, Any]) -> Operation[T]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hmac
 from typing import Final
 
+from paysdk import _redact
+
 __all__ = ["Secret", "constant_time_equals"]
 
 
@@ -16,7 +18,7 @@ class Secret:
     """
 
     __slots__ = ("_value",)
-    MASK: Final = "****"
+    MASK: Final = _redact.MASK
 
     def __init__(self, value: str) -> None:
         if isinstance(value, Secret):

@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import hashlib
 import inspect
 import json
 import os
 import secrets
-import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -37,7 +35,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from paysdk._errors import ValidationError
+from paysdk._files import exclusive_lock, write_private_file
 from paysdk._paths import user_path
+from paysdk._redis_lock import RELEASE_SCRIPT
 from paysdk._tokens import StoredTokens
 
 if TYPE_CHECKING:
@@ -61,13 +61,6 @@ DEFAULT_TOKEN_PREFIX = "paysdk:tokens:"
 #: How long a Redis lock lives if its holder dies, and how long a caller waits for it (seconds).
 DEFAULT_LOCK_TTL = 30.0
 DEFAULT_LOCK_WAIT = 60.0
-
-_RELEASE_SCRIPT = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
 
 
 @runtime_checkable
@@ -212,19 +205,8 @@ class FileTokenStore:
         return tokens if isinstance(tokens, dict) else {}
 
     def _write(self, tokens: dict[str, Any]) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, temp = tempfile.mkstemp(prefix=f".{self._path.name}.", dir=self._path.parent)  # mode 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"version": 1, "tokens": tokens}, handle, separators=(",", ":"))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temp, 0o600)
-            os.replace(temp, self._path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
-            raise
+        text = json.dumps({"version": 1, "tokens": tokens}, separators=(",", ":"))
+        write_private_file(self._path, text.encode("utf-8"))
 
     def load(self, key: str) -> StoredTokens | None:
         """See :meth:`TokenStore.load`; an unreadable entry counts as absent."""
@@ -239,7 +221,7 @@ class FileTokenStore:
     def save(self, key: str, tokens: StoredTokens) -> None:
         """See :meth:`TokenStore.save` (call it holding :meth:`lock`)."""
         key = _check_key(key)
-        with _flock(self._lock_path):  # the file's read-modify-write, whatever key is locked
+        with exclusive_lock(self._lock_path):  # the file's read-modify-write, whatever key is locked
             data = self._read()
             data[key] = tokens.to_json()
             self._write(data)
@@ -247,7 +229,7 @@ class FileTokenStore:
     def delete(self, key: str) -> None:
         """See :meth:`TokenStore.delete` (call it holding :meth:`lock`)."""
         key = _check_key(key)
-        with _flock(self._lock_path):
+        with exclusive_lock(self._lock_path):
             data = self._read()
             if data.pop(key, None) is not None:
                 self._write(data)
@@ -255,23 +237,8 @@ class FileTokenStore:
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
         """See :meth:`TokenStore.lock`: every thread and process of this host using the same path."""
-        with _flock(self._key_lock_path(_check_key(key))):
+        with exclusive_lock(self._key_lock_path(_check_key(key))):
             yield
-
-
-@contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    """An exclusive ``fcntl.flock`` on ``path`` (created 0600 in a 0700 directory); not reentrant."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 # ------------------------------------------------------------------------------------------- redis
@@ -372,7 +339,7 @@ class AsyncRedisTokenStore:
         try:
             yield
         finally:
-            await self._client.eval(_RELEASE_SCRIPT, 1, name, token)
+            await self._client.eval(RELEASE_SCRIPT, 1, name, token)
 
 
 # unasync: end
@@ -435,7 +402,7 @@ class RedisTokenStore:
         try:
             yield
         finally:
-            self._client.eval(_RELEASE_SCRIPT, 1, name, token)
+            self._client.eval(RELEASE_SCRIPT, 1, name, token)
 # unasync: generated end
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -79,19 +78,9 @@ def read_json_object(path: Path) -> dict[str, Any]:
 
 def write_private_file(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` as JSON to ``path`` atomically, readable by the owner only (0600)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mkstemp creates it 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())  # durable before it replaces the old file (rotated tokens)
-        os.chmod(temp, 0o600)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    from paysdk._files import write_private_file as write  # on use: `--help` never loads paysdk
+
+    write(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def load_profiles() -> dict[str, dict[str, str]]:

@@ -86,25 +86,31 @@ def exit_code_for(exc: BaseException) -> int:
 #: SDK validation fields that are about credentials, not about an option: exit 4, not 2.
 _CREDENTIAL_FIELDS = frozenset({"merchant_token", "wallet", "private_key", "session"})
 
-#: Wallet own codes (D31) that call for logging in again, and those about the signing key.
-_WALLET_RANGE = range(7000, 8100)
-_WALLET_TOKEN_CODES = frozenset({7102, 7103, 7104, 7105, 7107})
-_WALLET_KEY_CODES = frozenset({7601, 7604, 7616})
+#: The hint line for each remedy of the own-code table (:class:`paysdk.contracts.codes.Remedy`).
+_REMEDY_HINTS = {
+    "merchant_token": "check the merchant token: paysdk login, or PAYSDK_MERCHANT_TOKEN",
+    "other_token_kind": (
+        "this call takes the other kind of token: add or drop --as-user (application vs user)"
+    ),
+    "log_in_again": "log in again: paysdk wallet login (or paysdk users login for --as-user)",
+    "signing_key": (
+        "check the merchant slug and signing key: paysdk wallet login --merchant SLUG --key-file FILE"
+    ),
+}
 
 
 def _auth_hint(status: int, own_code: int | None) -> str | None:
-    """What to do about a 401/403: merchant token, wallet login, signing key, or nothing to log in to."""
+    """What to do about a 401/403 (the remedy of its own code): merchant token, wallet login, signing key,
+    or nothing to log in to. A 401/403 without a known code is about the merchant token."""
     if status not in (401, 403):
         return None
-    if own_code is None or own_code not in _WALLET_RANGE:
-        return "check the merchant token: paysdk login, or PAYSDK_MERCHANT_TOKEN"
-    if own_code == 7106:
-        return "this call takes the other kind of token: add or drop --as-user (application vs user)"
-    if own_code in _WALLET_TOKEN_CODES:
-        return "log in again: paysdk wallet login (or paysdk users login for --as-user)"
-    if own_code in _WALLET_KEY_CODES:
-        return "check the merchant slug and signing key: paysdk wallet login --merchant SLUG --key-file FILE"
-    return None
+    # Imported here, on an error: `paysdk --help` does not pay for the table.
+    from paysdk.contracts.codes import code_info
+
+    row = code_info(own_code)
+    if row is None:
+        return _REMEDY_HINTS["merchant_token"]
+    return _REMEDY_HINTS[row.remedy] if row.remedy is not None else None
 
 
 def _address_tried(exc: BaseException) -> str | None:

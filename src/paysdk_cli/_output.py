@@ -25,7 +25,6 @@ from typing import Any
 from paysdk_cli._state import OutputFormat
 
 __all__ = [
-    "MASK",
     "OutputFormat",
     "emit",
     "emit_event",
@@ -35,7 +34,6 @@ __all__ = [
     "warn",
 ]
 
-MASK = "****"
 
 
 def _stderr(text: str) -> None:
@@ -60,6 +58,8 @@ def error(message: str) -> None:
 
 def mask(data: Mapping[str, Any], keys: Iterable[str], *, show: bool = False) -> dict[str, Any]:
     """A copy of ``data`` with the values of ``keys`` replaced by ``****`` (unless ``show``)."""
+    from paysdk._redact import MASK  # the SDK's mask; imported on use, `--help` never loads paysdk
+
     result = dict(data)
     if not show:
         for key in keys:

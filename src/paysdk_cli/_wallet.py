@@ -18,10 +18,8 @@ Nothing here imports ``paysdk`` at module level.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,14 +79,10 @@ class SessionStore:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the store's lock (exclusive, across processes)."""
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        from paysdk._files import exclusive_lock
+
+        with exclusive_lock(self.path.with_name(self.path.name + ".lock")):
             yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
 
     def read(self) -> dict[str, dict[str, Any]]:
         """Every record (call it holding :meth:`locked`)."""
@@ -175,40 +169,22 @@ def save_user_session(
     return record
 
 
-def _legacy_session(record: dict[str, Any]) -> paysdk.UserSession | None:
-    """The session of an index record written by an older CLI (tokens in the record), else ``None``."""
-    import paysdk
-
-    if "accessToken" not in record:
-        return None
-    try:
-        return paysdk.UserSession.from_stored(paysdk.StoredTokens.from_json(record))
-    except ValueError:
-        return None
-
-
 def user_view(st: State, client: paysdk.Client, username: str, record: dict[str, Any]) -> WalletUserView:
-    """``client.wallet.as_user`` on the token store under the session's key (a record of an older CLI,
-    with the tokens in it, is moved to the store on the way; the store keeps the newer pair)."""
+    """``client.wallet.as_user`` on the token store under the session's key."""
     key = record.get("key")
-    legacy = _legacy_session(record)
-    if not isinstance(key, str) or legacy is not None:
-        key = key if isinstance(key, str) else user_session_key(st, username)
-        view = client.wallet.as_user(legacy, store=token_store(st), key=key)
-        view.stored_session()
-        userid = legacy.user_id if legacy is not None else record.get("userId")
-        session_store(st).put(username, {"username": username, "userId": userid, "key": key})
-        return view
+    if not isinstance(key, str):
+        raise CLIError(
+            f"the stored session of user {username!r} is unreadable: run "
+            f"`paysdk --profile {st.profile} users login --username {username}`",
+            ExitCode.AUTH,
+        )
     return client.wallet.as_user(store=token_store(st), key=key)
 
 
 def session_tokens(st: State, record: dict[str, Any]) -> paysdk.StoredTokens | None:
     """The stored pair of an index record (``None`` when the store has none)."""
     key = record.get("key")
-    if isinstance(key, str):
-        return token_store(st).load(key)
-    legacy = _legacy_session(record)
-    return legacy.stored if legacy is not None else None
+    return token_store(st).load(key) if isinstance(key, str) else None
 
 
 # ------------------------------------------------------------------------------ acting as someone

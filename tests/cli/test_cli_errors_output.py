@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from paysdk_cli._output import MASK
+from paysdk._redact import MASK
 
 from .conftest import TOKEN, MockAPI, run_cli
 

@@ -18,6 +18,7 @@ import pytest
 from paysdk import _jwt
 from paysdk_cli._config import update_profile
 from paysdk_cli._secrets import WALLET_KEY, load_secret, user_sessions_path, wallet_token_path
+from paysdk_cli._wallet import SessionStore
 
 from .conftest import MemoryKeyring, MockAPI, run_cli
 
@@ -318,6 +319,19 @@ def test_users_login_stores_the_session_and_as_user_uses_it(wallet: WalletMock, 
     assert out.exit_code == 0, out.stderr
     assert mock_api.requests[-1].url.path == "/rest/users/logout"
     assert run_cli("cards", "list", "--as-user", "ana").exit_code == 4
+
+
+def test_a_session_record_without_its_store_key_asks_to_log_in_again(
+    wallet: WalletMock, mock_api: MockAPI
+) -> None:
+    assert _login("--key-stdin", input=SEED_B64).exit_code == 0
+    SessionStore(user_sessions_path("default")).put("ana", {"username": "ana", "userId": "usr_1"})
+    sent = len(mock_api.requests)
+    result = run_cli("cards", "list", "--as-user", "ana")
+    assert result.exit_code == 4
+    assert "the stored session of user 'ana' is unreadable" in result.stderr
+    assert "users login --username ana" in result.stderr
+    assert len(mock_api.requests) == sent
 
 
 def test_secret_options_do_not_exist() -> None:

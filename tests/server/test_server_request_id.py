@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 
 import httpx
 import pytest
 from fastapi import FastAPI
 from server_helpers import JSON_TYPE, auth, body, dumps, link_body
-from sqlalchemy import text as sql_text
 
 from paysdk.contracts.sandbox import RequestLogEntry, SandboxClient
-from paysdk.server import create_app
 
 REQUEST_ID = re.compile(r"req_[0-9a-f]{32}")
 
@@ -122,26 +119,3 @@ async def test_an_unhandled_500_carries_the_id_of_its_log_entry(failing_client: 
     assert body(response) == {"ownCode": None, "message": "Internal server error.", "details": []}
     (entry,) = await log(failing_client)
     assert (entry.status_code, entry.request_id) == (500, request_id(response))
-
-
-async def test_a_database_from_before_gets_the_column(app: FastAPI, db_url: str) -> None:
-    engine = app.state.paysdk.db.engine
-    with engine.begin() as connection:  # request_log as it was before D65, with one old entry
-        connection.execute(sql_text("ALTER TABLE request_log DROP COLUMN request_id"))
-        connection.execute(
-            sql_text(
-                "INSERT INTO request_log (method, path, status_code, at, headers)"
-                " VALUES ('GET', '/old', 404, :at, '{}')"
-            ),
-            {"at": datetime(2026, 1, 1, tzinfo=UTC)},
-        )
-    again = create_app(db_url, start_ticker=False)
-    try:
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=again), base_url="http://testserver"
-        ) as client:
-            minted = request_id(await client.get("/no/such/path"))
-            entries = await log(client)
-    finally:
-        again.state.paysdk.db.dispose()
-    assert [(e.path, e.request_id) for e in entries] == [("/old", None), ("/no/such/path", minted)]

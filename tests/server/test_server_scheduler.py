@@ -1,6 +1,6 @@
 """The scheduler's transaction expiries: found by ``(status, expire_at)`` with no job row per transaction,
-run in one due-time order with the jobs (callbacks), compatible with the ``expire`` job rows of older
-versions, and never looping on a transaction whose expiry fails. An advance runs each job at its own
+run in one due-time order with the jobs (callbacks), and never looping on a transaction whose expiry
+fails. An advance runs each job at its own
 virtual time, so what a job causes is due then, and runs in the same advance."""
 
 from __future__ import annotations
@@ -53,28 +53,6 @@ async def test_expiries_need_no_job_row_and_run_at_their_own_time(
     assert _job_kinds(app) == ["callback", "callback"]
 
 
-async def test_expire_job_rows_of_an_older_version_still_run(
-    app: FastAPI, asgi_client: httpx.AsyncClient, merchant_factory: Any
-) -> None:
-    merchant = await merchant_factory()
-    link = await create_link(asgi_client, merchant)
-    stored = await transaction(asgi_client, link["uid"])
-    with app.state.paysdk.db.session() as session:
-        session.add(
-            JobRow(
-                kind="expire",
-                ref=link["uid"],
-                due_at=stored.expire_at,
-                status="pending",
-                created_at=stored.created_at,
-            )
-        )
-    await advance(asgi_client, 86400)
-    assert (await transaction(asgi_client, link["uid"])).status == "expired"
-    with app.state.paysdk.db.session() as session:
-        assert [job.status for job in session.scalars(sqlalchemy.select(JobRow))] == ["done"]
-
-
 async def test_a_failing_expiry_is_left_alone_and_the_others_run(
     asgi_client: httpx.AsyncClient, merchant_factory: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,20 +73,6 @@ async def test_a_failing_expiry_is_left_alone_and_the_others_run(
     assert (await transaction(asgi_client, broken["uid"])).status == "pending"
     assert (await transaction(asgi_client, fine["uid"])).status == "expired"
     assert tries.count(broken["uid"]) == 1
-
-
-def test_a_database_of_an_older_version_gets_the_expiry_index(tmp_path: Any) -> None:
-    url = f"sqlite:///{tmp_path / 'old.db'}"
-    create_app(url, start_ticker=False).state.paysdk.db.dispose()
-    engine = sqlalchemy.create_engine(url)
-    with engine.begin() as connection:
-        connection.exec_driver_sql("DROP INDEX ix_transactions_expiry")
-    app = create_app(url, start_ticker=False)
-    app.state.paysdk.db.dispose()
-    assert "ix_transactions_expiry" in {
-        index["name"] for index in sqlalchemy.inspect(engine).get_indexes("transactions")
-    }
-    engine.dispose()
 
 
 class _SlowWall:

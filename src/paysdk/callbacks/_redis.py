@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from paysdk._redis_lock import RELEASE_SCRIPT
 from paysdk.callbacks._dedup import (
     DEFAULT_LEASE,
     DEFAULT_RETENTION,
@@ -34,13 +35,6 @@ __all__ = ["DEFAULT_REDIS_PREFIX", "AsyncRedisDedupStore", "RedisDedupStore"]
 
 #: Keys are ``<prefix><eventId>``. Give each receiver (merchant account) its own prefix.
 DEFAULT_REDIS_PREFIX = "paysdk:callback-event:"
-
-_RELEASE_SCRIPT = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
 
 
 class _RedisCommands:
@@ -133,7 +127,7 @@ class AsyncRedisDedupStore:
         """See :meth:`~paysdk.callbacks.DedupStore.release`."""
         args = self._commands.release_args(event_id)
         if args is not None:
-            await self._client.eval(_RELEASE_SCRIPT, 1, *args)
+            await self._client.eval(RELEASE_SCRIPT, 1, *args)
 
     async def state(self, event_id: str) -> EventState:
         """See :meth:`~paysdk.callbacks.DedupStore.state`."""
@@ -199,7 +193,7 @@ class RedisDedupStore:
         """See :meth:`~paysdk.callbacks.DedupStore.release`."""
         args = self._commands.release_args(event_id)
         if args is not None:
-            self._client.eval(_RELEASE_SCRIPT, 1, *args)
+            self._client.eval(RELEASE_SCRIPT, 1, *args)
 
     def state(self, event_id: str) -> EventState:
         """See :meth:`~paysdk.callbacks.DedupStore.state`."""

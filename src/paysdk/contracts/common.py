@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 from decimal import Decimal
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from paysdk.contracts.codes import OwnCode
 
 __all__ = [
     "CHANNEL_DISPLAY_NAMES",
@@ -34,6 +36,9 @@ class WireModel(BaseModel):
         extra="allow",
         frozen=True,
         ser_json_timedelta="float",
+        # Validators and serializers are built the first time a model is used, not at import: the SDK
+        # imports every family's contracts and a program uses a few of them.
+        defer_build=True,
     )
 
     def to_wire(self) -> dict[str, Any]:
@@ -97,18 +102,6 @@ class Currency(StrEnum):
 
 #: The currencies as literals, for method signatures (a test keeps them equal to :class:`Currency`).
 CurrencyCode: TypeAlias = Literal["GTQ", "USD", "MXN", "CRC", "HNL", "DOP", "COP", "SVC"]
-
-
-class OwnCode(IntEnum):
-    """The API's own error codes (spec 7)."""
-
-    WRONG_ENVIRONMENT = 2007
-    AMOUNT_OUT_OF_RANGE = 2003
-    INVALID_FIELD = 5000
-    UNKNOWN_CLIENT = 5004
-    INSUFFICIENT_FUNDS = 7303
-    INVALID_SIGNATURE = 7604
-    KEYS_EXPIRED = 7616
 
 
 def parse_money(value: object, *, places: int = 2, field: str = "amount") -> Decimal:

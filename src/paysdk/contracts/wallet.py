@@ -12,11 +12,12 @@ import unicodedata
 import warnings
 from datetime import date, datetime
 from decimal import Decimal
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from paysdk.contracts.codes import OWN_CODES, WalletCode
 from paysdk.contracts.common import Currency, NonEmptyStr, WireModel
 
 __all__ = [
@@ -150,75 +151,8 @@ ACCESS_TOKEN_TYP = "at+jwt"
 REFRESH_TOKEN_TYP = "rt+jwt"
 
 
-class WalletCode(IntEnum):
-    """Wallet own codes (D31). The HTTP status of each is :data:`WALLET_CODE_STATUS`."""
-
-    VALIDATION_ERROR = 7001
-    INVALID_CREDENTIALS = 7101
-    TOKEN_INVALID = 7102
-    TOKEN_EXPIRED = 7103
-    TOKEN_REVOKED = 7104
-    REFRESH_TOKEN_REUSED = 7105
-    WRONG_TOKEN_TYPE = 7106
-    WRONG_ENVIRONMENT = 7107
-    USER_NOT_FOUND = 7201
-    OTP_INVALID = 7202
-    OTP_EXPIRED = 7203
-    OTP_ATTEMPTS_EXCEEDED = 7204
-    RESET_TOKEN_INVALID = 7205
-    PASSWORD_MISMATCH = 7206
-    PASSWORD_TOO_WEAK = 7207
-    CARD_NOT_FOUND = 7301
-    CARD_NOT_ACTIVE = 7302
-    INSUFFICIENT_FUNDS = 7303
-    INVALID_AMOUNT = 7304
-    CURRENCY_MISMATCH = 7305
-    SAME_CARD = 7306
-    CARD_NOT_FUNDABLE = 7307
-    CARD_ALREADY_LINKED = 7308
-    LINKING_TOKEN_INVALID = 7309
-    PERMISSION_DENIED = 7401
-    PERMISSION_NOT_FOUND = 7402
-    CVV_TOKEN_INVALID = 7501
-    CVV_NEEDS_USER_SESSION = 7502
-    UNKNOWN_MERCHANT = 7601
-    INVALID_SIGNATURE = 7604
-    KEYS_EXPIRED = 7616
-
-
-WALLET_CODE_STATUS: dict[WalletCode, int] = {
-    WalletCode.VALIDATION_ERROR: 400,
-    WalletCode.INVALID_CREDENTIALS: 401,
-    WalletCode.TOKEN_INVALID: 401,
-    WalletCode.TOKEN_EXPIRED: 401,
-    WalletCode.TOKEN_REVOKED: 401,
-    WalletCode.REFRESH_TOKEN_REUSED: 401,
-    WalletCode.WRONG_TOKEN_TYPE: 401,
-    WalletCode.WRONG_ENVIRONMENT: 401,
-    WalletCode.USER_NOT_FOUND: 404,
-    WalletCode.OTP_INVALID: 400,
-    WalletCode.OTP_EXPIRED: 400,
-    WalletCode.OTP_ATTEMPTS_EXCEEDED: 429,
-    WalletCode.RESET_TOKEN_INVALID: 400,
-    WalletCode.PASSWORD_MISMATCH: 400,
-    WalletCode.PASSWORD_TOO_WEAK: 400,
-    WalletCode.CARD_NOT_FOUND: 404,
-    WalletCode.CARD_NOT_ACTIVE: 409,
-    WalletCode.INSUFFICIENT_FUNDS: 422,
-    WalletCode.INVALID_AMOUNT: 400,
-    WalletCode.CURRENCY_MISMATCH: 409,
-    WalletCode.SAME_CARD: 400,
-    WalletCode.CARD_NOT_FUNDABLE: 409,
-    WalletCode.CARD_ALREADY_LINKED: 409,
-    WalletCode.LINKING_TOKEN_INVALID: 400,
-    WalletCode.PERMISSION_DENIED: 403,
-    WalletCode.PERMISSION_NOT_FOUND: 404,
-    WalletCode.CVV_TOKEN_INVALID: 403,
-    WalletCode.CVV_NEEDS_USER_SESSION: 403,
-    WalletCode.UNKNOWN_MERCHANT: 401,
-    WalletCode.INVALID_SIGNATURE: 401,
-    WalletCode.KEYS_EXPIRED: 401,
-}
+#: The HTTP status of each wallet code, from the one table :data:`paysdk.contracts.codes.OWN_CODES`.
+WALLET_CODE_STATUS: dict[WalletCode, int] = {code: OWN_CODES[code].status for code in WalletCode}
 
 
 class CardPermissionType(StrEnum):

@@ -63,6 +63,7 @@ __all__ = [
     "IdempotencyRow",
     "JobRow",
     "RequestLogRow",
+    "SchemaMismatch",
     "TransactionRow",
     "default_database_url",
     "from_cents",
@@ -91,6 +92,10 @@ def to_cents(amount: Decimal) -> int:
 def from_cents(cents: int) -> Decimal:
     """``1050`` -> ``Decimal("10.50")`` (always two places)."""
     return Decimal(cents).scaleb(-2).quantize(_CENT)
+
+
+class SchemaMismatch(RuntimeError):
+    """The database's tables lack a column or index of this version (see :meth:`Database.create_schema`)."""
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -431,37 +436,24 @@ class Database:
 
     def create_schema(self) -> None:
         """Create the tables of the core and of every registered family that do not exist yet
-        (idempotent), then run the families' ``migrate`` steps."""
+        (idempotent), and refuse a database whose existing tables lack a column or index of this version
+        (:class:`SchemaMismatch`): nothing migrates databases of development versions before the first
+        release (D135)."""
         tables = self._tables()
         Base.metadata.create_all(self.engine, tables=tables)
-        # create_all leaves the tables a database already has alone: add the (nullable) columns and the
-        # indexes a newer version declares on them, after filling in the new columns that need it.
-        self._add_missing_columns(tables)
-        for family in self.families:
-            if family.migrate is not None:
-                with self.engine.begin() as connection:
-                    family.migrate(connection)
-        for table in tables:
-            for index in table.indexes:
-                index.create(self.engine, checkfirst=True)
-
-    def _add_missing_columns(self, tables: list[Table]) -> None:
-        """``ALTER TABLE ... ADD COLUMN`` for each nullable column a table of the database lacks."""
-        with self.engine.begin() as connection:
+        with self.engine.connect() as connection:
             inspector = inspect(connection)
             for table in tables:
-                present = {column["name"] for column in inspector.get_columns(table.name)}
-                for column in table.columns:
-                    if column.name in present or not column.nullable:
-                        continue
-                    quote = self.engine.dialect.identifier_preparer
-                    name, kind = quote.format_column(column), column.type.compile(dialect=self.engine.dialect)
-                    # IF NOT EXISTS on PostgreSQL: another process may add the column at the same time.
-                    guard = "IF NOT EXISTS " if self.engine.dialect.name == "postgresql" else ""
-                    connection.exec_driver_sql(
-                        f"ALTER TABLE {quote.format_table(table)} ADD COLUMN {guard}{name} {kind}"
+                columns = {column["name"] for column in inspector.get_columns(table.name)}
+                indexes = {index["name"] for index in inspector.get_indexes(table.name)}
+                missing = [f"column {c.name}" for c in table.columns if c.name not in columns]
+                missing += [f"index {i.name}" for i in table.indexes if i.name not in indexes]
+                if missing:
+                    raise SchemaMismatch(
+                        f"the database was made by an older development version of paysdk: table "
+                        f"{table.name} lacks {', '.join(missing)}; start with a new database (delete the "
+                        "file, or pass another --db)"
                     )
-                    log.info("added column %s.%s", table.name, column.name)
 
     @contextlib.contextmanager
     def session(self) -> Iterator[Session]:

@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from paysdk import _json
-from paysdk.contracts.common import OwnCode
+from paysdk.contracts.codes import OWN_CODES, OwnCode
 
 __all__ = [
     "REQUEST_ID_SCOPE_KEY",
@@ -50,7 +50,11 @@ class JSONResponse(Response):
 
 class APIProblem(Exception):
     """An error answer: HTTP ``status``, the spec's ``own_code`` (``None`` when it has none), a sentence
-    and ``details`` as ``(field, message)`` pairs."""
+    and ``details`` as ``(field, message)`` pairs.
+
+    An own code must be a row of :data:`paysdk.contracts.codes.OWN_CODES` and go with that row's status:
+    anything else is a bug of the server, refused here (``ValueError``) before it reaches a client.
+    """
 
     def __init__(
         self,
@@ -61,6 +65,10 @@ class APIProblem(Exception):
         headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
+        if own_code is not None:
+            row = OWN_CODES.get(own_code)
+            if row is None or row.status != status:
+                raise ValueError(f"ownCode {own_code} with HTTP {status} is not in paysdk.contracts.codes")
         self.status = status
         self.own_code = own_code
         self.message = message

@@ -29,7 +29,6 @@ from typing import Any
 import fastapi.routing
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
-from sqlalchemy.engine import Connection
 from sqlalchemy.orm import DeclarativeBase
 
 from paysdk._environment import CHECKOUT_PREFIX, WALLET_PREFIX
@@ -116,7 +115,6 @@ class Family:
     ``/_sandbox/reset`` empties, children first (a family's tables are emptied before the core's and
     before those of the families registered earlier, which they may reference); ``kept_tables``: created,
     never emptied.
-    ``migrate``: run after the schema is created or completed (fills in what a newer version added).
     ``jobs``: job kind (at most 16 characters) -> handler. ``idempotent_posts``: its ``POST`` routes honour
     ``Idempotency-Key`` (D17). ``public``: in ``/openapi.json``, logged and faulted (the control plane is
     not). ``fast_lane``: route handlers the middleware calls without FastAPI's routing (hot creates
@@ -130,7 +128,6 @@ class Family:
     routers: tuple[tuple[str, APIRouter], ...]
     tables: tuple[type[DeclarativeBase], ...] = ()
     kept_tables: tuple[type[DeclarativeBase], ...] = ()
-    migrate: Callable[[Connection], object] | None = None
     jobs: Mapping[str, JobHandler] = field(default_factory=dict)
     idempotent_posts: bool = True
     public: bool = True
@@ -202,7 +199,6 @@ WALLET = Family(
     ),
     tables=wallet_tables.WALLET_RESET_ORDER,
     kept_tables=(wallet_tables.WalletServerKeyRow,),
-    migrate=wallet_tables.fill_username_keys,
     jobs={wallet_cards_service.EXPIRE_JOB: wallet_cards_service.expire_authorization},
     sdk_resources=("wallet",),
     cli_groups=("wallet", "users", "cards", "funds", "transfers", "permissions"),

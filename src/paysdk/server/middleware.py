@@ -66,6 +66,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from paysdk._redact import MASK, is_sensitive_name
 from paysdk.server.bodies import BodyBounds, BodyRefused, declared_too_large
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
@@ -90,7 +91,6 @@ __all__ = [
 
 log = logging.getLogger("paysdk.server")
 
-MASK = "****"
 IDEMPOTENCY_TTL = timedelta(hours=24)
 _DOC_PATHS = ("/openapi.json", "/docs", "/redoc", "/favicon.ico")
 #: The headers whose values the request log keeps (D95): what the request is and how it was sent.
@@ -120,20 +120,7 @@ _LOGGED_HEADERS = frozenset(
     }
 )
 #: Query parameters whose values are masked in the request log and uvicorn's access log (D95): a name
-#: (percent-decoded, case-folded) containing one of these words, or one of :data:`_SENSITIVE_QUERY`.
-_SENSITIVE_PARTS = (
-    "token",
-    "secret",
-    "key",
-    "signature",
-    "passw",
-    "auth",
-    "session",
-    "credential",
-    "jwt",
-    "otp",
-    "cvv",
-)
+#: (percent-decoded, case-folded) containing one of :data:`paysdk._redact.SENSITIVE_WORDS`, or one of these.
 _SENSITIVE_QUERY = frozenset({"code", "pin", "pan", "sig", "pass", "pwd", "cvc"})
 HOOK_PATH = "/transactions-hook"
 #: Control-plane routes that take faults, from faults naming them explicitly (``paysdk.server.services.
@@ -230,7 +217,7 @@ def _sensitive_query_name(raw: str) -> bool:
     known = _QUERY_NAMES.get(raw)
     if known is None:
         name = unquote_plus(raw).casefold()
-        known = name in _SENSITIVE_QUERY or any(part in name for part in _SENSITIVE_PARTS)
+        known = name in _SENSITIVE_QUERY or is_sensitive_name(name)
         if len(raw) <= 64:
             if len(_QUERY_NAMES) >= _NAMES_MAX:
                 _QUERY_NAMES.clear()

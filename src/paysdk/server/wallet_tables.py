@@ -17,7 +17,7 @@ Decisions kept here:
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -27,16 +27,11 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
-    Table,
     Text,
     UniqueConstraint,
-    select,
-    update,
 )
-from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
-from paysdk.contracts.wallet import username_key
 from paysdk.server.db import Base
 
 __all__ = [
@@ -56,7 +51,6 @@ __all__ = [
     "WalletServerKeyRow",
     "WalletSessionRow",
     "WalletUserRow",
-    "fill_username_keys",
 ]
 
 
@@ -95,7 +89,7 @@ class WalletUserRow(Base):
     __table_args__ = (
         UniqueConstraint("client_id", "username", name="uq_wallet_users_username"),
         UniqueConstraint("client_id", "email", name="uq_wallet_users_email"),
-        # An index (not a constraint), so that create_schema adds it to existing databases too.
+        # The canonical form (D96) is unique per client.
         Index("uq_wallet_users_username_key", "client_id", "username_key", unique=True),
     )
 
@@ -103,8 +97,7 @@ class WalletUserRow(Base):
     client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"))
     merchant: Mapped[str] = mapped_column(String(64))
     username: Mapped[str] = mapped_column(String(255))
-    #: ``username_key(username)`` (D96), unique per client. ``None`` only for a user of an older database
-    #: whose key clashed with an older user's when it was filled in (:func:`fill_username_keys`).
+    #: ``username_key(username)`` (D96), unique per client; always set.
     username_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
     email: Mapped[str] = mapped_column(String(255))
     password_hash: Mapped[str] = mapped_column(String(255))
@@ -319,32 +312,3 @@ WALLET_RESET_ORDER: tuple[type[Base], ...] = (
     WalletUserRow,
     WalletClientKeyRow,
 )
-
-
-def fill_username_keys(connection: Connection) -> int:
-    """Fill ``username_key`` of the users an older database holds without it (D96), oldest first; a user
-    whose key an older user of the merchant has already keeps ``None`` (and logs in by its exact
-    username). Returns how many were filled. Run by :meth:`paysdk.server.db.Database.create_schema`."""
-    table = cast(Table, WalletUserRow.__table__)
-    missing = connection.execute(
-        select(table.c.id, table.c.client_id, table.c.username)
-        .where(table.c.username_key.is_(None))
-        .order_by(table.c.created_at, table.c.id)
-    ).all()
-    if not missing:
-        return 0
-    taken = {
-        (client_id, key)
-        for client_id, key in connection.execute(
-            select(table.c.client_id, table.c.username_key).where(table.c.username_key.is_not(None))
-        )
-    }
-    filled = 0
-    for user_id, client_id, username in missing:
-        key = username_key(username)
-        if (client_id, key) in taken or len(key) > 255:
-            continue
-        taken.add((client_id, key))
-        connection.execute(update(table).where(table.c.id == user_id).values(username_key=key))
-        filled += 1
-    return filled

@@ -96,6 +96,7 @@ def logout(
 ) -> None:
     """End a user's session on the server and forget it here."""
     import paysdk
+    from paysdk._tokens import RECOVERABLE_CODES
     from paysdk_cli._wallet import session_store, user_view, wallet_api
 
     st = state(ctx)
@@ -130,8 +131,9 @@ def logout(
                 try:
                     call(functools.partial(_end_session, session=session))
                 except paysdk.AuthenticationError as exc:
-                    # The session was already dead (expired, revoked): forgetting it is all that is left.
-                    if exc.own_code not in (7102, 7103, 7104, 7105):
+                    # The session was already dead (invalid, expired, revoked, reused: the codes on which
+                    # the SDK renews a bearer): forgetting it is all that is left.
+                    if exc.own_code not in RECOVERABLE_CODES:
                         raise
                     warn(f"the session of {name!r} had already ended (ownCode {exc.own_code})")
                 view.forget_tokens()

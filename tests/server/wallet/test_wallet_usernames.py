@@ -3,14 +3,9 @@ refused; emails are checked for form (8.12, D96). Both databases (``db_url``).""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
-from sqlalchemy import text
-
-from paysdk.server.db import Database
 
 from .kit import JSON_TYPE, PASSWORD, Kit, body, dumps, own_code
 
@@ -120,36 +115,3 @@ async def test_good_emails_and_an_email_clash(kit: Kit) -> None:
     clash = await _create(kit, "user-9", "ANA@example.com")
     assert clash.status_code == 409
     assert body(clash)["details"][0]["field"] == "email"
-
-
-async def test_an_older_database_gets_username_keys(app: FastAPI, kit: Kit, db_url: str) -> None:
-    """A database made before the key column: the column is added and filled on start; users whose names
-    clash after folding keep working (the older one owns the key, the newer logs in by its exact name)."""
-    ana = await kit.user("Ana")
-    await kit.user("bob")
-    engine = app.state.paysdk.db.engine
-    with engine.begin() as connection:
-        connection.execute(text("DROP INDEX uq_wallet_users_username_key"))
-        connection.execute(text("ALTER TABLE wallet_users DROP COLUMN username_key"))
-        connection.execute(
-            text(
-                "INSERT INTO wallet_users (id, client_id, merchant, username, email, password_hash, profile,"
-                " created_at) SELECT 'usr_legacy', client_id, merchant, 'ANA', 'legacy@example.com',"
-                " password_hash, profile, :at FROM wallet_users WHERE id = :id"
-            ),
-            {"at": datetime(2099, 1, 1, tzinfo=UTC).replace(tzinfo=None), "id": ana["authUserId"]},
-        )
-    upgraded = Database(db_url)
-    try:
-        upgraded.create_schema()
-        upgraded.create_schema()  # idempotent
-        with upgraded.engine.begin() as connection:
-            keys: dict[str, str | None] = dict(
-                connection.execute(text("SELECT username, username_key FROM wallet_users")).all()
-            )
-    finally:
-        upgraded.dispose()
-    assert keys == {"Ana": "ana", "bob": "bob", "ANA": None}
-    assert (await kit.user_login("ANA"))["accessToken"]  # the legacy user, by its exact name
-    assert (await kit.user_login("ana"))["accessToken"]  # Ana, by the key
-    assert (await _create(kit, "BOB")).status_code == 409

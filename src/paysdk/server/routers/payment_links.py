@@ -57,9 +57,3 @@ async def create_payment_link_hook(request: Request) -> Response:
         payment_links.create_from_hook, context.clock, payment_links.parse_hook(raw), webview_url(request)
     )
     return JSONResponse(link.to_wire())
-
-
-@router.options("/transactions-hook", include_in_schema=False)
-async def hook_preflight() -> Response:  # pragma: no cover - answered by ServerMiddleware
-    """CORS preflight (answered by the middleware before routing)."""
-    return Response(status_code=204)

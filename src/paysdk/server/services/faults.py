@@ -30,10 +30,10 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, delete, event, func, select, update
-from sqlalchemy.engine import URL, Connection
+from sqlalchemy.engine import URL, Connection, Row
 from sqlalchemy.orm import Session
 
 from paysdk.contracts.sandbox import Fault, FaultCreate
@@ -102,7 +102,7 @@ def request_faults_possible(key: str) -> bool:
     return known.possible or time.monotonic() - known.looked_at >= REFRESH_SECONDS
 
 
-def _view(row: FaultRow) -> Fault:
+def _view(row: FaultRow | Row[Any]) -> Fault:
     return Fault(
         id=row.id,
         kind=row.kind,
@@ -228,17 +228,7 @@ def take_request_fault_core(connection: Connection, key: str, method: str, path:
         if matches(route, method, path):
             result = connection.execute(_TAKE, {"fault_id": fault_id})
             if getattr(result, "rowcount", 0) == 1:
-                row = connection.execute(_ONE, {"fault_id": fault_id}).one()
-                return Fault(
-                    id=row.id,
-                    kind=row.kind,
-                    route=row.route,
-                    count=row.count,
-                    remaining=row.remaining,
-                    status=row.status,
-                    latency_ms=row.latency_ms,
-                    retry_after=row.retry_after,
-                )
+                return _view(connection.execute(_ONE, {"fault_id": fault_id}).one())
     return None
 
 

@@ -27,6 +27,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from paysdk._redact import MASK
 from paysdk.contracts.alternative_payments import RAILS
 from paysdk.contracts.callbacks import DEFAULT_TIMEZONE
 from paysdk.contracts.common import Channel
@@ -61,7 +62,6 @@ _FORBIDDEN_HEADERS = {
     "transfer-encoding",
     "user-agent",
 }
-MASK = "****"
 
 
 def valid_slug(slug: str) -> bool:

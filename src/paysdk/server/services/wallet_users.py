@@ -245,21 +245,13 @@ def user_login(
 ) -> TokenPair:
     """``POST /users/login``: a new user session."""
     _check_merchant(app, body.merchant)
-    # The exact username first (a user of an older database may have no key, see fill_username_keys),
-    # then its canonical form (D96): "ANA" logs in as "Ana".
-    user = (
-        session.scalars(
-            select(WalletUserRow).where(
-                WalletUserRow.client_id == app.client_id, WalletUserRow.username == body.username
-            )
-        ).first()
-        or session.scalars(
-            select(WalletUserRow).where(
-                WalletUserRow.client_id == app.client_id,
-                WalletUserRow.username_key == username_key(body.username),
-            )
-        ).first()
-    )
+    # By its canonical form (D96): "ANA" logs in as "Ana".
+    user = session.scalars(
+        select(WalletUserRow).where(
+            WalletUserRow.client_id == app.client_id,
+            WalletUserRow.username_key == username_key(body.username),
+        )
+    ).first()
     ok = verify_secret(body.password, user.password_hash if user is not None else _dummy_hash())
     if user is None or not ok:
         raise wallet_problem(

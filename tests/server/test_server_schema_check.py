@@ -1,0 +1,41 @@
+"""No migrations before the first release (D135): a database that lacks a column or index of this version
+is refused on start, naming them, and a current one opens again and again. Both databases."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import text
+
+from paysdk.server import create_app
+from paysdk.server.db import Base, Database, SchemaMismatch
+
+
+def test_a_current_database_opens_again(app: FastAPI, db_url: str) -> None:
+    again = Database(db_url)
+    try:
+        again.create_schema()
+        again.create_schema()
+    finally:
+        again.dispose()
+
+
+@pytest.mark.parametrize(
+    ("statement", "named"),
+    [
+        ("ALTER TABLE request_log DROP COLUMN request_id", "table request_log lacks column request_id"),
+        ("DROP INDEX ix_transactions_expiry", "table transactions lacks index ix_transactions_expiry"),
+    ],
+)
+def test_a_database_of_a_development_version_is_refused(
+    app: FastAPI, db_url: str, statement: str, named: str
+) -> None:
+    engine = app.state.paysdk.db.engine
+    with engine.begin() as connection:
+        connection.execute(text(statement))
+    try:
+        with pytest.raises(SchemaMismatch, match=named) as refused:
+            create_app(db_url, start_ticker=False)
+        assert "start with a new database" in str(refused.value)
+    finally:
+        Base.metadata.drop_all(engine)  # the next test on this PostgreSQL database starts afresh
