@@ -32,6 +32,7 @@ from paysdk.contracts.common import ErrorBody
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BodyBounds
 from paysdk.server.middleware import honours_idempotency_key
+from paysdk.server.routers._common import SECURITY_SCHEMES
 
 __all__ = ["REQUEST_ID_PATTERN", "complete_openapi", "install_openapi"]
 
@@ -132,6 +133,7 @@ def complete_openapi(document: dict[str, Any], bounds: BodyBounds, addresses: Se
         error_schema = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(error_schema.pop("$defs", {}))
         schemas["ErrorBody"] = error_schema
+    components.setdefault("securitySchemes", {}).update(SECURITY_SCHEMES)  # the routes' ``auth`` (D131)
     components.setdefault("headers", {}).update(_HEADERS)
     components.setdefault("parameters", {})[_KEY] = _PARAMETER
     descriptions = _descriptions(bounds)

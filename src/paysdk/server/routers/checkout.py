@@ -72,15 +72,57 @@ class _PageRoute(APIRoute):
 router = APIRouter(prefix=CHECKOUT_PREFIX, tags=["hosted checkout"], route_class=_PageRoute)
 
 _EXPIRY = re.compile(r"^\s*(\d{1,2})\s*/\s*(\d{2}|\d{4})\s*$")
-_HTML: dict[str, Any] = {"description": "Unknown orderId (HTML page).", "content": {"text/html": {}}}
-#: The answers of a checkout POST besides the page or redirect.
-_POSTED: dict[int | str, dict[str, Any]] = {
-    403: {
-        "description": "No or a wrong formToken, or another Origin (HTML page; nothing changes, D94).",
-        "content": {"text/html": {}},
-    },
-    404: _HTML,
+_HTML_PAGE: dict[str, Any] = {"text/html": {"schema": {"type": "string"}}}
+_HTML: dict[str, Any] = {"description": "Unknown orderId (HTML page).", "content": _HTML_PAGE}
+#: The fields every checkout form posts (D94).
+_FORM_FIELDS: dict[str, dict[str, Any]] = {
+    "orderId": {"type": "string", "description": "The transaction uid."},
+    "formToken": {"type": "string", "description": "The page's form token (D94)."},
 }
+
+
+def _page_form(
+    summary: str, fields: dict[str, dict[str, Any]], answers: dict[int, str], *, redirect: str
+) -> dict[str, Any]:
+    """The keyword arguments of a checkout form POST (D132): its ``application/x-www-form-urlencoded``
+    body (``orderId``, ``formToken`` and ``fields``, every one required), the ``303`` redirect with its
+    ``Location`` (``redirect``), the HTML ``answers`` (status -> description) and the ``403``/``404``
+    pages every form may answer. No ``200`` unless ``answers`` has one."""
+    properties = {**_FORM_FIELDS, **fields}
+    responses: dict[int | str, dict[str, Any]] = {
+        303: {
+            "description": f"Done (or nothing left to do): see {redirect}.",
+            "headers": {
+                "Location": {
+                    "description": f"{redirect} on the server's public address (D90).",
+                    "required": True,
+                    "schema": {"type": "string"},
+                }
+            },
+        },
+        **{status: {"description": text, "content": _HTML_PAGE} for status, text in answers.items()},
+        403: {
+            "description": "No or a wrong formToken, or another Origin (HTML page; nothing changes, D94).",
+            "content": _HTML_PAGE,
+        },
+        404: _HTML,
+    }
+    return {
+        "summary": summary,
+        "status_code": 303,
+        "response_class": Response,  # no body of its own: each answer is documented above
+        "responses": responses,
+        "openapi_extra": {
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/x-www-form-urlencoded": {
+                        "schema": {"type": "object", "properties": properties, "required": list(properties)}
+                    }
+                },
+            }
+        },
+    }
 
 
 _TOKEN_LABEL = b"paysdk checkout form token"
@@ -223,7 +265,24 @@ async def checkout_no_slash(
     return await checkout(request, background, orderId)
 
 
-@router.post("/pay", summary="Submit the card form", response_class=HTMLResponse, responses=_POSTED)
+@router.post(
+    "/pay",
+    **_page_form(
+        "Submit the card form",
+        {
+            "cardNumber": {"type": "string", "description": "A test card number (GET /_sandbox/test-cards)."},
+            "expiry": {"type": "string", "description": "MM/YY or MM/YYYY, not in the past."},
+            "cvc": {"type": "string", "description": "3 or 4 digits."},
+            "name": {"type": "string", "description": "The name on the card."},
+        },
+        {
+            200: "The 3-D Secure challenge page (test cards that require it).",
+            400: "The card form again with what to correct (a malformed expiry, CVC or name, or a card "
+            "number that is not valid); nothing changed.",
+        },
+        redirect="the status page `{webview_url}/?orderId=<uid>`",
+    ),
+)
 async def submit_card(request: Request, background: BackgroundTasks) -> Response:
     """Apply the test card's outcome; redirect to the status page (303) or show the 3-D Secure challenge."""
     context = get_context(request)
@@ -258,7 +317,16 @@ async def submit_card(request: Request, background: BackgroundTasks) -> Response
 
 
 @router.post(
-    "/3ds", summary="Answer the 3-D Secure challenge", response_class=HTMLResponse, responses=_POSTED
+    "/3ds",
+    **_page_form(
+        "Answer the 3-D Secure challenge",
+        {
+            "challengeId": {"type": "string", "description": "The challenge of the page."},
+            "result": {"type": "string", "enum": ["approve", "fail"]},
+        },
+        {},
+        redirect="the status page `{webview_url}/?orderId=<uid>`",
+    ),
 )
 async def answer_challenge(request: Request, background: BackgroundTasks) -> Response:
     """Approve or fail the simulated 3-D Secure challenge."""
@@ -302,9 +370,12 @@ async def rail(
 
 @router.post(
     "/rails/{processor}",
-    summary="Pay or expire on a rail page",
-    response_class=HTMLResponse,
-    responses=_POSTED,
+    **_page_form(
+        "Pay or expire on a rail page",
+        {"outcome": {"type": "string", "enum": ["paid", "expired"]}},
+        {},
+        redirect="the rail page `{webview_url}/rails/<processor>?orderId=<uid>`",
+    ),
 )
 async def rail_outcome(processor: str, request: Request, background: BackgroundTasks) -> Response:
     """The customer paid on the rail (or let it expire): same code as ``/_sandbox/.../simulate``."""
