@@ -257,7 +257,12 @@ async def checkout(request: Request, background: BackgroundTasks, orderId: str |
     return HTMLResponse(checkout_page(view, _checkout_base(request)), background=background)
 
 
-@router.get("", include_in_schema=False)
+@router.get(
+    "",
+    summary="The hosted checkout page (no trailing slash)",
+    response_class=HTMLResponse,
+    responses={404: _HTML},
+)
 async def checkout_no_slash(
     request: Request, background: BackgroundTasks, orderId: str | None = None
 ) -> Response:
