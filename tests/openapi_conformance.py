@@ -35,8 +35,8 @@ from werkzeug.datastructures import Headers, ImmutableMultiDict
 
 __all__ = ["Exchange", "Recorder", "checked_server_recorder", "conformance_errors", "openapi_of"]
 
-#: Paths outside the document: the control plane and FastAPI's own pages.
-_UNDOCUMENTED = ("/_sandbox", "/openapi.json", "/docs")
+#: Paths outside the document: the control plane, FastAPI's own pages and the icon a browser asks for.
+_UNDOCUMENTED = ("/_sandbox", "/openapi.json", "/docs", "/redoc", "/favicon.ico")
 
 
 @dataclass
