@@ -90,6 +90,8 @@ async def test_what_the_server_does_conforms(
         f"/cards/{card['cardId']}/funds", {"operation": "add", "amount": "10.00"}, app_token
     )
     assert refused.status_code == 400  # a string amount is refused (D45)
+    bare = await kit.post(f"/users/{user['authUserId']}/cards/virtuals", None, app_token)
+    assert bare.status_code == 201  # no body at all: the body is optional there
     link = await create_link(asgi_client, merchant)
     token = await page_token(asgi_client, f"/checkout/?orderId={link['uid']}")
     form = {"orderId": link["uid"], "formToken": token, "cardNumber": "4242424242424242"}

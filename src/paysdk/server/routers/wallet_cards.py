@@ -128,6 +128,7 @@ async def link_card(
         "Issue a virtual card",
         auth="wallet",
         body=IssueVirtualCardRequest,
+        body_required=False,  # no body: a card of the client's first currency
         answer=Card,
         envelope=True,
         status=201,
