@@ -22,6 +22,9 @@ for session work, :func:`authed` / :func:`unauthed` when the work needs the wall
 same transaction. Credentials are read from the raw headers (:func:`credentials`, :func:`bearer`,
 :func:`header`): a value that is not ASCII counts as absent (D20), never a 5xx.
 
+The hosted checkout's HTML pages and form posts are declared the same way with :func:`page` and
+:func:`form_post` (D132).
+
 **Answering.** A model as it is (:func:`answer`), or in the D30 envelope (:func:`data`); money stays an
 exact JSON number (:class:`paysdk.server.errors.JSONResponse`).
 """
@@ -37,6 +40,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, create_model
 from sqlalchemy.orm import Session
 from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
 
 from paysdk.contracts.common import ErrorBody
 from paysdk.server.auth import Credentials
@@ -57,8 +61,10 @@ __all__ = [
     "bearer",
     "credentials",
     "data",
+    "form_post",
     "header",
     "only",
+    "page",
     "raise_problem",
     "route",
     "unauthed",
@@ -311,3 +317,50 @@ def route(
         }
     kwargs["openapi_extra"] = extra
     return kwargs
+
+
+#: The media type of an HTML page answer.
+HTML_PAGE: dict[str, Any] = {"text/html": {"schema": {"type": "string"}}}
+
+
+def page(summary: str, *, errors: Mapping[int, str]) -> dict[str, Any]:
+    """The keyword arguments of a ``GET`` route answering an HTML page (``200``) and the HTML ``errors``
+    (status -> description)."""
+    responses: dict[int | str, dict[str, Any]] = {
+        status: {"description": text, "content": HTML_PAGE} for status, text in errors.items()
+    }
+    return {"summary": summary, "response_class": HTMLResponse, "responses": responses}
+
+
+def form_post(
+    summary: str, *, fields: Mapping[str, dict[str, Any]], answers: Mapping[int, str], redirect: str
+) -> dict[str, Any]:
+    """The keyword arguments of an HTML form post (D132): its ``application/x-www-form-urlencoded`` body
+    (``fields``: name -> schema, every one required), the ``303`` redirect to ``redirect`` with its
+    ``Location``, and the HTML ``answers`` (status -> description). No ``200`` unless ``answers`` has one."""
+    responses: dict[int | str, dict[str, Any]] = {
+        303: {
+            "description": f"Done (or nothing left to do): see {redirect}.",
+            "headers": {
+                "Location": {
+                    "description": f"{redirect[:1].upper()}{redirect[1:]} on the public address (D90).",
+                    "required": True,
+                    "schema": {"type": "string"},
+                }
+            },
+        },
+        **{status: {"description": text, "content": HTML_PAGE} for status, text in answers.items()},
+    }
+    schema = {"type": "object", "properties": dict(fields), "required": list(fields)}
+    return {
+        "summary": summary,
+        "status_code": 303,
+        "response_class": Response,  # no body of its own: each answer is documented above
+        "responses": responses,
+        "openapi_extra": {
+            "requestBody": {
+                "required": True,
+                "content": {"application/x-www-form-urlencoded": {"schema": schema}},
+            }
+        },
+    }

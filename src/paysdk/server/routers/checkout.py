@@ -46,7 +46,7 @@ from paysdk.server.pages import (
     page_headers,
     rail_page,
 )
-from paysdk.server.routers._common import webview_url
+from paysdk.server.routers._common import form_post, page, webview_url
 from paysdk.server.services import payments, transactions
 from paysdk.server.services.transactions import KIND_ALTERNATIVE, KIND_LINK
 from paysdk.server.services.wallet_tokens import server_keys
@@ -72,57 +72,18 @@ class _PageRoute(APIRoute):
 router = APIRouter(prefix=CHECKOUT_PREFIX, tags=["hosted checkout"], route_class=_PageRoute)
 
 _EXPIRY = re.compile(r"^\s*(\d{1,2})\s*/\s*(\d{2}|\d{4})\s*$")
-_HTML_PAGE: dict[str, Any] = {"text/html": {"schema": {"type": "string"}}}
-_HTML: dict[str, Any] = {"description": "Unknown orderId (HTML page).", "content": _HTML_PAGE}
+#: The HTML answers of the checkout's pages and forms besides their own page or redirect.
+_UNKNOWN = {404: "Unknown orderId (HTML page)."}
+_REFUSED = {
+    403: "No or a wrong formToken, or another Origin (HTML page; nothing changes, D94).",
+    **_UNKNOWN,
+}
 #: The fields every checkout form posts (D94).
-_FORM_FIELDS: dict[str, dict[str, Any]] = {
+_HIDDEN: dict[str, dict[str, Any]] = {
     "orderId": {"type": "string", "description": "The transaction uid."},
     "formToken": {"type": "string", "description": "The page's form token (D94)."},
 }
-
-
-def _page_form(
-    summary: str, fields: dict[str, dict[str, Any]], answers: dict[int, str], *, redirect: str
-) -> dict[str, Any]:
-    """The keyword arguments of a checkout form POST (D132): its ``application/x-www-form-urlencoded``
-    body (``orderId``, ``formToken`` and ``fields``, every one required), the ``303`` redirect with its
-    ``Location`` (``redirect``), the HTML ``answers`` (status -> description) and the ``403``/``404``
-    pages every form may answer. No ``200`` unless ``answers`` has one."""
-    properties = {**_FORM_FIELDS, **fields}
-    responses: dict[int | str, dict[str, Any]] = {
-        303: {
-            "description": f"Done (or nothing left to do): see {redirect}.",
-            "headers": {
-                "Location": {
-                    "description": f"{redirect} on the server's public address (D90).",
-                    "required": True,
-                    "schema": {"type": "string"},
-                }
-            },
-        },
-        **{status: {"description": text, "content": _HTML_PAGE} for status, text in answers.items()},
-        403: {
-            "description": "No or a wrong formToken, or another Origin (HTML page; nothing changes, D94).",
-            "content": _HTML_PAGE,
-        },
-        404: _HTML,
-    }
-    return {
-        "summary": summary,
-        "status_code": 303,
-        "response_class": Response,  # no body of its own: each answer is documented above
-        "responses": responses,
-        "openapi_extra": {
-            "requestBody": {
-                "required": True,
-                "content": {
-                    "application/x-www-form-urlencoded": {
-                        "schema": {"type": "object", "properties": properties, "required": list(properties)}
-                    }
-                },
-            }
-        },
-    }
+_STATUS_PAGE = "the status page `{webview_url}/?orderId=<uid>`"
 
 
 _TOKEN_LABEL = b"paysdk checkout form token"
@@ -246,7 +207,7 @@ async def _after(context: ServerContext, background: BackgroundTasks) -> None:
     background.add_task(context.scheduler.run_due)
 
 
-@router.get("/", summary="The hosted checkout page", response_class=HTMLResponse, responses={404: _HTML})
+@router.get("/", **page("The hosted checkout page", errors=_UNKNOWN))
 async def checkout(request: Request, background: BackgroundTasks, orderId: str | None = None) -> Response:
     """The card form of a pending payment link, or its final state."""
     context = get_context(request)
@@ -257,12 +218,7 @@ async def checkout(request: Request, background: BackgroundTasks, orderId: str |
     return HTMLResponse(checkout_page(view, _checkout_base(request)), background=background)
 
 
-@router.get(
-    "",
-    summary="The hosted checkout page (no trailing slash)",
-    response_class=HTMLResponse,
-    responses={404: _HTML},
-)
+@router.get("", **page("The hosted checkout page (no trailing slash)", errors=_UNKNOWN))
 async def checkout_no_slash(
     request: Request, background: BackgroundTasks, orderId: str | None = None
 ) -> Response:
@@ -272,20 +228,22 @@ async def checkout_no_slash(
 
 @router.post(
     "/pay",
-    **_page_form(
+    **form_post(
         "Submit the card form",
-        {
+        fields={
+            **_HIDDEN,
             "cardNumber": {"type": "string", "description": "A test card number (GET /_sandbox/test-cards)."},
             "expiry": {"type": "string", "description": "MM/YY or MM/YYYY, not in the past."},
             "cvc": {"type": "string", "description": "3 or 4 digits."},
             "name": {"type": "string", "description": "The name on the card."},
         },
-        {
+        answers={
             200: "The 3-D Secure challenge page (test cards that require it).",
             400: "The card form again with what to correct (a malformed expiry, CVC or name, or a card "
             "number that is not valid); nothing changed.",
+            **_REFUSED,
         },
-        redirect="the status page `{webview_url}/?orderId=<uid>`",
+        redirect=_STATUS_PAGE,
     ),
 )
 async def submit_card(request: Request, background: BackgroundTasks) -> Response:
@@ -323,14 +281,15 @@ async def submit_card(request: Request, background: BackgroundTasks) -> Response
 
 @router.post(
     "/3ds",
-    **_page_form(
+    **form_post(
         "Answer the 3-D Secure challenge",
-        {
+        fields={
+            **_HIDDEN,
             "challengeId": {"type": "string", "description": "The challenge of the page."},
             "result": {"type": "string", "enum": ["approve", "fail"]},
         },
-        {},
-        redirect="the status page `{webview_url}/?orderId=<uid>`",
+        answers=_REFUSED,
+        redirect=_STATUS_PAGE,
     ),
 )
 async def answer_challenge(request: Request, background: BackgroundTasks) -> Response:
@@ -353,12 +312,7 @@ async def answer_challenge(request: Request, background: BackgroundTasks) -> Res
     return RedirectResponse(status_page, status_code=303, background=background)
 
 
-@router.get(
-    "/rails/{processor}",
-    summary="The hosted page of a rail",
-    response_class=HTMLResponse,
-    responses={404: _HTML},
-)
+@router.get("/rails/{processor}", **page("The hosted page of a rail", errors=_UNKNOWN))
 async def rail(
     processor: str, request: Request, background: BackgroundTasks, orderId: str | None = None
 ) -> Response:
@@ -375,10 +329,10 @@ async def rail(
 
 @router.post(
     "/rails/{processor}",
-    **_page_form(
+    **form_post(
         "Pay or expire on a rail page",
-        {"outcome": {"type": "string", "enum": ["paid", "expired"]}},
-        {},
+        fields={**_HIDDEN, "outcome": {"type": "string", "enum": ["paid", "expired"]}},
+        answers=_REFUSED,
         redirect="the rail page `{webview_url}/rails/<processor>?orderId=<uid>`",
     ),
 )
