@@ -12,6 +12,8 @@ Fixtures (other test packages use these names):
   (snake_case or camelCase field names of ``SandboxClientCreate``).
 * ``live_server`` -- uvicorn on 127.0.0.1 (free port) in a thread, with its lifespan (the ticker runs);
   yields the base URL. It is its own app instance over the same ``db_url`` as ``app``.
+* ``server_recorder`` -- ``None`` here; where a suite overrides it with a
+  :class:`openapi_conformance.Recorder`, ``app`` and ``live_server`` record their public exchanges into it.
 * ``callback_sink`` -- a real HTTP receiver (:class:`CallbackSink`): ``.url``, ``.received``,
   ``.respond_with([500, 500, 200])``, ``.down()``/``.up()``, ``.wait_for(n)``.
 * ``hold_first_request`` -- ``hold(path)`` makes the server (in process or live) keep the first public
@@ -37,6 +39,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
+from openapi_conformance import Recorder
 from paysdk import _json
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
 from paysdk.server import create_app
@@ -93,9 +96,18 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
 
 
 @pytest.fixture
-def app(db_url: str) -> Iterator[FastAPI]:
+def server_recorder() -> Recorder | None:
+    """Where ``app`` and ``live_server`` record their public exchanges: nowhere here; the e2e and CLI
+    suites override it with a :class:`~openapi_conformance.Recorder` checked against ``/openapi.json``."""
+    return None
+
+
+@pytest.fixture
+def app(db_url: str, server_recorder: Recorder | None) -> Iterator[FastAPI]:
     """The reference server app (no ticker: drive time with ``/_sandbox/clock/advance``)."""
     application = create_app(db_url, start_ticker=False)
+    if server_recorder is not None:
+        server_recorder.install(application)
     try:
         yield application
     finally:
@@ -145,9 +157,11 @@ def _free_socket() -> socket.socket:
 
 
 @pytest.fixture
-def live_server(db_url: str) -> Iterator[str]:
+def live_server(db_url: str, server_recorder: Recorder | None) -> Iterator[str]:
     """The reference server over a real socket (uvicorn in a thread, lifespan and ticker on)."""
     application = create_app(db_url, start_ticker=True, tick_interval=0.2)
+    if server_recorder is not None:
+        server_recorder.install(application)
     sock = _free_socket()
     port = sock.getsockname()[1]
     config = uvicorn.Config(application, log_level="warning", lifespan="on", access_log=False)

@@ -17,11 +17,14 @@ from keyring.backends import fail
 from keyring.errors import PasswordDeleteError
 from typer.testing import CliRunner, Result
 
+from openapi_conformance import checked_server_recorder as server_recorder
 from paysdk_cli._context import CLIENT_OPTIONS
 from paysdk_cli.main import app
 
 #: A merchant token shaped like the spec's (64 hex). Tests assert it never appears in any output.
 TOKEN = "5f2b8c1e9a7d4f3b6c0e1a2d3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e"
+
+__all__ = ["server_recorder"]  # the in-process server's exchanges checked against /openapi.json (D133)
 
 _ENV_VARS = (
     "PAYSDK_MERCHANT_TOKEN",

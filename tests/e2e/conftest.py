@@ -21,8 +21,11 @@ from fastapi import FastAPI
 from playwright.sync_api import Browser, Page, sync_playwright
 
 import paysdk
+from openapi_conformance import checked_server_recorder as server_recorder
 from paysdk.callbacks import CallbackReceiver, CallbackResult, MemoryDedupStore
 from paysdk.contracts.callbacks import CallbackPayload
+
+__all__ = ["server_recorder"]  # every public exchange of a test checked against /openapi.json (D133)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -76,3 +76,38 @@ def test_the_wallet_user_id_is_user_id_in_python_and_auth_user_id_on_the_wire() 
         assert holder.auth_user_id == "usr_1"
     with pytest.warns(DeprecationWarning, match="use user_id"):
         assert record.auth_user_id == "usr_1"
+
+
+def test_money_is_a_json_number_in_the_schema_and_decimal_at_run_time() -> None:
+    # D130: the schema says number; parsing an answer stays tolerant (a decimal string from another
+    # server is still read exactly); a request amount refuses strings (D3, D45).
+    from pydantic import ValidationError
+
+    from paysdk.contracts.wallet import Card, FundsRequest, Movement
+
+    for model, field in ((Card, "balance"), (Movement, "balanceAfter"), (FundsRequest, "amount")):
+        for mode in ("validation", "serialization"):
+            schema = model.model_json_schema(by_alias=True, mode=mode)
+            assert schema["properties"][field]["type"] == "number", (model, field, mode)
+    assert PaymentLinkCreate.model_json_schema(by_alias=True)["properties"]["amount"] == {
+        "title": "Amount",
+        "type": "number",
+    }
+    card = {
+        "cardId": "crd_1",
+        "maskedPan": "**** 1234",
+        "type": "virtual",
+        "status": "active",
+        "currency": "GTQ",
+        "availableBalance": Decimal("10.0001"),
+        "pendingDebits": 0,
+        "pendingCredits": 0,
+        "merchant": "m",
+        "createdAt": "2026-01-01T00:00:00Z",
+    }
+    assert Card.model_validate({**card, "balance": "10.0001"}).balance == Decimal("10.0001")
+    parsed = Card.model_validate({**card, "balance": Decimal("10.0001")})
+    assert parsed.balance == Decimal("10.0001")
+    assert isinstance(parsed.to_wire()["balance"], Decimal)  # the server writes it as an exact number
+    with pytest.raises(ValidationError, match="amount"):
+        FundsRequest.model_validate({"operation": "add", "amount": "10.00"})

@@ -15,8 +15,11 @@ import httpx
 import pytest
 from server_helpers import create_alternative, create_link, form_token, page_token, transaction
 
+from openapi_conformance import checked_server_recorder as server_recorder
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
+
+__all__ = ["server_recorder"]  # every page and form answer checked against /openapi.json (D133)
 
 CARD = {"cardNumber": "4000000000000002", "expiry": "12/39", "cvc": "123", "name": "Mallory"}
 

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from openapi_spec_validator import validate as validate_spec
 from server_helpers import auth, dumps, link_body
 
 import paysdk.server.openapi as server_openapi
@@ -175,10 +176,55 @@ async def test_checkout_pages_keep_their_html_answers(asgi_client: httpx.AsyncCl
     assert {"408", "413", "421"} <= set(form)
 
 
-async def test_the_document_is_structurally_valid_openapi_3_1(asgi_client: httpx.AsyncClient) -> None:
-    # No OpenAPI validator is installed (openapi-spec-validator is not a dependency): the rules that
-    # clients rely on, checked here.
+async def test_checkout_form_posts_are_documented(asgi_client: httpx.AsyncClient) -> None:
     spec = await document(asgi_client)
+    fields = {
+        "/checkout/pay": {"orderId", "formToken", "cardNumber", "expiry", "cvc", "name"},
+        "/checkout/3ds": {"orderId", "formToken", "challengeId", "result"},
+        "/checkout/rails/{processor}": {"orderId", "formToken", "outcome"},
+    }
+    for path, names in fields.items():
+        operation = spec["paths"][path]["post"]
+        body = operation["requestBody"]["content"]
+        assert list(body) == ["application/x-www-form-urlencoded"], path
+        assert set(body["application/x-www-form-urlencoded"]["schema"]["properties"]) == names, path
+        responses = operation["responses"]
+        redirect = responses["303"]
+        assert "content" not in redirect, path  # a redirect has no body
+        assert redirect["headers"]["Location"]["required"] is True, path
+        for status in ("403", "404"):
+            assert "text/html" in responses[status]["content"], (path, status)
+        assert ("200" in responses) is (path == "/checkout/pay"), path  # the 3-D Secure challenge page
+        assert ("400" in responses) is (path == "/checkout/pay"), path  # the form again, with its error
+    assert "text/html" in spec["paths"]["/checkout/pay"]["post"]["responses"]["400"]["content"]
+    assert "text/html" in spec["paths"]["/checkout"]["get"]["responses"]["200"]["content"]
+
+
+async def test_operations_name_their_credentials(asgi_client: httpx.AsyncClient) -> None:
+    spec = await document(asgi_client)
+    schemes = spec["components"]["securitySchemes"]
+    assert schemes["merchantToken"] == {**schemes["merchantToken"], "type": "apiKey", "name": "Authorization"}
+    assert schemes["walletApplication"]["scheme"] == schemes["walletUser"]["scheme"] == "bearer"
+    security = {(method, path): op.get("security") for method, path, op in operations(spec)}
+    assert security[("post", "/transactions")] == [{"merchantToken": []}]
+    assert security[("post", "/transactions-hook")] == []  # the key pair is in the body (D14)
+    assert security[("post", "/api/v1/integrations/transactions/{uid}/dismiss")] == [{"merchantToken": []}]
+    assert security[("post", "/rest/auth/login")] == []  # a signature in the body (D36)
+    assert security[("post", "/rest/users/login")] == [{"walletApplication": []}]
+    assert security[("get", "/rest/cards/{cardId}")] == [{"walletApplication": []}, {"walletUser": []}]
+    for (method, path), required in security.items():
+        # Every operation but the hosted checkout's pages and forms is declared with routers._common.route,
+        # which always states its credentials (D131).
+        assert (required is None) is path.startswith("/checkout"), (method, path)
+        if required:
+            assert "401" in spec["paths"][path][method]["responses"], (method, path)
+
+
+async def test_the_document_is_structurally_valid_openapi_3_1(asgi_client: httpx.AsyncClient) -> None:
+    # A kept validator first (openapi-spec-validator, which openapi-core brings), then the rules that
+    # clients rely on beyond the schema of OpenAPI itself.
+    spec = await document(asgi_client)
+    validate_spec(spec)
     assert spec["openapi"].startswith("3.1.")
     assert isinstance(spec["info"]["title"], str)
     assert isinstance(spec["info"]["version"], str)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from pydantic import Field
 
-from paysdk.contracts.common import WireModel
+from paysdk.contracts.common import DecimalNumber, WireModel
 
 __all__ = ["CALLBACK_CREATED_AT_FORMAT", "DEFAULT_TIMEZONE", "CallbackPayload", "format_created_at"]
 
@@ -32,7 +31,7 @@ class CallbackPayload(WireModel):
     currency: str
     channel: str
     status: str
-    amount: Decimal
+    amount: DecimalNumber
     external_id: str | None = None
     created_at: str
     transaction_id: str

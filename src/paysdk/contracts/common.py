@@ -7,7 +7,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 from paysdk.contracts.codes import OwnCode
@@ -18,6 +18,7 @@ __all__ = [
     "ChannelName",
     "Currency",
     "CurrencyCode",
+    "DecimalNumber",
     "ErrorBody",
     "ErrorDetail",
     "Money",
@@ -155,9 +156,20 @@ def _wire_amount(value: object) -> object:
     return result
 
 
-#: A transaction amount on the wire: a JSON number, exact, finite, at most 2 decimal places.
-#: (The SDK validates what callers pass with :func:`parse_money`, which also refuses zero and negatives.)
-Money = Annotated[Decimal, BeforeValidator(_wire_amount)]
+#: The JSON schema of every money value on the wire (D18, D130): a JSON number, never a string. Pydantic's
+#: own schema of ``Decimal`` is a string when serialised and number-or-string when validated, which is
+#: neither what the server sends (:func:`paysdk._json.dumps` writes exact numbers) nor what it accepts.
+_NUMBER_SCHEMA = WithJsonSchema({"type": "number"})
+
+#: A transaction amount on the wire: a JSON number, exact, finite, at most 2 decimal places; a string is
+#: refused (D3, D45) and the schema says ``number``. (The SDK validates what callers pass with
+#: :func:`parse_money`, which also refuses zero and negatives.)
+Money = Annotated[Decimal, BeforeValidator(_wire_amount), _NUMBER_SCHEMA]
+
+#: A ``Decimal`` the server sends as an exact JSON number (balances, movement amounts, D18): documented as
+#: ``number`` in ``/openapi.json``; parsing stays pydantic's tolerant ``Decimal`` (a number, or a decimal
+#: string from another server), so the SDK reads answers as before (D130).
+DecimalNumber = Annotated[Decimal, _NUMBER_SCHEMA]
 
 
 class ErrorDetail(WireModel):

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from paysdk.contracts.common import Channel, Currency, WireModel
+from paysdk.contracts.common import Channel, Currency, DecimalNumber, WireModel
 
 __all__ = [
     "CallbackAttempt",
@@ -40,8 +40,8 @@ class SandboxClientCreate(WireModel):
     """Body of ``POST /_sandbox/clients``. Every field is optional; defaults are in the server guide."""
 
     slug: str | None = Field(default=None, min_length=1, max_length=64)
-    amount_min: Decimal | None = None
-    amount_max: Decimal | None = None
+    amount_min: DecimalNumber | None = None
+    amount_max: DecimalNumber | None = None
     channels: list[Channel] | None = None
     currencies: list[Currency] | None = None
     payment_methods: list[str] | None = None
@@ -63,8 +63,8 @@ class SandboxClient(WireModel):
     """A merchant client as the control plane answers it, with its secrets (sandbox only)."""
 
     slug: str
-    amount_min: Decimal
-    amount_max: Decimal
+    amount_min: DecimalNumber
+    amount_max: DecimalNumber
     channels: list[str]
     currencies: list[str]
     payment_methods: list[str]
@@ -154,7 +154,7 @@ class SandboxTransaction(WireModel):
     kind: Literal["payment_link", "alternative_payment"]
     client: str
     status: str
-    amount: Decimal
+    amount: DecimalNumber
     currency: str
     channel: str
     user_id: str

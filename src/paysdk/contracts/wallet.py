@@ -15,10 +15,10 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
 from paysdk.contracts.codes import OWN_CODES, WalletCode
-from paysdk.contracts.common import Currency, NonEmptyStr, WireModel
+from paysdk.contracts.common import Currency, DecimalNumber, NonEmptyStr, WireModel
 
 __all__ = [
     "ACCESS_TOKEN_TYP",
@@ -217,8 +217,13 @@ def _wire_wallet_amount(value: object) -> Decimal:
     return parse_wallet_amount(value, wire=True)
 
 
-#: A wallet amount on the wire: JSON number, > 0, finite, at most 4 decimals.
-WalletAmount = Annotated[Decimal, BeforeValidator(_wire_wallet_amount)]
+#: A wallet amount on the wire: JSON number, > 0, finite, at most 4 decimals; a string is refused (D45), and
+#: the schema says so (D130).
+WalletAmount = Annotated[
+    Decimal,
+    BeforeValidator(_wire_wallet_amount),
+    WithJsonSchema({"type": "number", "exclusiveMinimum": 0}),
+]
 
 
 def _masked(model: WireModel, *secret_fields: str) -> str:
@@ -432,10 +437,10 @@ class Card(WireModel):
     type: CardType
     status: CardStatus
     currency: str
-    balance: Decimal
-    available_balance: Decimal
-    pending_debits: Decimal
-    pending_credits: Decimal
+    balance: DecimalNumber
+    available_balance: DecimalNumber
+    pending_debits: DecimalNumber
+    pending_credits: DecimalNumber
     holder_id: str | None = None
     merchant: str
     alias: str | None = None
@@ -449,8 +454,8 @@ class Movement(WireModel):
     card_id: str
     type: Literal["fund", "withdrawal", "transfer_in", "transfer_out", "capture", "refund"]
     direction: Literal["credit", "debit"]
-    amount: Decimal
-    balance_after: Decimal
+    amount: DecimalNumber
+    balance_after: DecimalNumber
     currency: str
     reference: str | None = None
     counterpart_card_id: str | None = None
@@ -462,10 +467,10 @@ class CardPeriodSummary(WireModel):
 
     card_id: str
     currency: str
-    opening_balance: Decimal
-    credits: Decimal
-    debits: Decimal
-    closing_balance: Decimal
+    opening_balance: DecimalNumber
+    credits: DecimalNumber
+    debits: DecimalNumber
+    closing_balance: DecimalNumber
     movements: int
 
 
@@ -612,7 +617,7 @@ class SandboxStockCardCreate(WireModel):
 
     merchant: NonEmptyStr
     currency: Currency = Currency.GTQ
-    balance: Decimal | None = None
+    balance: DecimalNumber | None = None
 
 
 class SandboxLinkingTokenCreate(WireModel):
@@ -648,9 +653,9 @@ class SandboxCharge(WireModel):
 
     charge_id: str
     card_id: str
-    amount: Decimal
-    captured_amount: Decimal = Decimal(0)
-    refunded_amount: Decimal = Decimal(0)
+    amount: DecimalNumber
+    captured_amount: DecimalNumber = Decimal(0)
+    refunded_amount: DecimalNumber = Decimal(0)
     status: Literal["authorized", "captured", "expired", "refunded", "partially_refunded"]
     created_at: datetime
     expires_at: datetime
@@ -668,7 +673,7 @@ class SandboxRefund(WireModel):
     refund_id: str
     charge_id: str
     card_id: str
-    amount: Decimal
+    amount: DecimalNumber
     status: Literal["pending", "cleared"]
     created_at: datetime
 

@@ -81,7 +81,29 @@ EnvironmentName = Literal["sandbox", "production"]
 
 
 class ServerContext:
-    """Database, virtual clock, environment, scheduler and the callback HTTP transport of one app."""
+    """Database, virtual clock, environment, scheduler and the callback HTTP transport of one app.
+
+    **The one way a family runs its database work** (D131): a route handler (or a job handler) never
+    touches the database on the event loop; it awaits
+
+    ``await context.run(fn, *args)``: ``fn(session, *args)`` in ONE transaction (an ORM session, committed
+    when ``fn`` returns, rolled back when it raises), on SQLite's single worker thread or PostgreSQL's
+    thread pool. ``fn`` is plain synchronous code: read the clock with ``context.clock.now(session)``,
+    raise :class:`~paysdk.server.errors.APIProblem` for an error answer (nothing is committed). A service
+    that must commit a change and still answer an error returns the problem instead
+    (:func:`~paysdk.server.routers._common.raise_problem`). Routes that need the wallet bearer verified in
+    the same transaction use :func:`~paysdk.server.routers._common.authed`, which calls :meth:`run`.
+
+    The other entry points are not for new families:
+
+    * :meth:`run_grouped` (and :meth:`run_core`): the group-commit fast lane (module docstring) of the
+      two hot creates, ``POST /transactions`` and ``POST /api/v1/integrations/transactions``, whose Core
+      work only inserts; ``tests/server/test_fast_lane.py`` and ``test_hot_path.py`` hold it fast;
+    * :meth:`append`: the request log's writes, batched with them;
+    * :meth:`run_brief` / :meth:`brief`: the middleware's sub-millisecond look for injected faults;
+    * :meth:`offload`: work that is not one transaction (the control plane's reset);
+    * :meth:`call` / :meth:`call_core`: the blocking forms the above run on their threads.
+    """
 
     def __init__(
         self,

@@ -6,6 +6,8 @@ generated document (the control plane is not in it):
 
 * ``X-Request-Id`` on every response (D65), pattern :data:`REQUEST_ID_PATTERN`;
 * ``421`` when the ``Host`` is not served (D91; not when the server answers any host);
+* ``429`` (with ``Retry-After``) and ``5XX``: the faults the control plane injects (``rate_limit``,
+  ``error``), and a server error (D133);
 * ``413`` and ``408`` (the body bounds, with this server's limit and timeout, D85) on operations that
   take a body: a documented request body, or ``POST``/``PUT``/``PATCH`` (the checkout's forms, and the
   idempotency layer reads any body sent with a key);
@@ -33,6 +35,7 @@ from paysdk.contracts.common import ErrorBody
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BodyBounds
 from paysdk.server.families import FAMILIES, Family, honours_idempotency_key, idempotent_prefixes
+from paysdk.server.routers._common import SECURITY_SCHEMES
 
 __all__ = ["REQUEST_ID_PATTERN", "complete_openapi", "install_openapi"]
 
@@ -49,7 +52,15 @@ _REQUEST_ID = "X-Request-Id"
 _REPLAYED = "Idempotent-Replayed"
 _KEY = "Idempotency-Key"
 #: Statuses the middleware answers itself, never stored for a replay (nor is a 5xx).
-_NEVER_REPLAYED = frozenset({"408", "413", "421"})
+_NEVER_REPLAYED = frozenset({"408", "413", "421", "429"})
+_FAULT_429 = (
+    "Too many requests: a `rate_limit` fault injected through the sandbox's control plane "
+    "(POST /_sandbox/faults); ownCode null; `Retry-After` gives the seconds to wait."
+)
+_SERVER_5XX = (
+    "A server error: an `error` fault injected through the sandbox's control plane (POST "
+    "/_sandbox/faults, with the status it names), or a bug of the server (500); ownCode null, never replayed."
+)
 
 _HEADERS: dict[str, dict[str, Any]] = {
     _REQUEST_ID: {
@@ -64,6 +75,11 @@ _HEADERS: dict[str, dict[str, Any]] = {
         "required": False,
         "schema": {"type": "string", "enum": ["true"]},
     },
+}
+_RETRY_AFTER: dict[str, Any] = {
+    "description": "Seconds to wait before retrying.",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^[0-9]+$"},
 }
 _PARAMETER: dict[str, Any] = {
     "name": _KEY,
@@ -140,6 +156,7 @@ def complete_openapi(
         error_schema = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(error_schema.pop("$defs", {}))
         schemas["ErrorBody"] = error_schema
+    components.setdefault("securitySchemes", {}).update(SECURITY_SCHEMES)  # the routes' ``auth`` (D131)
     components.setdefault("headers", {}).update(_HEADERS)
     components.setdefault("parameters", {})[_KEY] = _PARAMETER
     descriptions = _descriptions(bounds)
@@ -153,6 +170,11 @@ def complete_openapi(
                 del responses["422"]
             if not addresses.any_host:
                 responses["421"] = _error(descriptions["421"])
+            own_429 = "429" in responses  # the route's own 429 (7204) carries no Retry-After
+            _add_cause(responses, "429", _FAULT_429)
+            retry_after = {**_RETRY_AFTER, "required": not own_429}
+            responses["429"].setdefault("headers", {})["Retry-After"] = retry_after
+            responses.setdefault("5XX", _error(_SERVER_5XX))
             if "requestBody" in operation or method in _BODY_METHODS:
                 responses["413"] = _error(descriptions["413"])
                 responses["408"] = _error(descriptions["408"])

@@ -44,4 +44,7 @@ async def test_openapi_documents_the_public_wallet_only(asgi_client: httpx.Async
     assert set(schema["properties"]) >= {"operation", "amount", "reference"}
     assert "422" in funds["responses"]
     ok = funds["responses"]["200"]["content"]["application/json"]["schema"]
-    assert "data" in ok["properties"]
+    assert ok == {"$ref": "#/components/schemas/FundsResultEnvelope"}  # {"data": ...} (D30)
+    envelope = spec["components"]["schemas"]["FundsResultEnvelope"]
+    assert envelope["required"] == ["data"]
+    assert envelope["properties"]["data"] == {"$ref": "#/components/schemas/FundsResult"}

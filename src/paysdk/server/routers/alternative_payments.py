@@ -22,36 +22,12 @@ from paysdk.contracts.alternative_payments import (
 )
 from paysdk.server.context import get_context
 from paysdk.server.errors import JSONResponse
-from paysdk.server.routers._common import credentials, error_responses, json_body, webview_url
+from paysdk.server.routers._common import MERCHANT_ERRORS, credentials, only, route, webview_url
 from paysdk.server.services import alternative_payments
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api/v1/integrations", tags=["alternative payments"])
-
-
-class AlternativePaymentEnvelope(BaseModel):
-    """``{"data": AlternativePayment}``."""
-
-    data: AlternativePayment
-
-
-class ProcessEnvelope(BaseModel):
-    """``{"data": ProcessResult}``."""
-
-    data: ProcessResult
-
-
-class PaymentIntentEnvelope(BaseModel):
-    """``{"data": PaymentIntent}``."""
-
-    data: PaymentIntent
-
-
-class DismissEnvelope(BaseModel):
-    """``{"data": DismissResult}``."""
-
-    data: DismissResult
 
 
 class EmptyBody(BaseModel):
@@ -60,11 +36,15 @@ class EmptyBody(BaseModel):
 
 @router.post(
     "/transactions",
-    status_code=201,
-    summary="Create an alternative payment",
-    response_model=AlternativePaymentEnvelope,
-    responses=error_responses(400, 401, 409),
-    openapi_extra=json_body(AlternativePaymentCreate),
+    **route(
+        "Create an alternative payment",
+        auth="merchant",
+        body=AlternativePaymentCreate,
+        answer=AlternativePayment,
+        envelope=True,
+        status=201,
+        errors=only(MERCHANT_ERRORS, 400, 409),
+    ),
 )
 async def create_alternative_payment(request: Request) -> Response:
     """Create a transaction to be paid on a rail; ``expireAt`` is epoch milliseconds (D10)."""
@@ -82,10 +62,14 @@ async def create_alternative_payment(request: Request) -> Response:
 
 @router.post(
     "/transactions/{uid}/payments",
-    summary="Process an alternative payment on a rail",
-    response_model=ProcessEnvelope,
-    responses=error_responses(400, 401, 404, 409),
-    openapi_extra=json_body(ProcessRequest),
+    **route(
+        "Process an alternative payment on a rail",
+        auth="merchant",
+        body=ProcessRequest,
+        answer=ProcessResult,
+        envelope=True,
+        errors=only(MERCHANT_ERRORS, 400, 404, 409),
+    ),
 )
 async def process_payment(uid: str, request: Request) -> Response:
     """QR rails answer a PNG data URI, URL rails a page address, bank rails a 12-digit reference (D11)."""
@@ -105,11 +89,15 @@ async def process_payment(uid: str, request: Request) -> Response:
 
 @router.post(
     "/transactions/{uid}/payment-intents",
-    status_code=201,
-    summary="Record the customer's choice of rail",
-    response_model=PaymentIntentEnvelope,
-    responses=error_responses(400, 401, 404, 409),
-    openapi_extra=json_body(PaymentIntentCreate),
+    **route(
+        "Record the customer's choice of rail",
+        auth="merchant",
+        body=PaymentIntentCreate,
+        answer=PaymentIntent,
+        envelope=True,
+        status=201,
+        errors=only(MERCHANT_ERRORS, 400, 404, 409),
+    ),
 )
 async def create_payment_intent(uid: str, request: Request) -> Response:
     """D12: ``{"processor"}`` in, ``201 {"data": {intentId, uid, processor, status, expireAt}}`` out."""
@@ -128,10 +116,15 @@ async def create_payment_intent(uid: str, request: Request) -> Response:
 
 @router.post(
     "/transactions/{uid}/dismiss",
-    summary="Dismiss an alternative payment",
-    response_model=DismissEnvelope,
-    responses=error_responses(400, 401, 404, 409),
-    openapi_extra=json_body(EmptyBody, required=False),
+    **route(
+        "Dismiss an alternative payment",
+        auth="merchant",
+        body=EmptyBody,
+        body_required=False,
+        answer=DismissResult,
+        envelope=True,
+        errors=only(MERCHANT_ERRORS, 400, 404, 409),
+    ),
 )
 async def dismiss_payment(uid: str, request: Request, background: BackgroundTasks) -> Response:
     """D13: the transaction becomes ``dismissed`` and the merchant callback is sent."""

@@ -46,7 +46,7 @@ from paysdk.server.pages import (
     page_headers,
     rail_page,
 )
-from paysdk.server.routers._common import webview_url
+from paysdk.server.routers._common import form_post, page, webview_url
 from paysdk.server.services import payments, transactions
 from paysdk.server.services.transactions import KIND_ALTERNATIVE, KIND_LINK
 from paysdk.server.services.wallet_tokens import server_keys
@@ -72,15 +72,18 @@ class _PageRoute(APIRoute):
 router = APIRouter(prefix=CHECKOUT_PREFIX, tags=["hosted checkout"], route_class=_PageRoute)
 
 _EXPIRY = re.compile(r"^\s*(\d{1,2})\s*/\s*(\d{2}|\d{4})\s*$")
-_HTML: dict[str, Any] = {"description": "Unknown orderId (HTML page).", "content": {"text/html": {}}}
-#: The answers of a checkout POST besides the page or redirect.
-_POSTED: dict[int | str, dict[str, Any]] = {
-    403: {
-        "description": "No or a wrong formToken, or another Origin (HTML page; nothing changes, D94).",
-        "content": {"text/html": {}},
-    },
-    404: _HTML,
+#: The HTML answers of the checkout's pages and forms besides their own page or redirect.
+_UNKNOWN = {404: "Unknown orderId (HTML page)."}
+_REFUSED = {
+    403: "No or a wrong formToken, or another Origin (HTML page; nothing changes, D94).",
+    **_UNKNOWN,
 }
+#: The fields every checkout form posts (D94).
+_HIDDEN: dict[str, dict[str, Any]] = {
+    "orderId": {"type": "string", "description": "The transaction uid."},
+    "formToken": {"type": "string", "description": "The page's form token (D94)."},
+}
+_STATUS_PAGE = "the status page `{webview_url}/?orderId=<uid>`"
 
 
 _TOKEN_LABEL = b"paysdk checkout form token"
@@ -204,7 +207,7 @@ async def _after(context: ServerContext, background: BackgroundTasks) -> None:
     background.add_task(context.scheduler.run_due)
 
 
-@router.get("/", summary="The hosted checkout page", response_class=HTMLResponse, responses={404: _HTML})
+@router.get("/", **page("The hosted checkout page", errors=_UNKNOWN))
 async def checkout(request: Request, background: BackgroundTasks, orderId: str | None = None) -> Response:
     """The card form of a pending payment link, or its final state."""
     context = get_context(request)
@@ -215,7 +218,7 @@ async def checkout(request: Request, background: BackgroundTasks, orderId: str |
     return HTMLResponse(checkout_page(view, _checkout_base(request)), background=background)
 
 
-@router.get("", include_in_schema=False)
+@router.get("", **page("The hosted checkout page (no trailing slash)", errors=_UNKNOWN))
 async def checkout_no_slash(
     request: Request, background: BackgroundTasks, orderId: str | None = None
 ) -> Response:
@@ -223,7 +226,26 @@ async def checkout_no_slash(
     return await checkout(request, background, orderId)
 
 
-@router.post("/pay", summary="Submit the card form", response_class=HTMLResponse, responses=_POSTED)
+@router.post(
+    "/pay",
+    **form_post(
+        "Submit the card form",
+        fields={
+            **_HIDDEN,
+            "cardNumber": {"type": "string", "description": "A test card number (GET /_sandbox/test-cards)."},
+            "expiry": {"type": "string", "description": "MM/YY or MM/YYYY, not in the past."},
+            "cvc": {"type": "string", "description": "3 or 4 digits."},
+            "name": {"type": "string", "description": "The name on the card."},
+        },
+        answers={
+            200: "The 3-D Secure challenge page (test cards that require it).",
+            400: "The card form again with what to correct (a malformed expiry, CVC or name, or a card "
+            "number that is not valid); nothing changed.",
+            **_REFUSED,
+        },
+        redirect=_STATUS_PAGE,
+    ),
+)
 async def submit_card(request: Request, background: BackgroundTasks) -> Response:
     """Apply the test card's outcome; redirect to the status page (303) or show the 3-D Secure challenge."""
     context = get_context(request)
@@ -258,7 +280,17 @@ async def submit_card(request: Request, background: BackgroundTasks) -> Response
 
 
 @router.post(
-    "/3ds", summary="Answer the 3-D Secure challenge", response_class=HTMLResponse, responses=_POSTED
+    "/3ds",
+    **form_post(
+        "Answer the 3-D Secure challenge",
+        fields={
+            **_HIDDEN,
+            "challengeId": {"type": "string", "description": "The challenge of the page."},
+            "result": {"type": "string", "enum": ["approve", "fail"]},
+        },
+        answers=_REFUSED,
+        redirect=_STATUS_PAGE,
+    ),
 )
 async def answer_challenge(request: Request, background: BackgroundTasks) -> Response:
     """Approve or fail the simulated 3-D Secure challenge."""
@@ -280,12 +312,7 @@ async def answer_challenge(request: Request, background: BackgroundTasks) -> Res
     return RedirectResponse(status_page, status_code=303, background=background)
 
 
-@router.get(
-    "/rails/{processor}",
-    summary="The hosted page of a rail",
-    response_class=HTMLResponse,
-    responses={404: _HTML},
-)
+@router.get("/rails/{processor}", **page("The hosted page of a rail", errors=_UNKNOWN))
 async def rail(
     processor: str, request: Request, background: BackgroundTasks, orderId: str | None = None
 ) -> Response:
@@ -302,9 +329,12 @@ async def rail(
 
 @router.post(
     "/rails/{processor}",
-    summary="Pay or expire on a rail page",
-    response_class=HTMLResponse,
-    responses=_POSTED,
+    **form_post(
+        "Pay or expire on a rail page",
+        fields={**_HIDDEN, "outcome": {"type": "string", "enum": ["paid", "expired"]}},
+        answers=_REFUSED,
+        redirect="the rail page `{webview_url}/rails/<processor>?orderId=<uid>`",
+    ),
 )
 async def rail_outcome(processor: str, request: Request, background: BackgroundTasks) -> Response:
     """The customer paid on the rail (or let it expire): same code as ``/_sandbox/.../simulate``."""

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from paysdk.contracts.payment_links import PaymentLink, PaymentLinkCreate, PaymentLinkHookCreate
 from paysdk.server.context import get_context
 from paysdk.server.errors import JSONResponse
-from paysdk.server.routers._common import credentials, error_responses, json_body, webview_url
+from paysdk.server.routers._common import MERCHANT_ERRORS, credentials, only, route, webview_url
 from paysdk.server.services import payment_links
 
 __all__ = ["router"]
@@ -22,10 +22,13 @@ router = APIRouter(tags=["payment links"])
 
 @router.post(
     "/transactions",
-    summary="Create a payment link",
-    response_model=PaymentLink,
-    responses=error_responses(400, 401, 409),
-    openapi_extra=json_body(PaymentLinkCreate),
+    **route(
+        "Create a payment link",
+        auth="merchant",
+        body=PaymentLinkCreate,
+        answer=PaymentLink,
+        errors=only(MERCHANT_ERRORS, 400, 409),
+    ),
 )
 async def create_payment_link(request: Request) -> Response:
     """Create a payment-link transaction. ``Authorization: <merchant token>`` (``Bearer `` accepted, D9)."""
@@ -44,10 +47,13 @@ async def create_payment_link(request: Request) -> Response:
 
 @router.post(
     "/transactions-hook",
-    summary="Create a payment link from a browser (body credentials, CORS)",
-    response_model=PaymentLink,
-    responses=error_responses(400, 401, 409),
-    openapi_extra=json_body(PaymentLinkHookCreate),
+    **route(
+        "Create a payment link from a browser (body credentials, CORS)",
+        auth="hook-keys",
+        body=PaymentLinkHookCreate,
+        answer=PaymentLink,
+        errors=only(MERCHANT_ERRORS, 400, 409),
+    ),
 )
 async def create_payment_link_hook(request: Request) -> Response:
     """Create a payment link with the body key pair ``privateKey``/``publicKey`` (D14). CORS enabled."""

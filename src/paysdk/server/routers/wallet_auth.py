@@ -19,7 +19,7 @@ from starlette.responses import Response
 from paysdk.contracts.wallet import AppLoginRequest, Jwks, RefreshRequest, TokenPair
 from paysdk.server.context import ServerContext
 from paysdk.server.errors import APIProblem, JSONResponse
-from paysdk.server.routers._wallet import data, doc, raise_problem, unauthed
+from paysdk.server.routers._common import WALLET_ERRORS, data, only, raise_problem, route, unauthed
 from paysdk.server.services import wallet_tokens
 from paysdk.server.services.wallet_common import parse_wallet_body
 
@@ -30,12 +30,13 @@ router = APIRouter(tags=["wallet: authentication"])
 
 @router.post(
     "/auth/login",
-    **doc(
+    **route(
         "Application login (signature over the merchant slug)",
+        auth="signature",
         body=AppLoginRequest,
         answer=TokenPair,
-        errors=(400, 401),
-        secured=False,
+        envelope=True,
+        errors=only(WALLET_ERRORS, 400, 401),
     ),
 )
 async def app_login(request: Request) -> Response:
@@ -50,12 +51,13 @@ async def app_login(request: Request) -> Response:
 
 @router.post(
     "/auth/refresh",
-    **doc(
+    **route(
         "Refresh the application token pair (single-use refresh token)",
+        auth="none",
         body=RefreshRequest,
         answer=TokenPair,
-        errors=(400, 401),
-        secured=False,
+        envelope=True,
+        errors=only(WALLET_ERRORS, 400, 401),
     ),
 )
 async def app_refresh(request: Request) -> Response:
@@ -70,7 +72,7 @@ async def app_refresh(request: Request) -> Response:
 
 @router.get(
     "/.well-known/jwks.json",
-    **doc("The wallet's public signing keys (JWKS)", answer=Jwks, errors=(), bare=True, secured=False),
+    **route("The wallet's public signing keys (JWKS)", auth="none", answer=Jwks, errors={}),
 )
 async def jwks(request: Request) -> Response:
     """The environment's Ed25519 public key as a bare JWKS (D33)."""

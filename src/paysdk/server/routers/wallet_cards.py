@@ -34,7 +34,7 @@ from paysdk.contracts.wallet import (
     TransferResult,
 )
 from paysdk.server.context import ServerContext
-from paysdk.server.routers._wallet import authed, data, doc, header
+from paysdk.server.routers._common import WALLET_ERRORS, authed, data, header, only, route
 from paysdk.server.services import wallet_cards as cards
 from paysdk.server.services.wallet_common import parse_date, parse_wallet_body
 from paysdk.server.services.wallet_tokens import Principal
@@ -48,7 +48,7 @@ AuthUserId = Annotated[str, Path(alias="authUserId", description="The authorized
 CardId = Annotated[str, Path(alias="cardId")]
 StartDate = Annotated[str | None, Query(alias="startDate", description="YYYY-MM-DD (client timezone)")]
 EndDate = Annotated[str | None, Query(alias="endDate", description="YYYY-MM-DD, inclusive")]
-_CARD_ERRORS = (400, 401, 403, 404, 409)
+_CARD_ERRORS = only(WALLET_ERRORS, 400, 403, 404, 409)
 
 
 # ------------------------------------------------------------------------------------- users' cards
@@ -56,7 +56,14 @@ _CARD_ERRORS = (400, 401, 403, 404, 409)
 
 @router.get(
     "/users/{userId}/cards",
-    **doc("List a user's cards (getCards)", answer=Card, many=True, errors=(401, 403, 404)),
+    **route(
+        "List a user's cards (getCards)",
+        auth="wallet",
+        answer=Card,
+        many=True,
+        envelope=True,
+        errors=only(WALLET_ERRORS, 403, 404),
+    ),
 )
 async def list_cards(request: Request, user_id: UserId) -> Response:
     """The cards the user holds (an authorized user sees those it may ``getCards``)."""
@@ -69,10 +76,12 @@ async def list_cards(request: Request, user_id: UserId) -> Response:
 
 @router.get(
     "/users/{userId}/cards/summary",
-    **doc(
+    **route(
         "A user's card figures for a period (getAllTransfersByDate)",
+        auth="wallet",
         answer=CardSummary,
-        errors=(400, 401, 403, 404),
+        envelope=True,
+        errors=only(WALLET_ERRORS, 400, 403, 404),
     ),
 )
 async def card_summary(
@@ -92,11 +101,13 @@ async def card_summary(
 
 @router.post(
     "/users/{userId}/cards",
-    **doc(
+    **route(
         "Link an issued (stock) card to a user",
+        auth="wallet",
         body=LinkCardRequest,
         answer=Card,
-        errors=(400, 401, 404, 409),
+        envelope=True,
+        errors=only(WALLET_ERRORS, 400, 404, 409),
     ),
 )
 async def link_card(
@@ -113,12 +124,15 @@ async def link_card(
 
 @router.post(
     "/users/{userId}/cards/virtuals",
-    **doc(
+    **route(
         "Issue a virtual card",
+        auth="wallet",
         body=IssueVirtualCardRequest,
+        body_required=False,  # no body: a card of the client's first currency
         answer=Card,
+        envelope=True,
         status=201,
-        errors=(400, 401, 404),
+        errors=only(WALLET_ERRORS, 400, 404),
     ),
 )
 async def issue_virtual(request: Request, user_id: UserId) -> Response:
@@ -133,12 +147,14 @@ async def issue_virtual(request: Request, user_id: UserId) -> Response:
 
 @router.post(
     "/users/{userId}/linked-cards",
-    **doc(
+    **route(
         "Link a third-party card through a temporary token",
+        auth="wallet",
         body=LinkExternalCardRequest,
         answer=Card,
+        envelope=True,
         status=201,
-        errors=(400, 401, 403, 404),
+        errors=only(WALLET_ERRORS, 400, 403, 404),
     ),
 )
 async def link_external(request: Request, user_id: UserId) -> Response:
@@ -157,11 +173,13 @@ async def link_external(request: Request, user_id: UserId) -> Response:
 
 @router.patch(
     "/cards/users/permissions/{id}",
-    **doc(
+    **route(
         "Update a permission record",
+        auth="wallet",
         body=PermissionGrant,
         answer=PermissionRecord,
-        errors=(400, 401, 403, 404),
+        envelope=True,
+        errors=only(WALLET_ERRORS, 400, 403, 404),
     ),
 )
 async def update_permissions(request: Request, permission_id: Annotated[str, Path(alias="id")]) -> Response:
@@ -176,7 +194,14 @@ async def update_permissions(request: Request, permission_id: Annotated[str, Pat
 
 @router.get(
     "/cards/users/{authUserId}/permissions",
-    **doc("List a user's card permissions", answer=PermissionRecord, many=True, errors=(401, 403, 404)),
+    **route(
+        "List a user's card permissions",
+        auth="wallet",
+        answer=PermissionRecord,
+        many=True,
+        envelope=True,
+        errors=only(WALLET_ERRORS, 403, 404),
+    ),
 )
 async def user_permissions(request: Request, user_id: AuthUserId) -> Response:
     """Every permission record granted to the user (application or that user)."""
@@ -191,7 +216,14 @@ async def user_permissions(request: Request, user_id: AuthUserId) -> Response:
 
 @router.get(
     "/cards/{cardId}/users/permissions",
-    **doc("List every permission on a card", answer=PermissionRecord, many=True, errors=(401, 403, 404)),
+    **route(
+        "List every permission on a card",
+        auth="wallet",
+        answer=PermissionRecord,
+        many=True,
+        envelope=True,
+        errors=only(WALLET_ERRORS, 403, 404),
+    ),
 )
 async def card_permissions(request: Request, card_id: CardId) -> Response:
     """Every permission record of the card (application or the card's holder)."""
@@ -206,12 +238,14 @@ async def card_permissions(request: Request, card_id: CardId) -> Response:
 
 @router.post(
     "/cards/{cardId}/users/{authUserId}/permissions",
-    **doc(
+    **route(
         "Grant permissions on a card",
+        auth="wallet",
         body=PermissionGrant,
         answer=PermissionRecord,
+        envelope=True,
         status=201,
-        errors=(400, 401, 403, 404),
+        errors=only(WALLET_ERRORS, 400, 403, 404),
     ),
 )
 async def grant_permissions(request: Request, card_id: CardId, user_id: AuthUserId) -> Response:
@@ -229,8 +263,13 @@ async def grant_permissions(request: Request, card_id: CardId, user_id: AuthUser
 
 @router.get(
     "/cards/{cardId}/users/{authUserId}/permissions",
-    **doc(
-        "List one user's permissions on one card", answer=PermissionRecord, many=True, errors=(401, 403, 404)
+    **route(
+        "List one user's permissions on one card",
+        auth="wallet",
+        answer=PermissionRecord,
+        many=True,
+        envelope=True,
+        errors=only(WALLET_ERRORS, 403, 404),
     ),
 )
 async def one_permissions(request: Request, card_id: CardId, user_id: AuthUserId) -> Response:
@@ -247,7 +286,16 @@ async def one_permissions(request: Request, card_id: CardId, user_id: AuthUserId
 # ------------------------------------------------------------------------------------------- cards
 
 
-@router.get("/cards/{cardId}", **doc("Card details (checkCard)", answer=Card, errors=(401, 403, 404)))
+@router.get(
+    "/cards/{cardId}",
+    **route(
+        "Card details (checkCard)",
+        auth="wallet",
+        answer=Card,
+        envelope=True,
+        errors=only(WALLET_ERRORS, 403, 404),
+    ),
+)
 async def get_card(request: Request, card_id: CardId) -> Response:
     """The card with its balance, available balance and pending amounts."""
 
@@ -259,7 +307,14 @@ async def get_card(request: Request, card_id: CardId) -> Response:
 
 @router.patch(
     "/cards/{cardId}",
-    **doc("Rename a card (updateAlias)", body=AliasUpdate, answer=Card, errors=_CARD_ERRORS),
+    **route(
+        "Rename a card (updateAlias)",
+        auth="wallet",
+        body=AliasUpdate,
+        answer=Card,
+        envelope=True,
+        errors=_CARD_ERRORS,
+    ),
 )
 async def set_alias(request: Request, card_id: CardId) -> Response:
     """Set the card's alias."""
@@ -271,7 +326,10 @@ async def set_alias(request: Request, card_id: CardId) -> Response:
     return data(await authed(request, work))
 
 
-@router.post("/cards/{cardId}/block", **doc("Block a card (updateStatus)", answer=Card, errors=_CARD_ERRORS))
+@router.post(
+    "/cards/{cardId}/block",
+    **route("Block a card (updateStatus)", auth="wallet", answer=Card, envelope=True, errors=_CARD_ERRORS),
+)
 async def block(request: Request, card_id: CardId) -> Response:
     """``active`` -> ``blocked`` (D42)."""
 
@@ -282,7 +340,8 @@ async def block(request: Request, card_id: CardId) -> Response:
 
 
 @router.post(
-    "/cards/{cardId}/unblock", **doc("Unblock a card (updateStatus)", answer=Card, errors=_CARD_ERRORS)
+    "/cards/{cardId}/unblock",
+    **route("Unblock a card (updateStatus)", auth="wallet", answer=Card, envelope=True, errors=_CARD_ERRORS),
 )
 async def unblock(request: Request, card_id: CardId) -> Response:
     """``blocked`` -> ``active`` (D42)."""
@@ -294,7 +353,8 @@ async def unblock(request: Request, card_id: CardId) -> Response:
 
 
 @router.post(
-    "/cards/{cardId}/activation", **doc("Activate a card (activation)", answer=Card, errors=_CARD_ERRORS)
+    "/cards/{cardId}/activation",
+    **route("Activate a card (activation)", auth="wallet", answer=Card, envelope=True, errors=_CARD_ERRORS),
 )
 async def activation(request: Request, card_id: CardId) -> Response:
     """``inactive`` -> ``active`` (D42)."""
@@ -306,7 +366,15 @@ async def activation(request: Request, card_id: CardId) -> Response:
 
 
 @router.put(
-    "/cards/{cardId}/pin", **doc("Set the PIN (assignPIN)", body=PinRequest, answer=Card, errors=_CARD_ERRORS)
+    "/cards/{cardId}/pin",
+    **route(
+        "Set the PIN (assignPIN)",
+        auth="wallet",
+        body=PinRequest,
+        answer=Card,
+        envelope=True,
+        errors=_CARD_ERRORS,
+    ),
 )
 async def set_pin(request: Request, card_id: CardId) -> Response:
     """Set a 4-digit PIN (only its hash is kept)."""
@@ -320,8 +388,13 @@ async def set_pin(request: Request, card_id: CardId) -> Response:
 
 @router.get(
     "/cards/{cardId}/movements",
-    **doc(
-        "A card's movements (getAllTransfersByDate)", answer=Movement, many=True, errors=(400, 401, 403, 404)
+    **route(
+        "A card's movements (getAllTransfersByDate)",
+        auth="wallet",
+        answer=Movement,
+        many=True,
+        envelope=True,
+        errors=only(WALLET_ERRORS, 400, 403, 404),
     ),
 )
 async def movements(
@@ -339,11 +412,13 @@ async def movements(
 
 @router.post(
     "/cards/{cardId}/funds",
-    **doc(
+    **route(
         "Add or withdraw funds (issuer)",
+        auth="wallet",
         body=FundsRequest,
         answer=FundsResult,
-        errors=(400, 401, 404, 409, 422),
+        envelope=True,
+        errors=only(WALLET_ERRORS, 400, 404, 409, 422),
     ),
 )
 async def funds(request: Request, card_id: CardId) -> Response:
@@ -358,12 +433,14 @@ async def funds(request: Request, card_id: CardId) -> Response:
 
 @router.post(
     "/cards/{cardId}/transfers",
-    **doc(
+    **route(
         "Transfer to another card (transferBetweenCards)",
+        auth="wallet",
         body=TransferRequest,
         answer=TransferResult,
+        envelope=True,
         status=201,
-        errors=(400, 401, 403, 404, 409, 422),
+        errors=only(WALLET_ERRORS, 400, 403, 404, 409, 422),
     ),
 )
 async def transfer(request: Request, card_id: CardId) -> Response:
@@ -378,7 +455,13 @@ async def transfer(request: Request, card_id: CardId) -> Response:
 
 @router.post(
     "/cards/{cardId}/cvv/view-token",
-    **doc("Ask for a CVV view token (user session, checkCvv)", answer=CvvViewToken, errors=_CARD_ERRORS),
+    **route(
+        "Ask for a CVV view token (user session, checkCvv)",
+        auth="wallet",
+        answer=CvvViewToken,
+        envelope=True,
+        errors=_CARD_ERRORS,
+    ),
 )
 async def cvv_view_token(request: Request, card_id: CardId) -> Response:
     """A single-use token valid 60 seconds (D44); application tokens get ``403 / 7502``."""
@@ -389,7 +472,12 @@ async def cvv_view_token(request: Request, card_id: CardId) -> Response:
     return data(await authed(request, work))
 
 
-@router.get("/cards/{cardId}/cvv", **doc("Read the CVV once (X-View-Token)", answer=Cvv, errors=_CARD_ERRORS))
+@router.get(
+    "/cards/{cardId}/cvv",
+    **route(
+        "Read the CVV once (X-View-Token)", auth="wallet", answer=Cvv, envelope=True, errors=_CARD_ERRORS
+    ),
+)
 async def read_cvv(request: Request, card_id: CardId) -> Response:
     """The CVV, with the same user's bearer and the view token in ``X-View-Token`` (D44)."""
     view_token = header(request, "x-view-token")

@@ -27,7 +27,7 @@ from paysdk.contracts.wallet import (
 )
 from paysdk.server.context import ServerContext
 from paysdk.server.errors import APIProblem
-from paysdk.server.routers._wallet import authed, data, doc, header, raise_problem
+from paysdk.server.routers._common import WALLET_ERRORS, authed, data, header, only, raise_problem, route
 from paysdk.server.services import wallet_users
 from paysdk.server.services.wallet_common import parse_wallet_body
 from paysdk.server.services.wallet_tokens import Principal
@@ -39,7 +39,14 @@ router = APIRouter(prefix="/users", tags=["wallet: users"])
 
 @router.post(
     "/login",
-    **doc("User login (application bearer)", body=UserLoginRequest, answer=TokenPair, errors=(400, 401)),
+    **route(
+        "User login (application bearer)",
+        auth="wallet-application",
+        body=UserLoginRequest,
+        answer=TokenPair,
+        envelope=True,
+        errors=only(WALLET_ERRORS, 400),
+    ),
 )
 async def user_login(request: Request) -> Response:
     """Log a cardholder in with username and password."""
@@ -53,11 +60,13 @@ async def user_login(request: Request) -> Response:
 
 @router.post(
     "/refresh",
-    **doc(
+    **route(
         "Refresh a user session (TTL overrides)",
+        auth="wallet-application",
         body=UserRefreshRequest,
         answer=TokenPair,
-        errors=(400, 401),
+        envelope=True,
+        errors=only(WALLET_ERRORS, 400),
     ),
 )
 async def user_refresh(request: Request) -> Response:
@@ -72,7 +81,16 @@ async def user_refresh(request: Request) -> Response:
     return data(raise_problem(await authed(request, work, kind="application")))
 
 
-@router.post("/logout", **doc("End a user session (X-User-Token)", answer=LogoutResult, errors=(401,)))
+@router.post(
+    "/logout",
+    **route(
+        "End a user session (X-User-Token)",
+        auth="wallet-application",
+        answer=LogoutResult,
+        envelope=True,
+        errors=only(WALLET_ERRORS),
+    ),
+)
 async def logout(request: Request) -> Response:
     """End the session of the user access token in ``X-User-Token`` (D38). No body."""
     user_token = header(request, "x-user-token")
@@ -85,7 +103,14 @@ async def logout(request: Request) -> Response:
 
 @router.post(
     "/auth/otp",
-    **doc("Request a one-time code by email", body=OtpRequest, answer=OtpSent, errors=(400, 401)),
+    **route(
+        "Request a one-time code by email",
+        auth="wallet-application",
+        body=OtpRequest,
+        answer=OtpSent,
+        envelope=True,
+        errors=only(WALLET_ERRORS, 400),
+    ),
 )
 async def request_otp(request: Request) -> Response:
     """Send a 6-digit code to the user's email (the sandbox outbox); always ``sent`` (D39)."""
@@ -99,7 +124,14 @@ async def request_otp(request: Request) -> Response:
 
 @router.put(
     "/auth/otp",
-    **doc("Verify a one-time code", body=OtpVerifyRequest, answer=OtpVerified, errors=(400, 401, 429)),
+    **route(
+        "Verify a one-time code",
+        auth="wallet-application",
+        body=OtpVerifyRequest,
+        answer=OtpVerified,
+        envelope=True,
+        errors=only(WALLET_ERRORS, 400, 429),
+    ),
 )
 async def verify_otp(request: Request) -> Response:
     """Verify a code; ``purpose = password_reset`` answers a reset token (D39)."""
@@ -115,11 +147,13 @@ async def verify_otp(request: Request) -> Response:
 
 @router.post(
     "/auth/password/reset",
-    **doc(
+    **route(
         "Reset a password with the OTP reset token",
+        auth="wallet-application",
         body=PasswordResetRequest,
         answer=PasswordResetResult,
-        errors=(400, 401),
+        envelope=True,
+        errors=only(WALLET_ERRORS, 400),
     ),
 )
 async def reset_password(request: Request) -> Response:
