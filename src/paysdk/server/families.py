@@ -179,6 +179,7 @@ CHECKOUT = Family(
     operations={
         f"{method} {CHECKOUT_PREFIX}{path}": _reach(no_sdk=Left.PAGE, no_cli=Left.PAGE)
         for method, path in (
+            ("GET", ""),
             ("GET", "/"),
             ("POST", "/pay"),
             ("POST", "/3ds"),

@@ -233,7 +233,7 @@ MERCHANT_ERRORS: dict[int, str] = {
 
 #: D1 error answers of the wallet routes (the codes of :class:`paysdk.contracts.wallet.WalletCode`).
 WALLET_ERRORS: dict[int, str] = {
-    400: "Invalid field (7001, naming it), invalid amount (7304), OTP/reset errors (7202-7207), ...",
+    400: "Invalid field (7001, naming it), invalid amount (7304), OTP/reset errors (7202, 7203, 7205-7207).",
     401: "Bad, expired, revoked or wrong-type token (7102-7107); login errors (7101, 7601, 7604, 7616).",
     403: "Missing card permission (7401) or CVV rules (7501, 7502).",
     404: "Unknown user (7201), card (7301) or permission record (7402).",
