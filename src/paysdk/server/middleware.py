@@ -282,11 +282,16 @@ class _Entry:
     status: int
     headers: list[tuple[bytes, bytes]]
     request_id: str
+    duration_ms: int | None = None
+    #: The row as written (masked), for the live feed (``/_sandbox/events``); set by :func:`_write_log`.
+    row: dict[str, Any] | None = None
 
 
 _LOG = cast(Table, RequestLogRow.__table__)
 _CLIENTS = cast(Table, ClientRow.__table__)
-_INSERT_LOG = Statement(insert(_LOG), ("method", "path", "status_code", "at", "headers", "request_id"))
+_INSERT_LOG = Statement(
+    insert(_LOG), ("method", "path", "status_code", "at", "headers", "request_id", "duration_ms")
+)
 _HEADER_NAMES = Statement(select(_CLIENTS.c.callback_header_name).distinct())
 
 
@@ -297,20 +302,21 @@ def _write_log(connection: Connection, clock: Clock, entries: list[_Entry]) -> N
         for (name,) in batch_cached(connection, _HEADER_NAMES, lambda: _HEADER_NAMES.rows(connection))
     }
     at = virtual_now(connection, clock)
-    _INSERT_LOG.run_many(
-        connection,
-        [
-            {
-                "method": entry.method,
-                "path": mask_query(entry.path),
-                "status_code": entry.status,
-                "at": at,
-                "headers": mask_headers(entry.headers, names),
-                "request_id": entry.request_id,
-            }
-            for entry in entries
-        ],
-    )
+    rows = [
+        {
+            "method": entry.method,
+            "path": mask_query(entry.path),
+            "status_code": entry.status,
+            "at": at,
+            "headers": mask_headers(entry.headers, names),
+            "request_id": entry.request_id,
+            "duration_ms": entry.duration_ms,
+        }
+        for entry in entries
+    ]
+    _INSERT_LOG.run_many(connection, rows)
+    for entry, row in zip(entries, rows, strict=True):
+        entry.row = row
 
 
 class _LogSink:
@@ -335,6 +341,19 @@ class _LogSink:
 def _log_failure(entry: _Entry) -> None:
     # The path without its query, which may hold anything.
     log.exception("could not record request %s %s", entry.method, entry.path.partition("?")[0])
+
+
+def _feed_data(row: dict[str, Any]) -> dict[str, Any]:
+    """A request log row as the ``request`` event's data (the wire names of ``RequestLogEntry``)."""
+    return {
+        "method": row["method"],
+        "path": row["path"],
+        "statusCode": row["status_code"],
+        "at": row["at"],
+        "headers": row["headers"],
+        "requestId": row["request_id"],
+        "durationMs": row["duration_ms"],
+    }
 
 
 def _path_with_query(scope: Scope) -> str:
@@ -458,7 +477,7 @@ class _Exchange:
     """One public request seen by :class:`ServerMiddleware`: the status for the log, the log entry
     written before the last body byte leaves, and the hook's CORS header (one ``send`` wrapper)."""
 
-    __slots__ = ("_layer", "_scope", "_send", "hook", "logged", "request_id", "status")
+    __slots__ = ("_layer", "_scope", "_send", "hook", "logged", "request_id", "started", "status")
 
     def __init__(
         self, layer: ServerMiddleware, scope: Scope, send: Send, hook: bool, request_id: str
@@ -470,6 +489,7 @@ class _Exchange:
         self.request_id = request_id
         self.status = 500
         self.logged = False
+        self.started = time.monotonic()
 
     async def record(self) -> None:
         if self.logged:
@@ -482,8 +502,12 @@ class _Exchange:
             self.status,
             list(scope.get("headers", [])),
             self.request_id,
+            round((time.monotonic() - self.started) * 1000),
         )
-        await self._layer.context.append(self._layer._sink, entry)  # never raises for a database error
+        context = self._layer.context
+        await context.append(self._layer._sink, entry)  # never raises for a database error
+        if entry.row is not None:  # written: the live feed gets it as stored (masked, D95)
+            context.events.publish("request", _feed_data(entry.row))
 
     async def send(self, message: Message) -> None:
         kind = message["type"]

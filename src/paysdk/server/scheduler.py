@@ -37,6 +37,7 @@ from paysdk.contracts.payment_links import TransactionStatus
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import JobRow, TransactionRow
+from paysdk.server.events import publish_job_run
 from paysdk.server.services import callbacks, payments
 
 __all__ = ["JOB_HANDLERS", "ClaimedJob", "Scheduler"]
@@ -132,9 +133,11 @@ class Scheduler:
             else:  # pragma: no cover - unknown kinds come only from a newer server version
                 log.warning("unknown job kind %r (job %s) skipped", job.kind, job.id)
                 await context.run(_finish_job, job.id)
+            publish_job_run(context, job, "done")  # the live feed (/_sandbox/events)
         except Exception:
             # A job must never stop the scheduler: log, mark it done so it does not loop forever.
             log.exception("job %s (%s) failed", job.id, job.kind)
+            publish_job_run(context, job, "failed")
             if job.id is None:
                 self._failed_expiries.add(job.ref)
             else:

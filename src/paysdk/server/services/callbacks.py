@@ -48,6 +48,7 @@ from paysdk.server.db import (
     TransactionRow,
     from_cents,
 )
+from paysdk.server.events import publish_callback_attempts
 from paysdk.server.services import faults
 
 __all__ = [
@@ -328,6 +329,7 @@ async def deliver_job(
             result.status_code or result.error,
         )
     await context.run(_record, clock or context.clock, job_id, delivery, results, due_at)
+    await publish_callback_attempts(context, delivery.event_id, len(results))  # the live feed
 
 
 def _mark_done(session: Session, job_id: int) -> None:
