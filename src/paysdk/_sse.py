@@ -30,7 +30,8 @@ with ``Last-Event-ID``: the first time after the server's ``retry:`` (or :data:`
 exponential backoff (``retry * 2**n``, capped at :data:`MAX_RECONNECT_DELAY`, minus up to 25 % jitter);
 ``Retry-After`` of a 429/503 is honoured up to :data:`MAX_RETRY_AFTER`. ``policy.max_reconnects``
 counts consecutive failed attempts (an attempt that delivers an event resets it); before the stream was
-first opened the client's ``max_retries`` applies instead, so a server that is not running fails fast.
+first opened the client's ``max_retries`` and backoff (0.5 s, 1 s, ...) apply instead, as for any call,
+so a server that is not running fails fast.
 A 4xx answer (other than 408/429) stops with the usual :class:`~paysdk.APIError`; a 2xx that is not an
 event stream with :class:`~paysdk.UnexpectedResponseError`. Events whose own ``id`` was already seen
 (the last :data:`SEEN_IDS` ids) are dropped: the server resumes after ``Last-Event-ID``, this is the
@@ -55,6 +56,7 @@ from paysdk._pipeline import (
     MAX_RETRY_AFTER,
     ClientConfig,
     Operation,
+    backoff_delay,
     build_request,
     error_from_exception,
     error_from_response,
@@ -405,6 +407,8 @@ def reconnect_decision(
     if progress.failures >= limit:
         what = "max_reconnects" if progress.opened else "max_retries"
         return ReconnectDecision(False, reason=f"{reason}; {what}={limit} reached")
+    if delay is None and not progress.opened:
+        delay = backoff_delay(progress.failures, rng=rng)  # as any call: a server not running fails fast
     if delay is None:
         base = progress.retry if progress.retry is not None else DEFAULT_RETRY
         if progress.failures == 0:

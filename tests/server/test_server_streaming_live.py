@@ -1,0 +1,88 @@
+"""A streaming answer on the public surface passes through the one ASGI layer (request log, faults,
+idempotency, body bounds) without being buffered, and the request log records it when it ends, with
+its duration. Over a real socket: an in-process ASGI transport buffers whole answers."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from paysdk.server import create_app
+
+PROBE = "/api/_probe/stream"
+
+
+@pytest.fixture
+def probe_server(db_url: str) -> Iterator[tuple[str, threading.Event]]:
+    """The reference server with one extra public streaming route: a chunk, then (once the gate is
+    set) a second chunk and the end."""
+    app: FastAPI = create_app(db_url, start_ticker=False)
+    gate = threading.Event()
+
+    async def stream(request: Request) -> StreamingResponse:
+        await request.body()
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield b"first\n"
+            await asyncio.to_thread(gate.wait)
+            yield b"second\n"
+
+        return StreamingResponse(chunks(), media_type="text/plain")
+
+    app.router.add_route(PROBE, stream, methods=["GET", "POST"])
+    import socket
+
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", gate
+    finally:
+        gate.set()
+        server.should_exit = True
+        thread.join(timeout=15)
+        app.state.paysdk.db.dispose()
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize(
+    ("method", "headers"),
+    [("GET", {}), ("POST", {"Idempotency-Key": "stream-1", "Content-Type": "application/json"})],
+    ids=["get", "post-with-idempotency-key"],
+)
+def test_a_public_stream_is_not_buffered_and_is_logged_when_it_ends(
+    probe_server: tuple[str, threading.Event], method: str, headers: dict[str, str]
+) -> None:
+    url, gate = probe_server
+    with httpx.Client(base_url=url, timeout=10) as client:
+        # A latency fault on the route: the stream still flows once it starts.
+        client.post("/_sandbox/faults", json={"kind": "latency", "route": PROBE, "latencyMs": 10})
+        content = b"{}" if method == "POST" else None
+        with client.stream(method, PROBE, headers=headers, content=content) as response:
+            chunks = response.iter_raw()
+            first = next(chunks)
+            assert first == b"first\n"  # arrived while the handler still holds the second chunk
+            assert client.get("/_sandbox/requests").json() == []  # not logged before it ends
+            time.sleep(0.3)
+            gate.set()
+            rest = b"".join(chunks)
+            assert rest == b"second\n"
+        (entry,) = client.get("/_sandbox/requests").json()
+    assert (entry["method"], entry["path"], entry["statusCode"]) == (method, PROBE, 200)
+    assert entry["durationMs"] >= 300
