@@ -131,6 +131,7 @@ def test_command_tree() -> None:
         "transactions",
         "callbacks",
         "requests",
+        "tail",
         "faults",
         "test-cards",
         "outbox",

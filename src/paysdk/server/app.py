@@ -58,6 +58,8 @@ FAMILY_ROUTERS: list[tuple[str, APIRouter]] = [
     (WALLET_PREFIX, wallet_users.router),
     (WALLET_PREFIX, wallet_cards.router),
 ]
+#: Seconds open streams may go on once :func:`serve` is asked to stop; then they are cancelled.
+STREAMS_SHUTDOWN_TIMEOUT = 2
 #: Seconds an idle connection stays open under :func:`serve` (uvicorn's ``timeout_keep_alive``, D86).
 KEEP_ALIVE_TIMEOUT = 5.0
 #: Where the wallet and backoffice routers will be mounted.
@@ -230,4 +232,6 @@ def serve(
         # Whole seconds for uvicorn's own timer; the head timer closes at the exact value.
         timeout_keep_alive=max(1, math.ceil(keep_alive_timeout)),
         http=protocol_with_head_timeout(keep_alive_timeout),
+        # Open event streams (/_sandbox/events) never end by themselves: cancelled after this on Ctrl-C.
+        timeout_graceful_shutdown=STREAMS_SHUTDOWN_TIMEOUT,
     )

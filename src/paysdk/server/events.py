@@ -20,12 +20,14 @@ import contextlib
 import fnmatch
 import json
 import re
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
@@ -58,6 +60,27 @@ FEED_CAPACITY = 1000
 HEARTBEAT_SECONDS = 15.0
 #: The ``retry:`` every stream starts with: clients reconnect after a second.
 RETRY_MS = 1000
+#: Seconds between two looks at whether the server is shutting down (uvicorn waits for open answers).
+SHUTDOWN_POLL = 0.5
+
+
+def _shutdown_probe() -> Callable[[], bool]:
+    """Whether uvicorn began shutting down, as seen from the request's own task: it tells each running
+    request cycle by clearing its ``keep_alive`` (a stream would otherwise hold the shutdown until its
+    graceful timeout cancels it). Always ``False`` when not under uvicorn, or for a request that asked
+    to close its connection anyway."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        candidate: Any = frame.f_locals.get("self")
+        if type(candidate).__module__.startswith("uvicorn.protocols.http") and hasattr(
+            candidate, "keep_alive"
+        ):
+            cycle = candidate
+            if not cycle.keep_alive:
+                break
+            return lambda: not cycle.keep_alive
+        frame = frame.f_back
+    return lambda: False
 
 
 def _default(value: Any) -> Any:
@@ -288,8 +311,12 @@ class EventStreamResponse(Response):
                 if self.cut_after is not None and sent >= self.cut_after:
                     await self._cut(send)
                     return
-                async with contextlib.aclosing(self._chunks(last, woken, gone)) as chunks:
+                stopping = _shutdown_probe()
+                async with contextlib.aclosing(self._chunks(last, woken, gone, stopping)) as chunks:
                     async for chunk, counts in chunks:
+                        if counts < 0:  # the server stops: a dropped connection, clients reconnect later
+                            await self._cut(send)
+                            return
                         await self._body(send, chunk)
                         sent += counts
                         if self.cut_after is not None and sent >= self.cut_after:
@@ -301,25 +328,35 @@ class EventStreamResponse(Response):
                 await watcher
 
     async def _chunks(
-        self, last: int, woken: asyncio.Event, gone: asyncio.Event
+        self, last: int, woken: asyncio.Event, gone: asyncio.Event, stopping: Callable[[], bool]
     ) -> AsyncGenerator[tuple[bytes, int], None]:
-        """``(bytes, events in them)`` to send: kept events after ``last``, then new ones, heartbeats."""
+        """``(bytes, events in them)`` to send: kept events after ``last``, then new ones, heartbeats;
+        ``(b"", -1)`` once ``stopping()`` says the server shuts down."""
+        loop = asyncio.get_running_loop()
+        idle_since = loop.time()
         while not gone.is_set():
             woken.clear()
             for event in self.feed.after(last):
                 last = event.id
                 if self.filter.accepts(event):
+                    idle_since = loop.time()
                     yield encode_event(event.id, event.kind, event.payload), 1
+            if stopping():
+                yield b"", -1
+                return
             wake = asyncio.ensure_future(woken.wait())
             stop = asyncio.ensure_future(gone.wait())
             try:
-                done, _ = await asyncio.wait(
-                    {wake, stop}, timeout=self.feed.heartbeat, return_when="FIRST_COMPLETED"
+                await asyncio.wait(
+                    {wake, stop},
+                    timeout=min(self.feed.heartbeat, SHUTDOWN_POLL),
+                    return_when="FIRST_COMPLETED",
                 )
             finally:
                 wake.cancel()
                 stop.cancel()
-            if not done:
+            if loop.time() - idle_since >= self.feed.heartbeat:
+                idle_since = loop.time()
                 yield b": heartbeat\n\n", 0
 
     async def _body(self, send: Send, chunk: bytes) -> None:
