@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import httpx
@@ -27,7 +28,7 @@ import paysdk
 from paysdk._pipeline import Operation, no_result
 from paysdk._sse import ServerSentEvent, StreamOperation, UnknownEvent
 from paysdk._streaming import AsyncEventStream, EventStream
-from paysdk.contracts.sandbox_events import GapEvent, RequestEvent
+from paysdk.contracts.sandbox_events import CallbackEvent, GapEvent, JobEvent, RequestEvent
 from paysdk.server import create_app
 from paysdk.server.events import EventFeed
 from paysdk.server.middleware import _abort_uvicorn_connection
@@ -454,3 +455,38 @@ async def test_retry_is_honoured_and_a_4xx_on_reconnect_stops_with_api_error(
     assert [event.data["n"] for event in events] == [7, 8]  # the repeated 7 was dropped (dedupe by id)
     assert [headers.get("last-event-id") for headers in script.seen] == [None, "7", "8"]
     assert delays == [0.25, 0.25]  # `retry: 250`, the first reconnect after events each time
+
+
+@sqlite_only
+def test_callback_attempts_and_job_runs_are_in_the_feed(feed_server: FeedServer, callback_sink: Any) -> None:
+    start = feed_server.feed.last_id
+    with paysdk.Client(environment=paysdk.Environment.local(feed_server.url)) as control:
+        shop = control.sandbox.create_client(callback_url=callback_sink.url)
+        with paysdk.Client(shop.sandbox_token, paysdk.Environment.local(feed_server.url)) as merchant:
+            link = merchant.payment_links.create(
+                amount=Decimal("10.00"), user_id="+502 5555 0123", channel="wa", client=shop.slug
+            )
+        control.sandbox.pay(
+            link.uid, "4242424242424242"
+        )  # the callback's first attempt runs before it answers
+        stream = control.sandbox.events(last_event_id=str(start))
+        events = [next(stream) for _ in range(3)]
+        stream.close()
+        by_uid = control.sandbox.events(uid=link.uid, last_event_id=str(start))
+        mentioning = next(by_uid)
+        by_uid.close()
+    request, callback, job = events
+    assert isinstance(request, RequestEvent)
+    assert (request.data.method, request.data.path, request.data.status_code) == (
+        "POST",
+        "/transactions",
+        200,
+    )
+    assert isinstance(callback, CallbackEvent)
+    attempt = callback.data
+    assert (attempt.uid, attempt.attempt, attempt.status_code, attempt.final) == (link.uid, 1, 200, True)
+    assert isinstance(job, JobEvent)
+    assert (job.data.kind, job.data.ref, job.data.outcome) == ("callback", attempt.event_id, "done")
+    # The uid filter: the request that created the link does not name the uid; the callback attempt does.
+    assert isinstance(mentioning, CallbackEvent)
+    assert mentioning.id == callback.id

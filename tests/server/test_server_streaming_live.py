@@ -86,3 +86,36 @@ def test_a_public_stream_is_not_buffered_and_is_logged_when_it_ends(
         (entry,) = client.get("/_sandbox/requests").json()
     assert (entry["method"], entry["path"], entry["statusCode"]) == (method, PROBE, 200)
     assert entry["durationMs"] >= 300
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_an_open_event_stream_does_not_hold_the_servers_shutdown(db_url: str) -> None:
+    """uvicorn waits for open answers when it stops; the feed drops its connection instead (clients
+    reconnect once the server is back), so a tail left open never blocks Ctrl-C on the server."""
+    import socket
+
+    app: FastAPI = create_app(db_url, start_ticker=False)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/_sandbox/events"
+    try:
+        with httpx.Client(timeout=httpx.Timeout(10.0)) as client, client.stream("GET", url) as response:
+            chunks = response.iter_raw()
+            assert next(chunks) == b"retry: 1000\n\n"
+            server.should_exit = True
+            with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+                b"".join(chunks)  # dropped, not a clean end: a client reconnects later
+        thread.join(timeout=10)
+        assert not thread.is_alive(), "the server still waits for the stream"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+        app.state.paysdk.db.dispose()
