@@ -78,6 +78,8 @@ from paysdk._errors import (
 from paysdk._pipeline import ResponseInfo
 from paysdk._pipeline import __version__ as __version__
 from paysdk._secret import Secret
+from paysdk._sse import ServerSentEvent, UnknownEvent
+from paysdk._streaming import AsyncEventStream, EventStream
 from paysdk._token_stores import (
     AsyncRedisTokenStore,
     AsyncTokenStore,
@@ -97,6 +99,7 @@ __all__ = [
     "APITimeoutError",
     "AmountOutOfRangeError",
     "AsyncClient",
+    "AsyncEventStream",
     "AsyncRedisTokenStore",
     "AsyncTokenStore",
     "AuthenticationError",
@@ -116,6 +119,7 @@ __all__ = [
     "CvvNeedsUserSessionError",
     "CvvTokenInvalidError",
     "Environment",
+    "EventStream",
     "FileTokenStore",
     "InsufficientFundsError",
     "InternalServerError",
@@ -145,6 +149,7 @@ __all__ = [
     "ResponseTooLargeError",
     "SameCardError",
     "Secret",
+    "ServerSentEvent",
     "StoredTokens",
     "TokenExpiredError",
     "TokenInvalidError",
@@ -152,6 +157,7 @@ __all__ = [
     "TokenStore",
     "UnexpectedResponseError",
     "UnknownClientError",
+    "UnknownEvent",
     "UnknownMerchantError",
     "UnprocessableEntityError",
     "UserNotFoundError",

@@ -19,6 +19,7 @@ from starlette.responses import StreamingResponse
 from paysdk.server import create_app
 
 PROBE = "/api/_probe/stream"
+EVENTS_PROBE = "/api/_probe/events"
 
 
 @pytest.fixture
@@ -39,6 +40,18 @@ def probe_server(db_url: str) -> Iterator[tuple[str, threading.Event]]:
         return StreamingResponse(chunks(), media_type="text/plain")
 
     app.router.add_route(PROBE, stream, methods=["GET", "POST"])
+    runs: list[int] = []
+
+    async def events(request: Request) -> StreamingResponse:
+        await request.body()
+        runs.append(1)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield b"data: %d\n\n" % len(runs)
+
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+    app.router.add_route(EVENTS_PROBE, events, methods=["POST"])
     import socket
 
     sock = socket.socket()
@@ -86,6 +99,21 @@ def test_a_public_stream_is_not_buffered_and_is_logged_when_it_ends(
         (entry,) = client.get("/_sandbox/requests").json()
     assert (entry["method"], entry["path"], entry["statusCode"]) == (method, PROBE, 200)
     assert entry["durationMs"] >= 300
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_an_event_stream_is_never_stored_for_idempotent_replay(
+    probe_server: tuple[str, threading.Event],
+) -> None:
+    """The idempotency layer keeps no copy of an event stream (it could be endless): a POST with the
+    same key runs again instead of replaying it."""
+    url, _ = probe_server
+    headers = {"Idempotency-Key": "events-1", "Content-Type": "application/json"}
+    with httpx.Client(base_url=url, timeout=10) as client:
+        first = client.post(EVENTS_PROBE, content=b"{}", headers=headers)
+        second = client.post(EVENTS_PROBE, content=b"{}", headers=headers)
+    assert (first.text, second.text) == ("data: 1\n\n", "data: 2\n\n")
+    assert "idempotent-replayed" not in second.headers
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)

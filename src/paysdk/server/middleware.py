@@ -26,7 +26,10 @@ without FastAPI's routing and dependency resolution) or FastAPI routing. The con
   scoped by key, method, path and the ``Authorization`` header. The same key and body replays the stored
   answer (header ``Idempotent-Replayed: true``); another body is ``422``, ``ownCode: null``; a request
   still running with that key is ``409`` (the IETF ``Idempotency-Key`` draft's statuses), both with
-  ``details`` naming ``Idempotency-Key``. 5xx answers are not stored, so a retry runs again.
+  ``details`` naming ``Idempotency-Key``. 5xx answers are not stored, so a retry runs again; nor are
+  event streams (``text/event-stream``: passed through as they come, never kept in memory).
+* Streaming answers pass through every step above unbuffered, one body message at a time; the request
+  log records them when they end, with their duration (``durationMs``).
 * Body bounds (D85, :mod:`paysdk.server.bodies`): on every route, the control plane included, a declared
   ``Content-Length`` over the limit is ``413`` before any byte is read, and ``receive`` is a
   :class:`paysdk.server.bodies.BoundedReceive` (``413`` past the limit, ``408`` when the body stalls). A
@@ -710,8 +713,11 @@ class ServerMiddleware:
                 for name, value in message.get("headers", []):
                     if bytes(name).lower() == b"content-type":
                         content_type = bytes(value).decode("latin-1")
+                if content_type is not None and content_type.startswith("text/event-stream"):
+                    status = None  # an event stream is neither kept in memory nor replayed: forgotten
             elif message["type"] == "http.response.body":
-                chunks.append(bytes(message.get("body", b"")))
+                if status is not None:
+                    chunks.append(bytes(message.get("body", b"")))
                 if not message.get("more_body", False) and not stored:
                     # Stored before the last byte leaves: a retry after this answer always replays it.
                     stored = True
