@@ -286,6 +286,20 @@ async def test_heartbeat_comments_are_not_events(kind: str, feed_server: FeedSer
     finally:
         await _close(client)
     assert [event.data.path for event in events] == ["/transactions/after-heartbeats"]
+    # The comments were really on the wire: the raw stream shows them.
+    seen = await asyncio.to_thread(_raw_until_heartbeat, feed_server.url + "/_sandbox/events")
+    assert seen.startswith(b"retry: 1000\n\n")
+    assert seen.endswith(b": heartbeat\n\n")
+
+
+def _raw_until_heartbeat(url: str) -> bytes:
+    received = b""
+    with httpx.stream("GET", url, timeout=10) as response:
+        for chunk in response.iter_raw():
+            received += chunk
+            if received.endswith(b": heartbeat\n\n"):
+                return received
+    return received
 
 
 async def _wait(condition: Callable[[], bool], limit: float = 10.0) -> None:
