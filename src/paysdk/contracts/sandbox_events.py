@@ -34,7 +34,7 @@ __all__ = [
 class JobRun(WireModel):
     """A job the scheduler ran: ``job_id`` (``None`` for a transaction expiry, which has no job row),
     ``kind`` (``callback``, ``expire``, ...), ``ref`` (what it is about: an event id, a transaction uid),
-    ``due_at`` (virtual time), ``outcome`` (``done`` or ``failed``) and ``duration_ms``."""
+    ``due_at`` (virtual time), ``outcome`` (``done`` or ``failed``) and ``duration_ms`` when measured."""
 
     job_id: int | None = None
     kind: str

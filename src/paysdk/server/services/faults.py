@@ -4,7 +4,9 @@
 never apply to the control plane (``/_sandbox``), so they can always be listed and removed. Each matching
 request (or, for ``duplicate_callback``, each callback event round) uses one of ``count``; the use is
 taken with a conditional ``UPDATE ... WHERE remaining > 0`` so concurrent requests never over-use one.
-Faults apply in creation order: the oldest matching fault wins.
+Faults apply in creation order: the oldest matching fault wins. ``stream_cut`` faults are taken when an
+event stream starts (:func:`take_stream_fault`), the control plane's ``/_sandbox/events`` included: the
+stream's connection is dropped after ``after_events`` events (D118).
 
 The request path asks the database only when a request fault may exist. A process-wide registry, keyed by
 database (:func:`database_key`), remembers per database whether the last look found no request fault
