@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeAlias, TypeVar, cast
 import httpx
 import pydantic
 
-from paysdk._pipeline import unexpected_response
+from paysdk._pipeline import buffered_response, unexpected_response
 from paysdk._sse import (
     ENDED,
     EventDecoder,
@@ -124,8 +124,12 @@ class AsyncEventStream(Generic[E]):
             else:
                 try:
                     if answer_problem(response) is not None:
-                        await response.aread()
-                        outcome = response
+                        body = b""  # an error answer: read for its message, at most max_response_bytes
+                        async for chunk in response.aiter_bytes():
+                            body += chunk
+                            if len(body) > config.max_response_bytes:
+                                break
+                        outcome = buffered_response(response, body[: config.max_response_bytes])
                     else:
                         progress.opened = True
                         decoder = EventDecoder(stream.policy.max_event_bytes)
@@ -212,8 +216,12 @@ class EventStream(Generic[E]):
             else:
                 try:
                     if answer_problem(response) is not None:
-                        response.read()
-                        outcome = response
+                        body = b""  # an error answer: read for its message, at most max_response_bytes
+                        for chunk in response.iter_bytes():
+                            body += chunk
+                            if len(body) > config.max_response_bytes:
+                                break
+                        outcome = buffered_response(response, body[: config.max_response_bytes])
                     else:
                         progress.opened = True
                         decoder = EventDecoder(stream.policy.max_event_bytes)
