@@ -6,7 +6,9 @@ In every ``.py`` file under ``src/`` that holds the marker lines ``# unasync: be
 ``# unasync: generated begin`` and ``# unasync: generated end`` of the same file. Rewrites (on word
 boundaries): ``async def`` -> ``def``, ``async with`` -> ``with``, ``async for`` -> ``for``,
 ``await `` -> nothing, ``asyncio.sleep`` -> ``time.sleep``, ``asyncio.Lock`` -> ``threading.Lock``,
-``__aenter__``/``__aexit__`` -> ``__enter__``/``__exit__``, ``aclose`` -> ``close``, ``aread`` -> ``read``,
+``__aenter__``/``__aexit__`` -> ``__enter__``/``__exit__``, ``__aiter__``/``__anext__`` ->
+``__iter__``/``__next__``, ``StopAsyncIteration`` -> ``StopIteration``, ``aclose`` -> ``close``,
+``aread`` -> ``read``,
 ``aiter_bytes``/``aiter_raw``/``aiter_text``/``aiter_lines`` -> ``iter_...`` (httpx response streams),
 ``asynccontextmanager`` -> ``contextmanager``, ``redis.asyncio`` -> ``redis`` (the asyncio client of
 redis-py has the sync client's API), ``Async<Name>`` -> ``<Name>`` (so ``AsyncClient`` -> ``Client``),
@@ -51,6 +53,9 @@ RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\basyncio\.Lock\b", "threading.Lock"),
         (r"\b__aenter__\b", "__enter__"),
         (r"\b__aexit__\b", "__exit__"),
+        (r"\b__aiter__\b", "__iter__"),
+        (r"\b__anext__\b", "__next__"),
+        (r"\bStopAsyncIteration\b", "StopIteration"),
         (r"\baclose\b", "close"),
         (r"\baread\b", "read"),
         (r"\baiter_(bytes|raw|text|lines)\b", r"iter_\1"),

@@ -85,6 +85,8 @@ if TYPE_CHECKING:
     from paysdk._pipeline import APIResponse, CallOptions, PostCallOptions, ResponseInfo
     from paysdk._pipeline import __version__ as __version__
     from paysdk._secret import Secret
+    from paysdk._sse import ServerSentEvent, UnknownEvent
+    from paysdk._streaming import AsyncEventStream, EventStream
     from paysdk._token_stores import (
         AsyncRedisTokenStore,
         AsyncTokenStore,
@@ -103,6 +105,10 @@ if TYPE_CHECKING:
 #: pay for httpx and the clients (``make bench``: ``import paysdk`` vs ``import httpx, pydantic``).
 #: Type checkers and IDEs read the imports under ``TYPE_CHECKING`` above.
 _LAZY: dict[str, str] = {
+    "ServerSentEvent": "paysdk._sse",
+    "UnknownEvent": "paysdk._sse",
+    "AsyncEventStream": "paysdk._streaming",
+    "EventStream": "paysdk._streaming",
     "BackofficeCredentials": "paysdk._backoffice_auth",
     "BackofficeUser": "paysdk._backoffice_auth",
     "backoffice_store_key": "paysdk._backoffice_auth",
@@ -138,6 +144,7 @@ __all__ = [
     "APITimeoutError",
     "AmountOutOfRangeError",
     "AsyncClient",
+    "AsyncEventStream",
     "AsyncRedisTokenStore",
     "AsyncTokenStore",
     "AuthenticationError",
@@ -160,6 +167,7 @@ __all__ = [
     "CvvNeedsUserSessionError",
     "CvvTokenInvalidError",
     "Environment",
+    "EventStream",
     "FileTokenStore",
     "FileUpload",
     "InsufficientFundsError",
@@ -191,6 +199,7 @@ __all__ = [
     "ResponseTooLargeError",
     "SameCardError",
     "Secret",
+    "ServerSentEvent",
     "StoredTokens",
     "TokenExpiredError",
     "TokenInvalidError",
@@ -198,6 +207,7 @@ __all__ = [
     "TokenStore",
     "UnexpectedResponseError",
     "UnknownClientError",
+    "UnknownEvent",
     "UnknownMerchantError",
     "UnprocessableEntityError",
     "UserNotFoundError",

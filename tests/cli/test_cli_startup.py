@@ -132,6 +132,7 @@ def test_command_tree() -> None:
         "callbacks",
         "jobs",
         "requests",
+        "tail",
         "faults",
         "test-cards",
         "outbox",

@@ -16,7 +16,8 @@ The rules, so that a new doc line is picked up without touching this file:
   would: a fresh temporary ``HOME`` (so a fresh config dir, no keyring, the server's default SQLite
   file), and a live reference server on a real socket. ``paysdk serve`` lines start it (in the
   background, whether or not the line ends with ``&``); a file that shows none gets one started for it.
-  ``paysdk callbacks listen`` also runs in the background; other lines ending with ``&`` too. At the end
+  ``paysdk callbacks listen`` and ``paysdk sandbox tail`` also run in the background; other lines ending
+  with ``&`` too. At the end
   the background commands get Ctrl-C (SIGINT) and must exit 0, as the docs promise. A block preceded by the
   HTML comment ``<!-- doc-test: new session -->`` starts a new session (for independent sections).
 * **Ports.** The doc's ports (``--port 8000``, ``http://127.0.0.1:9000/...``) are mapped to free ports,
@@ -71,7 +72,7 @@ DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL_LANGUAGES = {"", "console", "sh", "bash", "shell"}
 NEW_SESSION = "<!-- doc-test: new session -->"
 #: Commands that never end by themselves: always started in the background.
-LONG_RUNNING = (("serve",), ("callbacks", "listen"))
+LONG_RUNNING = (("serve",), ("callbacks", "listen"), ("sandbox", "tail"))
 #: What a hidden password prompt is answered with (long enough for the wallet's password rules).
 DOC_PASSWORD = "doc-test-password-42"
 
@@ -476,6 +477,8 @@ class Session:
             started = self._start(line, argv)
             if argv[1:3] == ["callbacks", "listen"]:
                 self._wait_for(started, lambda: "Listening on" in started.output()[1])
+            if "tail" in argv and "sandbox" in argv:
+                self._wait_for(started, lambda: "Tailing" in started.output()[1])
             return
         self._run_in_process(line, argv)
 

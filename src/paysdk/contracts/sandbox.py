@@ -207,9 +207,11 @@ class RequestLogEntry(WireModel):
     at: datetime
     headers: dict[str, str] = Field(default_factory=dict)
     request_id: str | None = None
+    #: Milliseconds from the request's arrival to the end of its answer (a stream: its end).
+    duration_ms: int | None = None
 
 
-FaultKind = Literal["latency", "error", "rate_limit", "drop", "duplicate_callback"]
+FaultKind = Literal["latency", "error", "rate_limit", "drop", "duplicate_callback", "stream_cut"]
 
 
 class FaultCreate(WireModel):
@@ -225,6 +227,8 @@ class FaultCreate(WireModel):
     status: int | None = Field(default=None, ge=500, le=599)
     latency_ms: int | None = Field(default=None, ge=0, le=60000)
     retry_after: int | None = Field(default=None, ge=0, le=3600)
+    #: ``stream_cut``: the connection of a matching event stream is dropped after this many events.
+    after_events: int | None = Field(default=None, ge=0, le=10000)
 
 
 class Fault(FaultCreate):

@@ -17,6 +17,8 @@ import pydantic
 
 from paysdk._errors import ValidationError
 from paysdk._pipeline import CallOptions, Operation, PostCallOptions, apply_call_options, list_of, no_result
+from paysdk._sse import StreamOperation, StreamPolicy
+from paysdk._streaming import AsyncEventStream, EventStream
 from paysdk.contracts.alternative_payments import RailName
 from paysdk.contracts.common import Channel, ChannelName, Currency, CurrencyCode
 from paysdk.contracts.sandbox import (
@@ -38,6 +40,7 @@ from paysdk.contracts.sandbox import (
     TestCard,
     UploadReceipt,
 )
+from paysdk.contracts.sandbox_events import EVENT_TYPES, SandboxEvent
 from paysdk.contracts.wallet import (
     Card,
     Cardholder,
@@ -365,13 +368,15 @@ def add_fault_operation(
     status: int | None = None,
     latency_ms: int | None = None,
     retry_after: int | None = None,
+    after_events: int | None = None,
     **options: Unpack[PostCallOptions],
 ) -> Operation[Fault]:
     """Inject a fault (``POST /_sandbox/faults``: ``latency``, ``error``, ``rate_limit``, ``drop``,
-    ``duplicate_callback``).
+    ``duplicate_callback``, ``stream_cut``).
 
     ``route`` is ``"METHOD /path"`` or ``"/path"`` (a trailing ``*`` matches a prefix); ``count`` how
-    many matching requests it applies to.
+    many matching requests it applies to. ``stream_cut`` drops an event stream's connection after
+    ``after_events`` events (D118).
     """
     body = _wire(
         FaultCreate,
@@ -381,6 +386,7 @@ def add_fault_operation(
         status=status,
         latency_ms=latency_ms,
         retry_after=retry_after,
+        after_events=after_events,
     )
     return _op("POST", "/faults", Fault.model_validate, options, json=body)
 
@@ -393,6 +399,39 @@ def faults_operation(**options: Unpack[CallOptions]) -> Operation[list[Fault]]:
 def clear_faults_operation(**options: Unpack[CallOptions]) -> Operation[None]:
     """Remove every fault (``DELETE /_sandbox/faults``)."""
     return _op("DELETE", "/faults", no_result, options)
+
+
+def events_operation(
+    path: str | None = None,
+    status: str | None = None,
+    uid: str | None = None,
+    last_event_id: str | None = None,
+    read_timeout: float | None = None,
+    max_reconnects: int | None = None,
+) -> StreamOperation:
+    """``GET /_sandbox/events``: the live feed (Server-Sent Events, decisions D115-D117)."""
+    params = {
+        name: check_str(value, name)
+        for name, value in (("path", path), ("status", status), ("uid", uid))
+        if value is not None
+    }
+    if read_timeout is not None and (
+        isinstance(read_timeout, bool) or not isinstance(read_timeout, int | float) or not read_timeout > 0
+    ):
+        raise ValidationError("read_timeout", "must be a positive number of seconds, or None")
+    policy = StreamPolicy()
+    if max_reconnects is not None:
+        if isinstance(max_reconnects, bool) or not isinstance(max_reconnects, int) or max_reconnects < 0:
+            raise ValidationError("max_reconnects", "must be an int >= 0")
+        policy = StreamPolicy(max_reconnects=max_reconnects)
+    op = _op("GET", "/events", no_result, params=params or None)
+    return StreamOperation(
+        op,
+        EVENT_TYPES,
+        read_timeout=None if read_timeout is None else float(read_timeout),
+        last_event_id=None if last_event_id is None else check_str(last_event_id, "last_event_id"),
+        policy=policy,
+    )
 
 
 def test_cards_operation(**options: Unpack[CallOptions]) -> Operation[list[TestCard]]:
@@ -491,6 +530,30 @@ class AsyncSandbox(AsyncResource[M]):
         super().__init__(client, raw=raw)
         self.uploads: AsyncUploads[M] = AsyncUploads(client, raw=raw)
 
+    def events(
+        self,
+        *,
+        path: str | None = None,
+        status: str | None = None,
+        uid: str | None = None,
+        last_event_id: str | None = None,
+        read_timeout: float | None = None,
+        max_reconnects: int | None = None,
+    ) -> AsyncEventStream[SandboxEvent]:
+        """The server's live feed (``GET /_sandbox/events``): an async iterator of typed events, a
+        :class:`~paysdk.contracts.sandbox_events.RequestEvent` per public request, a ``CallbackEvent`` per
+        callback attempt, a ``JobEvent`` per job run, a ``GapEvent`` when events were lost.
+
+        Filters: ``path`` (a prefix, or a glob with ``*``), ``status`` (``4xx``, ``500``, or a comma
+        list), ``uid`` (a transaction, card or event id anywhere in the event). ``last_event_id`` resumes
+        after that event. The connection opens at the first iteration and is reopened with
+        ``Last-Event-ID`` when it drops (``max_reconnects`` consecutive failures at most, default 10);
+        no read timeout applies between events unless ``read_timeout`` is given. ``async with`` it, or
+        ``aclose()`` it, to close the connection.
+        """
+        op = events_operation(path, status, uid, last_event_id, read_timeout, max_reconnects)
+        return AsyncEventStream(self._client, op)
+
 
 # unasync: end
 
@@ -542,4 +605,28 @@ class Sandbox(Resource[M]):
     def __init__(self, client: Client, *, raw: bool = False) -> None:
         super().__init__(client, raw=raw)
         self.uploads: Uploads[M] = Uploads(client, raw=raw)
+
+    def events(
+        self,
+        *,
+        path: str | None = None,
+        status: str | None = None,
+        uid: str | None = None,
+        last_event_id: str | None = None,
+        read_timeout: float | None = None,
+        max_reconnects: int | None = None,
+    ) -> EventStream[SandboxEvent]:
+        """The server's live feed (``GET /_sandbox/events``): an async iterator of typed events, a
+        :class:`~paysdk.contracts.sandbox_events.RequestEvent` per public request, a ``CallbackEvent`` per
+        callback attempt, a ``JobEvent`` per job run, a ``GapEvent`` when events were lost.
+
+        Filters: ``path`` (a prefix, or a glob with ``*``), ``status`` (``4xx``, ``500``, or a comma
+        list), ``uid`` (a transaction, card or event id anywhere in the event). ``last_event_id`` resumes
+        after that event. The connection opens at the first iteration and is reopened with
+        ``Last-Event-ID`` when it drops (``max_reconnects`` consecutive failures at most, default 10);
+        no read timeout applies between events unless ``read_timeout`` is given. ``with`` it, or
+        ``close()`` it, to close the connection.
+        """
+        op = events_operation(path, status, uid, last_event_id, read_timeout, max_reconnects)
+        return EventStream(self._client, op)
 # unasync: generated end

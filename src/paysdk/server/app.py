@@ -42,6 +42,8 @@ __all__ = ["KEEP_ALIVE_TIMEOUT", "create_app", "serve"]
 
 log = logging.getLogger("paysdk.server")
 
+#: Seconds open streams may go on once :func:`serve` is asked to stop; then they are cancelled.
+STREAMS_SHUTDOWN_TIMEOUT = 2
 #: Seconds an idle connection stays open under :func:`serve` (uvicorn's ``timeout_keep_alive``, D86).
 KEEP_ALIVE_TIMEOUT = 5.0
 
@@ -226,4 +228,6 @@ def serve(
         # Whole seconds for uvicorn's own timer; the head timer closes at the exact value.
         timeout_keep_alive=max(1, math.ceil(keep_alive_timeout)),
         http=protocol_with_head_timeout(keep_alive_timeout),
+        # Open event streams (/_sandbox/events) never end by themselves: cancelled after this on Ctrl-C.
+        timeout_graceful_shutdown=STREAMS_SHUTDOWN_TIMEOUT,
     )

@@ -58,6 +58,7 @@ from starlette.requests import HTTPConnection
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.clock import Clock
 from paysdk.server.db import Database
+from paysdk.server.events import EventFeed
 
 if TYPE_CHECKING:
     from paysdk.server.scheduler import Scheduler
@@ -124,6 +125,8 @@ class ServerContext:
         self.callback_timeout = callback_timeout
         self.scheduler: Scheduler  # set by create_app
         self.group_commit = GroupCommit(self)
+        #: The live feed of ``GET /_sandbox/events`` (:mod:`paysdk.server.events`).
+        self.events = EventFeed()
 
     def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(session, *args)`` in one database transaction (blocking; use :meth:`run` from async)."""

@@ -268,6 +268,8 @@ class RequestLogRow(Base):
     headers: Mapped[dict[str, Any]] = mapped_column(JSON)
     #: The ``X-Request-Id`` of the answer (D65); ``None`` in rows written before it existed.
     request_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    #: Milliseconds from the request's arrival to the end of its answer; ``None`` in older rows.
+    duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class FaultRow(Base):
@@ -284,6 +286,8 @@ class FaultRow(Base):
     status: Mapped[int | None] = mapped_column(Integer, nullable=True)
     latency_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
     retry_after: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: ``stream_cut``: events sent before the stream's connection is dropped.
+    after_events: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime]
 
 

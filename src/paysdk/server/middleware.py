@@ -28,7 +28,10 @@ are never logged, faulted or idempotent.
   scoped by key, method, path and the ``Authorization`` header. The same key and body replays the stored
   answer (header ``Idempotent-Replayed: true``); another body is ``422``, ``ownCode: null``; a request
   still running with that key is ``409`` (the IETF ``Idempotency-Key`` draft's statuses), both with
-  ``details`` naming ``Idempotency-Key``. 5xx answers are not stored, so a retry runs again.
+  ``details`` naming ``Idempotency-Key``. 5xx answers are not stored, so a retry runs again; nor are
+  event streams (``text/event-stream``: passed through as they come, never kept in memory).
+* Streaming answers pass through every step above unbuffered, one body message at a time; the request
+  log records them when they end, with their duration (``durationMs``).
 * Body bounds (D85, :mod:`paysdk.server.bodies`): on every route, the control plane included, a declared
   ``Content-Length`` over the limit is ``413`` before any byte is read, and ``receive`` is a
   :class:`paysdk.server.bodies.BoundedReceive` (``413`` past the limit, ``408`` when the body stalls). A
@@ -269,11 +272,16 @@ class _Entry:
     status: int
     headers: list[tuple[bytes, bytes]]
     request_id: str
+    duration_ms: int | None = None
+    #: The row as written (masked), for the live feed (``/_sandbox/events``); set by :func:`_write_log`.
+    row: dict[str, Any] | None = None
 
 
 _LOG = cast(Table, RequestLogRow.__table__)
 _CLIENTS = cast(Table, ClientRow.__table__)
-_INSERT_LOG = Statement(insert(_LOG), ("method", "path", "status_code", "at", "headers", "request_id"))
+_INSERT_LOG = Statement(
+    insert(_LOG), ("method", "path", "status_code", "at", "headers", "request_id", "duration_ms")
+)
 _HEADER_NAMES = Statement(select(_CLIENTS.c.callback_header_name).distinct())
 
 
@@ -284,20 +292,21 @@ def _write_log(connection: Connection, clock: Clock, entries: list[_Entry]) -> N
         for (name,) in batch_cached(connection, _HEADER_NAMES, lambda: _HEADER_NAMES.rows(connection))
     }
     at = virtual_now(connection, clock)
-    _INSERT_LOG.run_many(
-        connection,
-        [
-            {
-                "method": entry.method,
-                "path": mask_query(entry.path),
-                "status_code": entry.status,
-                "at": at,
-                "headers": mask_headers(entry.headers, names),
-                "request_id": entry.request_id,
-            }
-            for entry in entries
-        ],
-    )
+    rows = [
+        {
+            "method": entry.method,
+            "path": mask_query(entry.path),
+            "status_code": entry.status,
+            "at": at,
+            "headers": mask_headers(entry.headers, names),
+            "request_id": entry.request_id,
+            "duration_ms": entry.duration_ms,
+        }
+        for entry in entries
+    ]
+    _INSERT_LOG.run_many(connection, rows)
+    for entry, row in zip(entries, rows, strict=True):
+        entry.row = row
 
 
 class _LogSink:
@@ -322,6 +331,19 @@ class _LogSink:
 def _log_failure(entry: _Entry) -> None:
     # The path without its query, which may hold anything.
     log.exception("could not record request %s %s", entry.method, entry.path.partition("?")[0])
+
+
+def _feed_data(row: dict[str, Any]) -> dict[str, Any]:
+    """A request log row as the ``request`` event's data (the wire names of ``RequestLogEntry``)."""
+    return {
+        "method": row["method"],
+        "path": row["path"],
+        "statusCode": row["status_code"],
+        "at": row["at"],
+        "headers": row["headers"],
+        "requestId": row["request_id"],
+        "durationMs": row["duration_ms"],
+    }
 
 
 def _path_with_query(scope: Scope) -> str:
@@ -445,7 +467,7 @@ class _Exchange:
     """One public request seen by :class:`ServerMiddleware`: the status for the log, the log entry
     written before the last body byte leaves, and the hook's CORS header (one ``send`` wrapper)."""
 
-    __slots__ = ("_layer", "_scope", "_send", "hook", "logged", "request_id", "status")
+    __slots__ = ("_layer", "_scope", "_send", "hook", "logged", "request_id", "started", "status")
 
     def __init__(
         self, layer: ServerMiddleware, scope: Scope, send: Send, hook: bool, request_id: str
@@ -457,6 +479,7 @@ class _Exchange:
         self.request_id = request_id
         self.status = 500
         self.logged = False
+        self.started = time.monotonic()
 
     async def record(self) -> None:
         if self.logged:
@@ -469,8 +492,12 @@ class _Exchange:
             self.status,
             list(scope.get("headers", [])),
             self.request_id,
+            round((time.monotonic() - self.started) * 1000),
         )
-        await self._layer.context.append(self._layer._sink, entry)  # never raises for a database error
+        context = self._layer.context
+        await context.append(self._layer._sink, entry)  # never raises for a database error
+        if entry.row is not None:  # written: the live feed gets it as stored (masked, D95)
+            context.events.publish("request", _feed_data(entry.row))
 
     async def send(self, message: Message) -> None:
         kind = message["type"]
@@ -684,8 +711,11 @@ class ServerMiddleware:
                 for name, value in message.get("headers", []):
                     if bytes(name).lower() == b"content-type":
                         content_type = bytes(value).decode("latin-1")
+                if content_type is not None and content_type.startswith("text/event-stream"):
+                    status = None  # an event stream is neither kept in memory nor replayed: forgotten
             elif message["type"] == "http.response.body":
-                chunks.append(bytes(message.get("body", b"")))
+                if status is not None:
+                    chunks.append(bytes(message.get("body", b"")))
                 if not message.get("more_body", False) and not stored:
                     # Stored before the last byte leaves: a retry after this answer always replays it.
                     stored = True

@@ -48,6 +48,7 @@ import logging
 import os
 import secrets
 import socket
+import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TypeAlias, cast
@@ -60,6 +61,7 @@ from paysdk.server import jobs
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.db import JobRow, TransactionRow
+from paysdk.server.events import publish_job_run
 from paysdk.server.jobs import ClaimedJob, LeaseLost
 from paysdk.server.services import callbacks, payments
 
@@ -171,11 +173,14 @@ class Scheduler:
 
     async def _run_one(self, job: ClaimedJob, clock: Clock) -> None:
         context = self._context
+        started = time.monotonic()
         if job.id is None:  # a transaction expiry
             try:
                 await context.run(payments.expire_job, clock, job.ref)
+                publish_job_run(context, job, "done", started)  # the live feed (/_sandbox/events)
             except Exception:
                 log.exception("expiry of transaction %s failed; left alone", job.ref)
+                publish_job_run(context, job, "failed", started)
                 self._failed_expiries.add(job.ref)
             return
         handler = self._handlers[job.kind]
@@ -187,11 +192,14 @@ class Scheduler:
             else:
                 sync = cast(SyncJobHandler, handler)
                 await context.run(self._complete, job, lambda session: sync(session, clock, job.ref))
+            publish_job_run(context, job, "done", started)  # the live feed (/_sandbox/events)
         except LeaseLost:
             log.warning("job %s (%s) taken over by another runner: rolled back here", job.id, job.kind)
+            publish_job_run(context, job, "taken_over", started)
         except Exception as exc:
             # Never stops the scheduler, never marked done: retried with backoff, then ``failed`` (D126).
             log.exception("job %s (%s) failed (run %d)", job.id, job.kind, job.attempts)
+            publish_job_run(context, job, "failed", started)
             error = f"{type(exc).__name__}: {exc}"
             with contextlib.suppress(LeaseLost):
                 await context.run(self._fail, job, clock, error)

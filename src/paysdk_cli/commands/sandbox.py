@@ -12,7 +12,7 @@ import typer
 from paysdk_cli import _config
 from paysdk_cli._app import new_app
 from paysdk_cli._context import State, open_client, state
-from paysdk_cli._output import OutputFormat, emit, info, mask, warn
+from paysdk_cli._output import OutputFormat, emit, emit_event, info, mask, warn
 from paysdk_cli._params import parse_amount
 
 if TYPE_CHECKING:
@@ -99,6 +99,7 @@ class FaultKind(StrEnum):
     rate_limit = "rate_limit"
     drop = "drop"
     duplicate_callback = "duplicate_callback"
+    stream_cut = "stream_cut"
 
 
 def _wire(model: Any) -> dict[str, Any]:
@@ -429,6 +430,89 @@ def requests(ctx: typer.Context) -> None:
     emit(st.output, _wire_list(result), columns=REQUEST_COLUMNS, title="Requests")
 
 
+def _clock(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if isinstance(value, datetime) else "-" * 19
+
+
+def _tail_line(event: Any) -> str:
+    """One readable line per feed event (``sandbox tail``)."""
+    data = event.data
+    name = event.event
+    if name == "request":
+        duration = "-" if data.duration_ms is None else f"{data.duration_ms}ms"
+        return f"{_clock(data.at)}  {data.method:<6} {data.path}  {data.status_code}  {duration}"
+    if name == "callback":
+        outcome = str(data.status_code) if data.status_code is not None else (data.error or "failed")
+        after = f"next {_clock(data.next_attempt_at)}" if data.next_attempt_at else ""
+        if data.final:
+            after = "final"
+        head = f"{_clock(data.at)}  callback {data.event_id} uid={data.uid} attempt {data.attempt}"
+        return f"{head} -> {outcome}  {after}".rstrip()
+    if name == "job":
+        duration = "" if data.duration_ms is None else f"  {data.duration_ms}ms"
+        return f"{_clock(data.due_at)}  job {data.kind} {data.ref} {data.outcome}{duration}"
+    if name == "gap":
+        return f"{_clock(None)}  gap: {data.message}"
+    return f"{_clock(None)}  {name}: {data}"
+
+
+def _tail_json(event: Any) -> dict[str, Any]:
+    data = event.data
+    wire = data.to_wire() if hasattr(data, "to_wire") else data
+    return {"id": event.id, "event": event.event, "data": wire}
+
+
+@app.command("tail")
+def tail(
+    ctx: typer.Context,
+    path: Annotated[
+        str | None, typer.Option("--path", help="Only requests to this path prefix, or glob (with *).")
+    ] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="Only these statuses: 500, 4xx, or a comma list.")
+    ] = None,
+    uid: Annotated[
+        str | None, typer.Option("--uid", help="Only events that mention this transaction, card or event id.")
+    ] = None,
+) -> None:
+    """Follow what the server does, live: requests, callback attempts, job runs (Ctrl-C to stop).
+
+    One line per event (NDJSON with -o json). A dropped connection is reopened where it stopped.
+    """
+    import logging
+    import signal
+
+    st = state(ctx)
+
+    class _Note(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            info(f"note: {record.getMessage()}")
+
+    notes = logging.getLogger("paysdk.stream")
+    handler = _Note(logging.INFO)
+    notes.addHandler(handler)
+    previous_level = notes.level
+    notes.setLevel(logging.INFO)
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        with open_client(st, token_required=False) as sdk:
+            stream = sdk.sandbox.events(path=path, status=status, uid=uid)
+            info(f"Tailing {st.base_url}/_sandbox/events. Ctrl-C to stop.")
+            with stream:
+                for event in stream:
+                    emit_event(st.output, _tail_json(event), _tail_line(event))
+    except KeyboardInterrupt:
+        return
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        notes.removeHandler(handler)
+        notes.setLevel(previous_level)
+
+
 @faults_app.command("add")
 def faults_add(
     ctx: typer.Context,
@@ -442,8 +526,13 @@ def faults_add(
     retry_after: Annotated[
         int | None, typer.Option("--retry-after", help="Retry-After seconds for kind rate_limit.")
     ] = None,
+    after_events: Annotated[
+        int | None,
+        typer.Option("--after-events", min=0, help="Events sent before kind stream_cut drops a stream."),
+    ] = None,
 ) -> None:
-    """Inject a fault on matching requests (duplicate_callback applies to callback deliveries)."""
+    """Inject a fault on matching requests (duplicate_callback applies to callback deliveries,
+    stream_cut to event streams such as /_sandbox/events)."""
     st = state(ctx)
     with open_client(st, token_required=False) as sdk:
         fault = sdk.sandbox.add_fault(
@@ -453,6 +542,7 @@ def faults_add(
             status=status,
             latency_ms=latency_ms,
             retry_after=retry_after,
+            after_events=after_events,
         )
     emit(st.output, _wire(fault), title="Fault")
 

@@ -30,6 +30,7 @@ from paysdk.server import jobs
 from paysdk.server.bodies import read_json_object, validate
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.errors import APIProblem, JSONResponse
+from paysdk.server.events import EventStreamResponse, FeedFilter
 from paysdk.server.services import callbacks, faults, payments, sandbox, transactions, uploads
 from paysdk.server.services.test_cards import TEST_CARDS
 
@@ -180,6 +181,31 @@ async def list_requests(request: Request, limit: int = 200, path: str | None = N
         raise APIProblem.invalid_field("limit", "must be between 1 and 1000")
     rows = await context.run(sandbox.request_log, limit, path)
     return _json([_dump(row) for row in rows])
+
+
+@router.get("/events")
+async def events(
+    request: Request, path: str | None = None, status: str | None = None, uid: str | None = None
+) -> Response:
+    """The live feed (Server-Sent Events, :mod:`paysdk.server.events`, decisions D115-D118): request log
+    entries, callback attempts and job runs; ``Last-Event-ID`` resumes; a ``stream_cut`` fault drops
+    the connection after N events."""
+    from paysdk.server.middleware import _abort_uvicorn_connection
+
+    context = get_context(request)
+    statuses = FeedFilter.parse_status(status)
+    if statuses is None:
+        raise APIProblem.invalid_field("status", "must be a status like 500 or a class like 4xx (comma list)")
+    if path is not None and not path.strip():
+        raise APIProblem.invalid_field("path", "must not be empty")
+    cut = await context.run(faults.take_stream_fault, request.method, request.url.path)
+    return EventStreamResponse(
+        context.events,
+        FeedFilter(path=path, status=statuses, uid=uid or None),
+        request.headers.get("last-event-id"),
+        cut_after=None if cut is None else (cut.after_events or 0),
+        abort=_abort_uvicorn_connection,
+    )
 
 
 @router.post("/faults")

@@ -57,6 +57,7 @@ from paysdk.server.db import (
     TransactionRow,
     from_cents,
 )
+from paysdk.server.events import publish_callback_attempts
 from paysdk.server.jobs import ClaimedJob
 from paysdk.server.services import faults
 
@@ -367,6 +368,7 @@ async def deliver_job(
 
     def record(session: Session) -> None:
         _record(session, clock, delivery, results, job.due_at)
+        publish_callback_attempts(context, session, delivery.event_id, len(results))  # the live feed
 
     return record
 

@@ -7,7 +7,9 @@ retries) and there only when the fault's route names it (``POST /_sandbox/upload
 Each matching request (or, for ``duplicate_callback``, each callback event round) uses one of
 ``count``; the use is taken with a conditional ``UPDATE ... WHERE remaining > 0`` so concurrent requests
 never over-use one.
-Faults apply in creation order: the oldest matching fault wins.
+Faults apply in creation order: the oldest matching fault wins. ``stream_cut`` faults are taken when an
+event stream starts (:func:`take_stream_fault`), the control plane's ``/_sandbox/events`` included: the
+stream's connection is dropped after ``after_events`` events (D118).
 
 The request path asks the database only when a request fault may exist. A process-wide registry, keyed by
 database (:func:`database_key`), remembers per database whether the last look found no request fault
@@ -42,6 +44,7 @@ from paysdk.server.db import FaultRow
 __all__ = [
     "REFRESH_SECONDS",
     "REQUEST_KINDS",
+    "STREAM_KINDS",
     "any_left",
     "consume_duplicate_callback",
     "create",
@@ -52,9 +55,12 @@ __all__ = [
     "request_faults_possible",
     "take_request_fault",
     "take_request_fault_core",
+    "take_stream_fault",
 ]
 
 REQUEST_KINDS = ("latency", "error", "rate_limit", "drop")
+#: Faults taken when an event stream starts (``stream_cut``: drop its connection after N events, D118).
+STREAM_KINDS = ("stream_cut",)
 #: How long "no request fault" is trusted without a look (bounds how late another process's fault is seen).
 REFRESH_SECONDS = 1.0
 
@@ -112,6 +118,7 @@ def _view(row: FaultRow | Row[Any]) -> Fault:
         status=row.status,
         latency_ms=row.latency_ms,
         retry_after=row.retry_after,
+        after_events=row.after_events,
     )
 
 
@@ -132,6 +139,9 @@ def create(session: Session, spec: FaultCreate, now: datetime) -> Fault:
         retry_after=spec.retry_after
         if spec.retry_after is not None
         else (1 if spec.kind == "rate_limit" else None),
+        after_events=spec.after_events
+        if spec.after_events is not None
+        else (1 if spec.kind == "stream_cut" else None),
         created_at=now,
     )
     key = database_key(session.get_bind().engine.url)
@@ -229,6 +239,21 @@ def take_request_fault_core(connection: Connection, key: str, method: str, path:
             result = connection.execute(_TAKE, {"fault_id": fault_id})
             if getattr(result, "rowcount", 0) == 1:
                 return _view(connection.execute(_ONE, {"fault_id": fault_id}).one())
+    return None
+
+
+def take_stream_fault(session: Session, method: str, path: str) -> Fault | None:
+    """Use one of the oldest ``stream_cut`` fault matching ``method path`` (an event stream that starts;
+    the control plane's ``/_sandbox/events`` included), if any."""
+    rows = session.scalars(
+        select(FaultRow)
+        .where(FaultRow.remaining > 0, FaultRow.kind.in_(STREAM_KINDS))
+        .order_by(FaultRow.seq)
+    ).all()
+    for row in rows:
+        if matches(row.route, method, path) and _take(session, row):
+            session.refresh(row)
+            return _view(row)
     return None
 
 

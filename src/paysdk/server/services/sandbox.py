@@ -219,6 +219,7 @@ def request_log(session: Session, limit: int, path: str | None = None) -> list[R
             at=row.at,
             headers={str(k): str(v) for k, v in row.headers.items()},
             request_id=row.request_id,
+            duration_ms=row.duration_ms,
         )
         for row in rows
     ]

@@ -1,0 +1,160 @@
+"""``paysdk sandbox tail`` as a subprocess against a live reference server: one line per event (NDJSON
+with ``-o json``), filters, a dropped connection survived with a note on stderr and nothing lost or
+repeated, Ctrl-C exiting 0 quietly, and a server that is not there named by its address."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from paysdk.server import create_app
+from paysdk.server.events import EventFeed
+
+from .conftest import subprocess_env
+
+sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
+
+@dataclass
+class Live:
+    url: str
+    app: FastAPI
+
+    @property
+    def feed(self) -> EventFeed:
+        feed: EventFeed = self.app.state.paysdk.events
+        return feed
+
+    def wait_for_subscribers(self, count: int = 1) -> None:
+        deadline = time.monotonic() + 20
+        while self.feed.subscribers < count:
+            assert time.monotonic() < deadline, "tail never connected"
+            time.sleep(0.02)
+
+
+@pytest.fixture
+def live(db_url: str) -> Iterator[Live]:
+    app = create_app(db_url, start_ticker=False)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield Live(f"http://127.0.0.1:{sock.getsockname()[1]}", app)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+        app.state.paysdk.db.dispose()
+
+
+class Tail:
+    """A running ``paysdk sandbox tail``; ``line()`` waits for its next stdout line."""
+
+    def __init__(self, config_dir: Path, base_url: str, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "paysdk_cli", "--base-url", base_url, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=subprocess_env(config_dir),
+        )
+        self._lines: queue.Queue[str] = queue.Queue()
+        assert self.process.stdout is not None
+        self._reader = threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True)
+        self._reader.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for text in stream:
+            self._lines.put(text.rstrip("\n"))
+
+    def line(self, timeout: float = 20.0) -> str:
+        try:
+            return self._lines.get(timeout=timeout)
+        except queue.Empty:
+            self.process.kill()
+            _, err = self.process.communicate()
+            raise AssertionError(f"no line from tail in {timeout} s; stderr:\n{err}") from None
+
+    def interrupt(self) -> tuple[int, str]:
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=20)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+        assert self.process.stderr is not None
+        return self.process.returncode, self.process.stderr.read()
+
+
+@sqlite_only
+def test_tail_prints_ndjson_survives_a_cut_and_stops_quietly_on_ctrl_c(config_dir: Path, live: Live) -> None:
+    cut = {"kind": "stream_cut", "route": "/_sandbox/events", "afterEvents": 1}
+    assert httpx.post(live.url + "/_sandbox/faults", json=cut, timeout=10).status_code == 201
+    tail = Tail(config_dir, live.url, "-o", "json", "sandbox", "tail")
+    live.wait_for_subscribers()
+    paths = [f"/transactions/tail-{index}" for index in range(3)]
+    for path in paths:
+        httpx.get(live.url + path, headers={"Authorization": "secret-value"}, timeout=10)
+    events = [json.loads(tail.line()) for _ in paths]
+    code, stderr = tail.interrupt()
+    assert [event["data"]["path"] for event in events] == paths
+    assert [event["event"] for event in events] == ["request"] * 3
+    ids = [int(event["id"]) for event in events]
+    assert ids == list(range(ids[0], ids[0] + 3))
+    assert all(event["data"]["headers"]["authorization"] == "****" for event in events)
+    assert code == 0
+    assert "note:" in stderr
+    assert "reconnecting" in stderr
+    assert "Traceback" not in stderr
+    assert "Aborted" not in stderr
+
+
+@sqlite_only
+def test_tail_lines_for_people_with_filters(config_dir: Path, live: Live) -> None:
+    tail = Tail(config_dir, live.url, "-o", "table", "sandbox", "tail", "--status", "4xx", "--path", "/api/")
+    live.wait_for_subscribers()
+    httpx.get(live.url + "/transactions/not-this-path", timeout=10)
+    httpx.get(live.url + "/api/this-one", timeout=10)
+    line = tail.line()
+    code, _ = tail.interrupt()
+    assert code == 0
+    parts = line.split()
+    assert parts[2:5] == ["GET", "/api/this-one", "404"]
+    assert parts[5].endswith("ms")
+
+
+def test_tail_names_the_address_it_cannot_reach(config_dir: Path) -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    result = subprocess.run(
+        [sys.executable, "-m", "paysdk_cli", "--base-url", f"http://127.0.0.1:{port}", "sandbox", "tail"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(config_dir),
+        timeout=60,
+    )
+    assert result.returncode == 7
+    assert f"could not connect to http://127.0.0.1:{port}" in result.stderr
