@@ -310,36 +310,3 @@ async def test_enqueue_event_sends_any_event_type_and_410_stops_it(
     assert received[event_id].headers[merchant.callback_header_name.lower()] == merchant.callback_header_value
     assert received[other].path == "/callbacks/other"
     assert len(callback_sink.received) == 3
-
-
-async def test_a_database_of_an_older_version_gets_the_job_columns_and_its_jobs_run(tmp_path: Any) -> None:
-    url = f"sqlite:///{tmp_path / 'old.db'}"
-    create_app(url, start_ticker=False).state.paysdk.db.dispose()
-    engine = sqlalchemy.create_engine(url)
-    new_columns = {"attempts", "last_error", "lease_owner", "lease_until", "every_us"}
-    with engine.begin() as connection:  # the tables as the previous version made them
-        for column in sorted(new_columns):
-            connection.exec_driver_sql(f"ALTER TABLE jobs DROP COLUMN {column}")
-        connection.exec_driver_sql("ALTER TABLE callback_events DROP COLUMN event_type")
-        for status in ("pending", "running"):  # ``running``: left by a process that crashed
-            connection.exec_driver_sql(
-                "INSERT INTO jobs (kind, ref, due_at, status, created_at) VALUES "
-                f"('test_old', '{status}', '2026-01-01 00:00:00', '{status}', '2026-01-01 00:00:00')"
-            )
-    runs = Flaky(failures=0)
-    app = create_app(url, start_ticker=False, job_handlers={"test_old": runs})
-    EFFECTS.create(app.state.paysdk.db.engine, checkfirst=True)
-    try:
-        columns = {column["name"] for column in sqlalchemy.inspect(engine).get_columns("jobs")}
-        assert new_columns <= columns
-        async with _client(app) as client:
-            await advance(client, 1)
-            listed = await _jobs(client)
-        assert sorted((job.ref, job.status, job.attempts) for job in listed) == [
-            ("pending", "done", 1),
-            ("running", "done", 1),
-        ]
-        assert len(runs.runs) == 2
-    finally:
-        app.state.paysdk.db.dispose()
-        engine.dispose()

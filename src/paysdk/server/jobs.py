@@ -205,6 +205,12 @@ def complete(session: Session, job: ClaimedJob, owner: str) -> None:
     values: dict[str, object] = {"status": "done", "lease_until": None}
     if job.every is not None:
         values = {"status": "pending", "lease_until": None, "attempts": 0, "due_at": job.due_at + job.every}
+    _update_held(session, job, owner, values)
+
+
+def _update_held(session: Session, job: ClaimedJob, owner: str, values: dict[str, object]) -> None:
+    """Set ``values`` on the row of ``job`` while ``owner`` holds its lease; :class:`LeaseLost` otherwise."""
+    assert job.id is not None
     result = session.execute(
         update(JobRow)
         .where(_held(job.id, owner))
@@ -224,14 +230,7 @@ def fail(session: Session, job: ClaimedJob, owner: str, error: str, now: datetim
     values: dict[str, object] = {"status": status, "lease_until": None, "last_error": error[:500]}
     if status == "pending":
         values["due_at"] = max(now, job.due_at) + retry_wait(job.attempts)
-    result = session.execute(
-        update(JobRow)
-        .where(_held(job.id, owner))
-        .values(**values)
-        .execution_options(synchronize_session=False)
-    )
-    if getattr(result, "rowcount", 0) != 1:
-        raise LeaseLost(f"job {job.id} ({job.kind}) is no longer held by {owner}")
+    _update_held(session, job, owner, values)
     return status
 
 

@@ -30,6 +30,7 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -195,18 +196,21 @@ def _take(session: Session, row: FaultRow) -> bool:
     return getattr(result, "rowcount", 0) == 1
 
 
-def take_request_fault(session: Session, method: str, path: str) -> Fault | None:
-    """Use one of the oldest request fault matching ``method path``, if any."""
+def _take_oldest(session: Session, kinds: Collection[str], method: str, path: str) -> Fault | None:
+    """Use one of the oldest fault of ``kinds`` matching ``method path``, if any."""
     rows = session.scalars(
-        select(FaultRow)
-        .where(FaultRow.remaining > 0, FaultRow.kind.in_(REQUEST_KINDS))
-        .order_by(FaultRow.seq)
+        select(FaultRow).where(FaultRow.remaining > 0, FaultRow.kind.in_(kinds)).order_by(FaultRow.seq)
     ).all()
     for row in rows:
         if matches(row.route, method, path) and _take(session, row):
             session.refresh(row)
             return _view(row)
     return None
+
+
+def take_request_fault(session: Session, method: str, path: str) -> Fault | None:
+    """Use one of the oldest request fault matching ``method path``, if any."""
+    return _take_oldest(session, REQUEST_KINDS, method, path)
 
 
 _T = cast(Table, FaultRow.__table__)
@@ -245,16 +249,7 @@ def take_request_fault_core(connection: Connection, key: str, method: str, path:
 def take_stream_fault(session: Session, method: str, path: str) -> Fault | None:
     """Use one of the oldest ``stream_cut`` fault matching ``method path`` (an event stream that starts;
     the control plane's ``/_sandbox/events`` included), if any."""
-    rows = session.scalars(
-        select(FaultRow)
-        .where(FaultRow.remaining > 0, FaultRow.kind.in_(STREAM_KINDS))
-        .order_by(FaultRow.seq)
-    ).all()
-    for row in rows:
-        if matches(row.route, method, path) and _take(session, row):
-            session.refresh(row)
-            return _view(row)
-    return None
+    return _take_oldest(session, STREAM_KINDS, method, path)
 
 
 def any_left(session: Session) -> bool:
