@@ -23,9 +23,11 @@ demo: $(STAMP)
 test: $(STAMP) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-## ruff, mypy --strict, and the generated sync code and docs/coverage.md are up to date.
+## ruff (lint and format, generated code included), mypy --strict, and the generated sync code and
+## docs/coverage.md are up to date.
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks scripts
+	$(BIN)/ruff format --check src tests examples benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/coverage_table.py --check

@@ -316,6 +316,8 @@ def bench_upload(megabytes: int = 200) -> tuple[float, float]:
         raise SystemExit("upload benchmark: the server received other bytes than the file's")
     growth = (result["after_kb"] - result["before_kb"]) / 1024  # peak during the upload minus RSS before
     return growth, megabytes / result["seconds"]
+
+
 def bench_cli(runs: int = 9) -> tuple[float, float, float]:
     venv_bin = Path(sys.executable).parent
     return bench_startup([str(venv_bin / "paysdk"), "--help"], [sys.executable, "-c", "import typer"], runs)

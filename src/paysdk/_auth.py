@@ -502,4 +502,6 @@ class TokenManager:
                     )
                 else:
                     raise error if error is not None else _no_token(self._kind, decision)
+
+
 # unasync: generated end

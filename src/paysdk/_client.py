@@ -886,9 +886,7 @@ class Client:
         """Run one logical call (:meth:`_request_raw`): its result."""
         return (self._request_raw(op, credential=credential)).parse()
 
-    def _request_raw(
-        self, op: Operation[T], *, credential: CredentialValue | None = None
-    ) -> APIResponse[T]:
+    def _request_raw(self, op: Operation[T], *, credential: CredentialValue | None = None) -> APIResponse[T]:
         """Run one logical call: attempts, retries and the final result (with its answer's metadata)
         or error. ``credential``: the access token to send (token-managed credentials without one go
         through :meth:`_authed_request_raw`); otherwise ``build_request`` takes the merchant token or
@@ -947,4 +945,6 @@ class Client:
         finally:
             response.close()
         return buffered_response(response, b"".join(chunks))
+
+
 # unasync: generated end

@@ -346,7 +346,6 @@ class WalletError(APIError):
     """
 
 
-
 class WalletValidationError(BadRequestError, WalletError):
     """HTTP 400, ownCode 7001: a wallet field is missing or invalid (``details`` name it)."""
 

@@ -583,11 +583,7 @@ def idempotency_key_for(op: Operation[Any], config: ClientConfig, *, mint: Calla
     """
     if op.idempotency_key is not None:
         return op.idempotency_key
-    if (
-        not op.is_idempotent
-        and op.uses_idempotency_keys
-        and config.environment.honours_idempotency_keys
-    ):
+    if not op.is_idempotent and op.uses_idempotency_keys and config.environment.honours_idempotency_keys:
         return mint()
     return None
 

@@ -248,4 +248,6 @@ class EventStream(Generic[E]):
             progress.reconnects += 1
             log_reconnect(stream, progress, decision)
             client._sleep(decision.delay)
+
+
 # unasync: generated end

@@ -403,6 +403,8 @@ class RedisTokenStore:
             yield
         finally:
             self._client.eval(RELEASE_SCRIPT, 1, name, token)
+
+
 # unasync: generated end
 
 

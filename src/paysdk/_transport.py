@@ -198,4 +198,6 @@ class DeadlineBackend(httpcore.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
+
+
 # unasync: generated end

@@ -12,6 +12,7 @@ import httpx
 
 __all__ = ["NOT_GIVEN", "NotGiven", "TimeoutTypes"]
 
+
 class NotGiven:
     """The type of :data:`NOT_GIVEN`: an argument the caller left out.
 

@@ -121,10 +121,7 @@ class UserSession:
         return self.stored.refresh_token
 
     def __repr__(self) -> str:
-        return (
-            f"UserSession(user_id={self.user_id!r}, expires_at={self.expires_at.isoformat()}, "
-            f"tokens=****)"
-        )
+        return f"UserSession(user_id={self.user_id!r}, expires_at={self.expires_at.isoformat()}, tokens=****)"
 
     __str__ = __repr__
 

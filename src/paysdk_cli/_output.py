@@ -35,7 +35,6 @@ __all__ = [
 ]
 
 
-
 def _stderr(text: str) -> None:
     sys.stderr.write(text + "\n")
     sys.stderr.flush()

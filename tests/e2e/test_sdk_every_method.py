@@ -185,9 +185,7 @@ async def test_token_store_in_the_home_directory(
         sandbox.sandbox.create_user(shop.slug, "cy", f"cy-{secrets.token_hex(3)}@x.io", "password-3")
     )
     store = paysdk.FileTokenStore("~/.myapp/tokens.json")  # as docs/sdk.md shows it
-    client = make(
-        wallet=paysdk.WalletCredentials(shop.slug, shop.signing_private_key), token_store=store
-    )
+    client = make(wallet=paysdk.WalletCredentials(shop.slug, shop.signing_private_key), token_store=store)
     assert await call(client.wallet.stored_tokens()) is None
     pair = await call(client.wallet.login())
     stored = await call(client.wallet.stored_tokens())

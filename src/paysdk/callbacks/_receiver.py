@@ -241,6 +241,7 @@ class CallbackReceiver:
             raise
         store.complete(event_id)
         return self._result(CallbackOutcome.PROCESSED, payload)
+
     # unasync: generated end
 
 

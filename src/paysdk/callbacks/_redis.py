@@ -198,4 +198,6 @@ class RedisDedupStore:
     def state(self, event_id: str) -> EventState:
         """See :meth:`~paysdk.callbacks.DedupStore.state`."""
         return decode_state(self._client.get(self._commands.key(event_id)))
+
+
 # unasync: generated end

@@ -88,8 +88,7 @@ class SandboxClient(WireModel):
 
     def __repr__(self) -> str:  # the tokens and keys never show
         return (
-            f"SandboxClient(slug={self.slug!r}, channels={self.channels!r}, "
-            f"currencies={self.currencies!r})"
+            f"SandboxClient(slug={self.slug!r}, channels={self.channels!r}, currencies={self.currencies!r})"
         )
 
     __str__ = __repr__

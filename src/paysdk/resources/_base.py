@@ -259,4 +259,6 @@ class Endpoint(Generic[P, T]):
         if obj is None:
             return self._function
         return types.MethodType(self._function, obj)
+
+
 # unasync: generated end

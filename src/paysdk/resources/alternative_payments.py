@@ -172,4 +172,6 @@ class AlternativePayments(Resource[M]):
     process = Endpoint(process_operation)
     create_payment_intent = Endpoint(create_payment_intent_operation)
     dismiss = Endpoint(dismiss_operation)
+
+
 # unasync: generated end

@@ -168,4 +168,6 @@ class PaymentLinks(Resource[M]):
 
     create = Endpoint(create_operation)
     create_with_hook_keys = Endpoint(create_hook_operation)
+
+
 # unasync: generated end

@@ -629,4 +629,6 @@ class Sandbox(Resource[M]):
         """
         op = events_operation(path, status, uid, last_event_id, read_timeout, max_reconnects)
         return EventStream(self._client, op)
+
+
 # unasync: generated end

@@ -554,7 +554,6 @@ def user_view_key(session: UserSession) -> str:
     return f"user|{session.user_id}|{id(session):x}"
 
 
-
 def session_from_pair(resource: Any, pair: TokenPair) -> UserSession:
     """The :class:`~paysdk.UserSession` of a login or refresh answer, on the client's clock."""
     return UserSession.from_pair(pair, now=resource._client._now())
@@ -785,7 +784,6 @@ class AsyncWallet(AsyncWalletResource[M]):
         :meth:`as_user`'s default is ``user_key(session.user_id)``."""
         return user_key(self._client._wallet_manager().key, check_str(name, "name"))
 
-
     def as_user(
         self,
         session: UserSession | None = None,
@@ -810,9 +808,7 @@ class WalletResource(Resource[M]):
     ``tokens`` ``None``: the client's application token; otherwise a user session's manager.
     """
 
-    def __init__(
-        self, client: Client, tokens: TokenManager | None = None, *, raw: bool = False
-    ) -> None:
+    def __init__(self, client: Client, tokens: TokenManager | None = None, *, raw: bool = False) -> None:
         super().__init__(client, raw=raw)
         self._tokens = tokens
 
@@ -1022,7 +1018,6 @@ class Wallet(WalletResource[M]):
         :meth:`as_user`'s default is ``user_key(session.user_id)``."""
         return user_key(self._client._wallet_manager().key, check_str(name, "name"))
 
-
     def as_user(
         self,
         session: UserSession | None = None,
@@ -1034,4 +1029,6 @@ class Wallet(WalletResource[M]):
         given (see :class:`WalletUserView`); under ``with_raw_response`` its methods answer
         :class:`~paysdk.APIResponse` too."""
         return WalletUserView(self._client, session, store, key, raw=self._raw)
+
+
 # unasync: generated end

@@ -193,9 +193,7 @@ class ServerContext:
         """``call()`` where this instance's database work runs: SQLite's worker thread (holding the
         database's lock), or a thread of the pool for PostgreSQL. The event loop never blocks."""
         if self.db.executor is not None:
-            return await asyncio.get_running_loop().run_in_executor(
-                self.db.executor, self.db.exclusive, call
-            )
+            return await asyncio.get_running_loop().run_in_executor(self.db.executor, self.db.exclusive, call)
         return await anyio.to_thread.run_sync(call)
 
     def http_client(self) -> tuple[httpx.AsyncClient, bool]:

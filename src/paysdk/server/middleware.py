@@ -167,10 +167,7 @@ def is_control_path(path: str, control: tuple[str, ...] = _CONTROL) -> bool:
     """The control plane (the prefixes of the non-public families, ``control``: :func:`control_prefixes`)
     and the API docs: never logged, faulted or idempotent."""
     return (
-        path in control
-        or path.startswith(control[1::2])
-        or path in _DOC_PATHS
-        or path.startswith("/docs/")
+        path in control or path.startswith(control[1::2]) or path in _DOC_PATHS or path.startswith("/docs/")
     )
 
 

@@ -87,6 +87,7 @@ def _stop_on_sigterm() -> None:
 
     signal.signal(signal.SIGTERM, stop)
 
+
 def _checked_address(value: str | list[str] | None) -> str | list[str] | None:
     """``--public-url`` / ``--allowed-host`` checked as the server will (a clear usage error if malformed)."""
     if not value:
