@@ -159,6 +159,13 @@ class _Listener:
         warn(f"refused a callback with HTTP {refused.status_code}: {refused.error}")
         return refused.status_code, dumps(refused.response_body())
 
+    def answered(self) -> None:
+        """Called once an answer is written: stop when ``--max-events`` events are printed. Not before
+        the answer is out: a listener that exited first would cut it, and the sender would retry."""
+        with self.lock:
+            if self.max_events is not None and self.events >= self.max_events:
+                self.stop.set()
+
     def receive(self, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
         """Handle one POST (its header already checked); returns the status and JSON body to answer."""
         from paysdk._json import dumps
@@ -169,8 +176,6 @@ class _Listener:
             with self.lock:
                 emit_event(self.output, payload.to_wire(), _event_line(payload))
                 self.events += 1
-                if self.max_events is not None and self.events >= self.max_events:
-                    self.stop.set()
 
         try:
             result = self.receiver.handle(headers, body, on_event)
@@ -227,6 +232,8 @@ def _handler_class(listener: _Listener) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(length)
             status, answer = listener.receive(headers, body)
             self._answer(status, answer)
+            self.wfile.flush()
+            listener.answered()
 
         def _not_allowed(self) -> None:
             self._answer(405, b'{"outcome":"invalid","message":"use POST"}', {"Allow": "POST"})
