@@ -81,11 +81,19 @@ class FeedServer:
         return httpx.request(method, self.url + path, json=body, timeout=10)
 
 
+def _listen_once(url: str) -> None:
+    """Open the feed and close it after its first line (``retry: 1000``), as a client would."""
+    with httpx.stream("GET", url + "/_sandbox/events", timeout=10) as answer:
+        assert answer.status_code == 200
+        next(answer.iter_lines())
+
+
 @pytest.fixture
 def feed_server(db_url: str) -> Iterator[FeedServer]:
     app = create_app(db_url, start_ticker=False)
     server, thread, url = _serve(app)
     try:
+        _listen_once(url)  # the feed keeps events from its first stream on (D116): as after an earlier tail
         yield FeedServer(url, app)
     finally:
         server.should_exit = True
@@ -504,3 +512,24 @@ def test_callback_attempts_and_job_runs_are_in_the_feed(feed_server: FeedServer,
     # The uid filter: the request that created the link does not name the uid; the callback attempt does.
     assert isinstance(mentioning, CallbackEvent)
     assert mentioning.id == callback.id
+
+
+@sqlite_only
+async def test_before_any_stream_the_feed_keeps_nothing(db_url: str) -> None:
+    # No client can hold an id of this run before a stream opened, so the request path skips the feed.
+    app = create_app(db_url, start_ticker=False)
+    feed: EventFeed = app.state.paysdk.events
+    start = feed.last_id
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            await client.get("/transactions/nobody-listens")
+            assert (feed.listened, feed.last_id) == (False, start)
+            with feed.subscription():
+                pass
+            await client.get("/transactions/someone-listened")
+        assert feed.listened
+        [event] = feed.after(start)
+        assert (event.kind, event.data["path"]) == ("request", "/transactions/someone-listened")
+    finally:
+        app.state.paysdk.db.dispose()

@@ -127,6 +127,10 @@ class EventFeed:
         self._waiters: set[_Waiter] = set()
         #: Seconds between heartbeat comments (tests shorten it).
         self.heartbeat = heartbeat
+        #: Whether a stream was ever opened on this feed. Before that, nothing is kept: a new stream starts
+        #: at the latest id and ids are this run's own, so no client could ask for an earlier event. The
+        #: request path then skips the feed altogether (one flag read).
+        self.listened = False
 
     @property
     def subscribers(self) -> int:
@@ -138,8 +142,10 @@ class EventFeed:
         """The id of the last event published (one less than the first id before any)."""
         return self._next - 1
 
-    def publish(self, kind: str, data: Mapping[str, Any]) -> FeedEvent:
-        """Add an event and wake every open stream."""
+    def publish(self, kind: str, data: Mapping[str, Any]) -> FeedEvent | None:
+        """Add an event and wake every open stream (``None``: no stream was ever opened, nothing kept)."""
+        if not self.listened:
+            return None
         with self._lock:
             event = FeedEvent(self._next, kind, data)
             self._next += 1
@@ -196,6 +202,7 @@ class EventFeed:
     def subscription(self) -> Any:
         """An :class:`asyncio.Event` set whenever an event is published, while the block runs."""
         waiter = _Waiter(asyncio.get_running_loop(), asyncio.Event())
+        self.listened = True
         with self._lock:
             self._waiters.add(waiter)
         try:
@@ -405,6 +412,8 @@ def _attempts_of(session: Session, event_id: str, count: int) -> list[dict[str, 
 def publish_callback_attempts(context: ServerContext, session: Session, event_id: str, count: int) -> None:
     """Publish the last ``count`` recorded attempts of callback event ``event_id`` (``callback`` events),
     from the transaction that records them. Never raises: the feed must not break a delivery."""
+    if not context.events.listened:
+        return
     try:
         for data in _attempts_of(session, event_id, count):
             context.events.publish("callback", data)
@@ -416,6 +425,8 @@ def publish_job_run(
     context: ServerContext, job: ClaimedJob, outcome: str, started: float | None = None
 ) -> None:
     """Publish a ``job`` event: ``job`` ran with ``outcome`` (``done``, ``failed``, ``taken_over``)."""
+    if not context.events.listened:
+        return
     data: dict[str, Any] = {
         "jobId": job.id,
         "kind": job.kind,

@@ -493,7 +493,7 @@ class _Exchange:
         )
         context = self._layer.context
         await context.append(self._layer._sink, entry)  # never raises for a database error
-        if entry.row is not None:  # written: the live feed gets it as stored (masked, D95)
+        if entry.row is not None and context.events.listened:  # the live feed: as stored (masked, D95)
             context.events.publish("request", _feed_data(entry.row))
 
     async def send(self, message: Message) -> None:
