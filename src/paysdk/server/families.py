@@ -32,7 +32,7 @@ from fastapi.routing import APIRoute
 from sqlalchemy.orm import DeclarativeBase
 
 from paysdk._environment import CHECKOUT_PREFIX, WALLET_PREFIX
-from paysdk.server import wallet_tables
+from paysdk.server import subscription_tables, wallet_tables
 from paysdk.server.db import CORE_TABLES, Base
 from paysdk.server.routers import (
     alternative_payments,
@@ -40,6 +40,7 @@ from paysdk.server.routers import (
     payment_links,
     sandbox,
     sandbox_wallet,
+    subscriptions,
     wallet_auth,
     wallet_cards,
     wallet_users,
@@ -254,6 +255,13 @@ WALLET = Family(
     },
 )
 
+SUBSCRIPTIONS = Family(
+    name="subscriptions",
+    prefixes=("/v1/subscriptions",),
+    routers=(("", subscriptions.router),),
+    tables=subscription_tables.SUBSCRIPTION_RESET_ORDER,
+)
+
 CONTROL_PLANE = Family(
     name="control plane",
     prefixes=("/_sandbox",),
@@ -265,7 +273,14 @@ CONTROL_PLANE = Family(
 )
 
 #: Every family the server serves, in registration order (see the module docstring).
-FAMILIES: tuple[Family, ...] = (PAYMENT_LINKS, ALTERNATIVE_PAYMENTS, CHECKOUT, WALLET, CONTROL_PLANE)
+FAMILIES: tuple[Family, ...] = (
+    PAYMENT_LINKS,
+    ALTERNATIVE_PAYMENTS,
+    CHECKOUT,
+    WALLET,
+    SUBSCRIPTIONS,
+    CONTROL_PLANE,
+)
 
 
 # --------------------------------------------------------------------------- what the server reads

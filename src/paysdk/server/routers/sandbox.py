@@ -247,7 +247,7 @@ async def test_cards() -> Response:
                     brand=card.brand,
                     outcome=card.outcome,
                     description=card.description,
-                    extra={"reason": card.reason, **card.extra},
+                    extra={"reason": card.reason, "renewal": card.renewal, **card.extra},
                 )
             )
             for card in TEST_CARDS

@@ -4,6 +4,13 @@ Outcomes follow Stripe's test numbers. ``4000 0027 6000 3184`` asks for 3-D Secu
 ``threeDS`` enabled; for a client without 3-D Secure it simply approves (as a card that supports but does
 not require authentication). A number that fails the Luhn check is a form error (nothing changes); a
 Luhn-valid number not in the table is a generic decline.
+
+Charges of a saved card (subscription renewals and batch CSV rows, :func:`decide_charge`) never ask for
+3-D Secure: the scheduled charge sets ``modKeys['3ds']`` false (spec 3.3.5, D149), also for clients with
+``threeDS`` enabled. Three cards exist for renewals: ``4000 0000 0000 0341`` verifies and then declines
+every charge; ``4000 0000 0000 0333`` declines the first attempt of the second renewal (period 1) and
+approves everything else; ``4000 0025 0000 3155`` needs 3-D Secure at verification when ``threeDS`` is
+enabled and renews without it.
 """
 
 from __future__ import annotations
@@ -17,11 +24,14 @@ __all__ = [
     "TestCardSpec",
     "brand_of",
     "decide",
+    "decide_charge",
     "luhn_valid",
     "normalize_number",
 ]
 
 Outcome = Literal["approved", "declined", "three_ds_challenge"]
+#: What a saved card does when charged off-session (renewals, batch rows): see :func:`decide_charge`.
+Renewal = Literal["approve", "decline", "decline_first_attempt_of_second_renewal"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,16 +46,32 @@ class TestCardSpec:
     reason: str
     description: str
     extra: dict[str, str] = field(default_factory=dict)
+    #: Off-session charges (renewals, batch rows): never 3-D Secure (D149).
+    renewal: Renewal = "approve"
 
 
 TEST_CARDS: tuple[TestCardSpec, ...] = (
     TestCardSpec("4242424242424242", "visa", "approved", "approved", "Approves."),
     TestCardSpec("5555555555554444", "mastercard", "approved", "approved", "Approves (Mastercard)."),
-    TestCardSpec("4000000000000002", "visa", "declined", "generic_decline", "Declines (generic decline)."),
     TestCardSpec(
-        "4000000000009995", "visa", "declined", "insufficient_funds", "Declines: insufficient funds."
+        "4000000000000002",
+        "visa",
+        "declined",
+        "generic_decline",
+        "Declines (generic decline).",
+        renewal="decline",
     ),
-    TestCardSpec("4000000000000069", "visa", "declined", "expired_card", "Declines: expired card."),
+    TestCardSpec(
+        "4000000000009995",
+        "visa",
+        "declined",
+        "insufficient_funds",
+        "Declines: insufficient funds.",
+        renewal="decline",
+    ),
+    TestCardSpec(
+        "4000000000000069", "visa", "declined", "expired_card", "Declines: expired card.", renewal="decline"
+    ),
     TestCardSpec(
         "4000002760003184",
         "visa",
@@ -53,6 +79,32 @@ TEST_CARDS: tuple[TestCardSpec, ...] = (
         "three_ds_required",
         "Asks for a 3-D Secure challenge when the client has threeDS enabled (Approve approves, Fail "
         "declines); approves directly when threeDS is disabled.",
+        {"threeDS": "challenge"},
+    ),
+    TestCardSpec(
+        "4000000000000341",
+        "visa",
+        "approved",
+        "approved",
+        "Verifies (card verification approves), then declines every renewal and batch charge.",
+        renewal="decline",
+    ),
+    TestCardSpec(
+        "4000000000000333",
+        "visa",
+        "approved",
+        "approved",
+        "Verifies; declines the first attempt of the second renewal and approves its retry (and every "
+        "other charge).",
+        renewal="decline_first_attempt_of_second_renewal",
+    ),
+    TestCardSpec(
+        "4000002500003155",
+        "visa",
+        "three_ds_challenge",
+        "three_ds_required",
+        "Needs 3-D Secure at verification (and on a payment link) when the client has threeDS enabled; "
+        "renewals and batch charges never ask for it and approve.",
         {"threeDS": "challenge"},
     ),
 )
@@ -123,3 +175,24 @@ def decide(raw_number: str, *, three_ds_enabled: bool) -> CardDecision:
     return CardDecision(
         True, card.outcome, card.reason, card.brand, messages.get(card.reason, card.description)
     )
+
+
+def decide_charge(raw_number: str, *, period: int | None, attempt: int) -> CardDecision:
+    """The outcome of charging a saved card off-session: a renewal of ``period`` (0-based; ``None`` for a
+    batch CSV row), attempt ``attempt`` (1-based) of it. Never a 3-D Secure challenge (D149)."""
+    number = normalize_number(raw_number)
+    brand = brand_of(number)
+    card = _BY_NUMBER.get(number)
+    if card is None:
+        return CardDecision(True, "declined", "card_declined", brand, "The card was declined.")
+    declined = card.renewal == "decline" or (
+        card.renewal == "decline_first_attempt_of_second_renewal" and period == 1 and attempt == 1
+    )
+    if not declined:
+        return CardDecision(True, "approved", "approved", card.brand, "Approved.")
+    reason = card.reason if card.outcome == "declined" else "card_declined"
+    messages = {
+        "insufficient_funds": "The card has insufficient funds.",
+        "expired_card": "The card has expired.",
+    }
+    return CardDecision(True, "declined", reason, card.brand, messages.get(reason, "The card was declined."))

@@ -1,0 +1,368 @@
+"""Subscriptions: plans, creation, lookup, the one charge function and the views (spec 2.6, 3.1, 4.2).
+
+The one place a subscription is created (:func:`create_subscription`: by a verified card, D140, or in bulk
+by the control plane, D142) and the one place a subscription's default method is charged
+(:func:`charge`: by the scheduled charge process, :mod:`paysdk.server.services.renewals`, and by batch CSV
+rows, :mod:`paysdk.server.services.batch_charges`). Outcomes come from the test card
+(:func:`paysdk.server.services.test_cards.decide_charge`): never 3-D Secure off-session (D149).
+
+Errors of the subscription family (D139): an invalid field is ``400`` with ``ownCode`` null naming it
+(spec 7 gives that answer for the payment history without ``subscriptionId``; the family uses it for
+every field); an unknown subscription (or another client's) ``404``; a state conflict ``409``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from datetime import date, datetime
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from paysdk.contracts.subscriptions import (
+    PaymentMethod,
+    Plan,
+    PlanCreate,
+    SandboxSubscription,
+    SandboxSubscriptionsCreate,
+    SandboxSubscriptionsCreated,
+    Subscription,
+    SubscriptionCharge,
+)
+from paysdk.server.clock import Clock
+from paysdk.server.db import ClientRow, from_cents, to_cents
+from paysdk.server.errors import APIProblem
+from paysdk.server.renewal_dates import local_date, local_midnight, renewal_date
+from paysdk.server.services.test_cards import brand_of, decide_charge, luhn_valid, normalize_number
+from paysdk.server.subscription_tables import PlanRow, SubscriptionChargeRow, SubscriptionRow
+
+__all__ = [
+    "STATUSES",
+    "bad_field",
+    "charge",
+    "charge_view",
+    "charges_of",
+    "create_plan",
+    "create_subscription",
+    "create_subscriptions",
+    "load",
+    "load_plan",
+    "new_charge_id",
+    "new_sub_uid",
+    "plan_view",
+    "public_view",
+    "sandbox_view",
+]
+
+#: Spec 3.1: exactly four.
+STATUSES = ("active", "cancelled", "expired", "inactive")
+
+
+def bad_field(field: str, message: str) -> APIProblem:
+    """``400``, ``ownCode`` null, naming ``field`` (D139)."""
+    return APIProblem(400, None, f"Invalid request: {field} {message}.", [(field, message)])
+
+
+def new_sub_uid() -> str:
+    """``sub_`` + 24 hex digits."""
+    return "sub_" + secrets.token_hex(12)
+
+
+def new_charge_id() -> str:
+    """``sch_`` + 24 hex digits."""
+    return "sch_" + secrets.token_hex(12)
+
+
+# ------------------------------------------------------------------------------------ plans
+
+
+def create_plan(session: Session, spec: PlanCreate, now: datetime) -> Plan:
+    """``POST /_sandbox/plans`` (D141): the client must exist, the currency be one of its currencies
+    (default: its first); a taken ``planId`` is ``409``."""
+    client = session.scalars(select(ClientRow).where(ClientRow.slug == spec.client)).first()
+    if client is None:
+        raise APIProblem.invalid_field("client", "does not name a client")
+    currency = (spec.currency or client.currencies[0]).upper()
+    if currency not in client.currencies:
+        raise APIProblem.invalid_field(
+            "currency", f"must be one of the client's currencies {client.currencies}"
+        )
+    if spec.amount <= 0:
+        raise APIProblem.invalid_field("amount", "must be greater than zero")
+    plan_id = spec.plan_id or "plan_" + secrets.token_hex(8)
+    if session.scalars(select(PlanRow.id).where(PlanRow.plan_id == plan_id)).first() is not None:
+        raise APIProblem.conflict(f"A plan {plan_id} exists already.", "planId")
+    row = PlanRow(
+        plan_id=plan_id,
+        client_id=client.id,
+        name=spec.name or plan_id,
+        amount_cents=to_cents(spec.amount),
+        currency=currency,
+        interval=spec.interval,
+        interval_count=spec.interval_count,
+        term=spec.term,
+        daily_attempts=spec.daily_attempts,
+        interval_attempt_hours=spec.interval_attempt,
+        grace_days=spec.grace_days,
+        created_at=now,
+    )
+    session.add(row)
+    session.flush()
+    return plan_view(row, client.slug)
+
+
+def load_plan(session: Session, plan_id: str, client_id: int | None = None) -> PlanRow:
+    """The plan ``plan_id`` (of ``client_id`` when given); ``404`` naming ``planId`` otherwise."""
+    row = session.scalars(select(PlanRow).where(PlanRow.plan_id == plan_id)).first()
+    if row is None or (client_id is not None and row.client_id != client_id):
+        raise APIProblem.not_found("Plan", "planId")
+    return row
+
+
+def plan_view(row: PlanRow, client_slug: str) -> Plan:
+    """The control plane's view of a plan."""
+    return Plan(
+        plan_id=row.plan_id,
+        client=client_slug,
+        name=row.name,
+        amount=from_cents(row.amount_cents),
+        currency=row.currency,
+        interval=row.interval,
+        interval_count=row.interval_count,
+        term=row.term,
+        daily_attempts=row.daily_attempts,
+        interval_attempt=row.interval_attempt_hours,
+        grace_days=row.grace_days,
+        created_at=row.created_at,
+    )
+
+
+# ------------------------------------------------------------------------------------ creation
+
+
+def _card(number: str, field: str) -> tuple[str, str, str]:
+    digits = normalize_number(number)
+    if not luhn_valid(digits):
+        raise APIProblem.invalid_field(field, "is not a valid card number (Luhn check failed)")
+    return digits, brand_of(digits), digits[-4:]
+
+
+def _values(
+    client: ClientRow,
+    plan: PlanRow,
+    *,
+    sub_uid: str,
+    email: str,
+    card: tuple[str, str, str],
+    anchor: date,
+    now: datetime,
+    verification_uid: str | None,
+) -> dict[str, object]:
+    ends_on = (
+        renewal_date(anchor, plan.interval, plan.interval_count, plan.term) if plan.term is not None else None
+    )
+    return {
+        "sub_uid": sub_uid,
+        "client_id": client.id,
+        "plan_id": plan.id,
+        "status": "active",
+        "email": email.lower(),
+        "card_number": card[0],
+        "card_brand": card[1],
+        "card_last4": card[2],
+        "anchor_date": anchor,
+        "period": 0,
+        "next_renewal_date": anchor,
+        "due_at": local_midnight(anchor, client.timezone),
+        "attempts": 0,
+        "ends_on": ends_on,
+        "verification_uid": verification_uid,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def create_subscription(
+    session: Session,
+    client: ClientRow,
+    plan: PlanRow,
+    *,
+    email: str,
+    card_number: str,
+    now: datetime,
+    sub_uid: str | None = None,
+    verification_uid: str | None = None,
+) -> SubscriptionRow:
+    """A new ``active`` subscription of ``plan`` charging ``card_number``: its first renewal date (the
+    anchor) is today in the client's timezone (D143: no start date on the public API), so the next run
+    of the charge process charges the first period."""
+    row = SubscriptionRow(
+        **_values(
+            client,
+            plan,
+            sub_uid=sub_uid or new_sub_uid(),
+            email=email,
+            card=_card(card_number, "cardNumber"),
+            anchor=local_date(now, client.timezone),
+            now=now,
+            verification_uid=verification_uid,
+        )
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def create_subscriptions(
+    session: Session, clock: Clock, spec: SandboxSubscriptionsCreate
+) -> SandboxSubscriptionsCreated:
+    """``POST /_sandbox/subscriptions`` (D142): ``count`` active subscriptions of a plan in one
+    transaction (a bulk insert), anchored on ``startDate`` (default: today in the client's timezone)."""
+    now = clock.now(session)
+    plan = load_plan(session, spec.plan_id)
+    client = session.get(ClientRow, plan.client_id)
+    assert client is not None
+    card = _card(spec.card_number, "cardNumber")
+    anchor = spec.start_date or local_date(now, client.timezone)
+    email = spec.email or f"subscriber@{client.slug}.example"
+    uids = [new_sub_uid() for _ in range(spec.count)]
+    rows = [
+        _values(
+            client, plan, sub_uid=uid, email=email, card=card, anchor=anchor, now=now, verification_uid=None
+        )
+        for uid in uids
+    ]
+    for start in range(0, len(rows), 5000):
+        session.execute(insert(SubscriptionRow), rows[start : start + 5000])
+    return SandboxSubscriptionsCreated(count=len(uids), sub_uids=uids)
+
+
+# ------------------------------------------------------------------------------------ lookup
+
+
+def load(
+    session: Session, sub_uid: str, client_id: int | None = None, *, lock: bool = False
+) -> SubscriptionRow:
+    """The subscription ``sub_uid`` (of ``client_id`` when given: another client's is not found);
+    ``404`` naming ``field`` otherwise. ``lock``: ``SELECT ... FOR UPDATE`` (PostgreSQL)."""
+    statement = select(SubscriptionRow).where(SubscriptionRow.sub_uid == sub_uid)
+    if lock:
+        statement = statement.with_for_update()
+    row = session.scalars(statement).first()
+    if row is None or (client_id is not None and row.client_id != client_id):
+        raise APIProblem.not_found("Subscription", "subscriptionId")
+    return row
+
+
+# ------------------------------------------------------------------------------------ charging
+
+
+def charge(
+    session: Session,
+    sub: SubscriptionRow,
+    *,
+    now: datetime,
+    source: str,
+    amount_cents: int,
+    currency: str,
+    attempt: int,
+    period: int | None = None,
+    renewal_date: date | None = None,
+    reference: str | None = None,
+) -> SubscriptionChargeRow:
+    """Charge ``sub``'s default method off-session (``modKeys['3ds']`` false: never a challenge, D149)
+    and record the charge in the caller's transaction. The caller guards the period (renewals) or the
+    reference (batch rows); the unique indexes of :mod:`paysdk.server.subscription_tables` refuse a
+    second approved renewal charge of one period whatever happens."""
+    decision = decide_charge(sub.card_number, period=period if source == "renewal" else None, attempt=attempt)
+    row = SubscriptionChargeRow(
+        charge_id=new_charge_id(),
+        subscription_id=sub.id,
+        client_id=sub.client_id,
+        source=source,
+        period=period,
+        attempt=attempt,
+        status=decision.outcome,
+        reason=decision.reason,
+        amount_cents=amount_cents,
+        currency=currency,
+        renewal_date=renewal_date,
+        reference=reference,
+        created_at=now,
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+# ------------------------------------------------------------------------------------ views
+
+
+def _method(sub: SubscriptionRow) -> PaymentMethod:
+    return PaymentMethod(brand=sub.card_brand, last4=sub.card_last4)
+
+
+def public_view(sub: SubscriptionRow, plan: PlanRow) -> Subscription:
+    """The subscription as the public API answers it (D153)."""
+    return Subscription(
+        sub_uid=sub.sub_uid,
+        status=sub.status,
+        plan_id=plan.plan_id,
+        email=sub.email,
+        next_renewal_date=sub.next_renewal_date if sub.status == "active" else None,
+        default_payment_method=_method(sub),
+        created_at=sub.created_at,
+        cancelled_at=sub.cancelled_at,
+        ended_at=sub.ended_at,
+    )
+
+
+def charge_view(row: SubscriptionChargeRow, sub: SubscriptionRow) -> SubscriptionCharge:
+    """One charge as the payment history shows it (D150)."""
+    return SubscriptionCharge(
+        charge_id=row.charge_id,
+        subscription_id=sub.sub_uid,
+        source=row.source,
+        status=row.status,
+        reason=row.reason,
+        amount=from_cents(row.amount_cents),
+        currency=row.currency,
+        attempt=row.attempt,
+        period=row.period,
+        renewal_date=row.renewal_date,
+        reference=row.reference,
+        payment_method=_method(sub),
+        created_at=row.created_at,
+    )
+
+
+def charges_of(session: Session, sub: SubscriptionRow) -> list[SubscriptionCharge]:
+    """Every charge of ``sub``, oldest first (the payment history: a flat array, no paging)."""
+    rows: Sequence[SubscriptionChargeRow] = session.scalars(
+        select(SubscriptionChargeRow)
+        .where(SubscriptionChargeRow.subscription_id == sub.id)
+        .order_by(SubscriptionChargeRow.id)
+    ).all()
+    return [charge_view(row, sub) for row in rows]
+
+
+def sandbox_view(session: Session, sub: SubscriptionRow) -> SandboxSubscription:
+    """``GET /_sandbox/subscriptions/{subUid}`` (D142)."""
+    plan = session.get(PlanRow, sub.plan_id)
+    client = session.get(ClientRow, sub.client_id)
+    assert plan is not None
+    assert client is not None
+    public = public_view(sub, plan)
+    return SandboxSubscription(
+        **public.model_dump(),
+        client=client.slug,
+        timezone=client.timezone,
+        anchor_date=sub.anchor_date,
+        period=sub.period,
+        attempts=sub.attempts,
+        next_attempt_at=sub.due_at if sub.status == "active" else None,
+        ends_on=sub.ends_on,
+        plan=plan_view(plan, client.slug),
+        charges=charges_of(session, sub),
+    )
