@@ -135,6 +135,8 @@ class CsvPart:
     spans: tuple[CsvSpan, ...]
     key: str
     header: bytes = field(repr=False)
+    #: Blank lines inside :attr:`spans` (sent, skipped by the server), by row number.
+    blanks: tuple[int, ...] = ()
 
     @property
     def size(self) -> int:
@@ -150,6 +152,14 @@ class CsvPart:
                     return span.first_row + offset
                 offset -= span.records
         raise ValueError(f"part {self.index} has no row {row}")
+
+    def data_rows(self) -> Iterator[int]:
+        """The original row numbers of the data rows the part carries, in order."""
+        blanks = set(self.blanks)
+        for span in self.spans:
+            for row in range(span.first_row, span.first_row + span.records):
+                if row not in blanks:
+                    yield row
 
 
 @dataclass(slots=True)
@@ -484,19 +494,29 @@ def _split(result: CsvScan, sha256: str, part_rows: int) -> tuple[CsvPart, ...]:
     def span(first: int, last: int) -> CsvSpan:
         return CsvSpan(ends[first - 1], ends[last], first + 1, last - first + 1)
 
-    def emit(spans: list[CsvSpan], first_row: int, last_row: int, rows: int) -> None:
+    def emit(spans: list[CsvSpan], first_row: int, last_row: int, rows: int, blanks: list[int]) -> None:
         index = len(parts) + 1
         parts.append(
-            CsvPart(index, first_row, last_row, rows, tuple(spans), part_key(sha256, index), result.header)
+            CsvPart(
+                index,
+                first_row,
+                last_row,
+                rows,
+                tuple(spans),
+                part_key(sha256, index),
+                result.header,
+                tuple(blanks),
+            )
         )
 
     if _INVALID not in state and _BLANK not in state:  # the common case: whole ranges, no walk
         for first in range(1, count, part_rows):
             last = min(first + part_rows - 1, count - 1)
-            emit([span(first, last)], first + 1, last + 1, last - first + 1)
+            emit([span(first, last)], first + 1, last + 1, last - first + 1, [])
         return tuple(parts)
 
     spans: list[CsvSpan] = []
+    blanks: list[int] = []
     opened: int | None = None
     rows = first_row = last_row = 0
     for index in range(1, count):
@@ -508,17 +528,19 @@ def _split(result: CsvScan, sha256: str, part_rows: int) -> tuple[CsvPart, ...]:
             continue
         if opened is None:
             opened = index
-        if kind == _VALID:
+        if kind == _BLANK:
+            blanks.append(index + 1)
+        else:
             if not rows:
                 first_row = index + 1
             rows += 1
             last_row = index + 1
             if rows == part_rows:
                 spans.append(span(opened, index))
-                emit(spans, first_row, last_row, rows)
-                spans, opened, rows = [], None, 0
+                emit(spans, first_row, last_row, rows, blanks)
+                spans, blanks, opened, rows = [], [], None, 0
     if opened is not None and rows:
         spans.append(span(opened, count - 1))
     if rows:
-        emit(spans, first_row, last_row, rows)
+        emit(spans, first_row, last_row, rows, blanks)
     return tuple(parts)
