@@ -260,6 +260,8 @@ SUBSCRIPTIONS = Family(
     prefixes=("/v1/subscriptions",),
     routers=(("", subscriptions.router),),
     tables=subscription_tables.SUBSCRIPTION_RESET_ORDER,
+    sdk_resources=("subscriptions",),
+    cli_groups=("subscriptions",),
 )
 
 CONTROL_PLANE = Family(
