@@ -98,6 +98,7 @@ if TYPE_CHECKING:
     from paysdk._tokens import StoredTokens
     from paysdk._types import NOT_GIVEN, NotGiven
     from paysdk._wallet_auth import UserSession, WalletCredentials, wallet_store_key
+    from paysdk.contracts.subscriptions import Subscription, SubscriptionCharge, VerifyCard
 
 #: Where each public name other than the errors lives. ``import paysdk`` loads only the exception tree:
 #: a name's module is imported the first time the name is used (``paysdk.Client``, ``from paysdk import
@@ -134,6 +135,9 @@ _LAZY: dict[str, str] = {
     "UserSession": "paysdk._wallet_auth",
     "WalletCredentials": "paysdk._wallet_auth",
     "wallet_store_key": "paysdk._wallet_auth",
+    "Subscription": "paysdk.contracts.subscriptions",
+    "SubscriptionCharge": "paysdk.contracts.subscriptions",
+    "VerifyCard": "paysdk.contracts.subscriptions",
 }
 
 __all__ = [
@@ -201,6 +205,8 @@ __all__ = [
     "Secret",
     "ServerSentEvent",
     "StoredTokens",
+    "Subscription",
+    "SubscriptionCharge",
     "TokenExpiredError",
     "TokenInvalidError",
     "TokenRevokedError",
@@ -213,6 +219,7 @@ __all__ = [
     "UserNotFoundError",
     "UserSession",
     "ValidationError",
+    "VerifyCard",
     "WalletCredentials",
     "WalletError",
     "WalletValidationError",
