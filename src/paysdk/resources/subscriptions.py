@@ -15,13 +15,17 @@ A subscription is created only by a verified card (``verify_card`` with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from paysdk._errors import ValidationError
 from paysdk._pipeline import CallOptions, Operation, PostCallOptions, apply_call_options, list_of
 from paysdk.contracts.subscriptions import Subscription, SubscriptionCharge, VerifyCard
 from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
 from paysdk.resources._validation import check_email, check_optional_str, check_str, path_segment
+from paysdk.resources.batch_charges import AsyncBatchCharges, BatchCharges
+
+if TYPE_CHECKING:
+    from paysdk._client import AsyncClient, Client
 
 __all__ = [
     "AsyncSubscriptions",
@@ -159,6 +163,11 @@ class AsyncSubscriptions(AsyncResource[M]):
     update_email = AsyncEndpoint(update_email_operation)
     payment_history = AsyncEndpoint(payment_history_operation)
 
+    def __init__(self, client: AsyncClient, *, raw: bool = False) -> None:
+        super().__init__(client, raw=raw)
+        #: Batch CSV charges (D155-D158): ``upload_csv``, and ``read_csv``/``upload_part`` for journals.
+        self.charges: AsyncBatchCharges[M] = AsyncBatchCharges(client, raw=raw)
+
 
 # unasync: end
 
@@ -173,6 +182,11 @@ class Subscriptions(Resource[M]):
     cancel = Endpoint(cancel_operation)
     update_email = Endpoint(update_email_operation)
     payment_history = Endpoint(payment_history_operation)
+
+    def __init__(self, client: Client, *, raw: bool = False) -> None:
+        super().__init__(client, raw=raw)
+        #: Batch CSV charges (D155-D158): ``upload_csv``, and ``read_csv``/``upload_part`` for journals.
+        self.charges: BatchCharges[M] = BatchCharges(client, raw=raw)
 
 
 # unasync: generated end
