@@ -39,14 +39,21 @@ async def _merchant_and_plan(make: Maker, **plan: object) -> tuple[object, objec
 )
 async def test_verify_card_pay_update_history_cancel(make: Maker) -> None:
     sandbox, client, plan = await _merchant_and_plan(make)
-    assert plan.amount == Decimal("9.99") and plan.interval == "month" and plan.interval_count == 1
-    assert plan.daily_attempts == 3 and plan.interval_attempt == 24 and plan.term is None
+    assert plan.amount == Decimal("9.99")
+    assert plan.interval == "month"
+    assert plan.interval_count == 1
+    assert plan.daily_attempts == 3
+    assert plan.interval_attempt == 24
+    assert plan.term is None
     assert await call(sandbox.sandbox.plans.get(plan.plan_id)) == plan
 
     tag = secrets.token_hex(3)
     verification = await call(
         client.subscriptions.verify_card(
-            should_create_subscription=True, plan_id=plan.plan_id, email=f"ana-{tag}@x.io", external_id="ord-1"
+            should_create_subscription=True,
+            plan_id=plan.plan_id,
+            email=f"ana-{tag}@x.io",
+            external_id="ord-1",
         )
     )
     assert isinstance(verification, VerifyCard)
@@ -64,10 +71,12 @@ async def test_verify_card_pay_update_history_cancel(make: Maker) -> None:
     held = await call(sandbox.sandbox.subscriptions.get(verification.sub_uid))
     assert isinstance(held, SandboxSubscription)
     assert held.status == "active"
-    assert held.plan_id == plan.plan_id and held.plan == plan
+    assert held.plan_id == plan.plan_id
+    assert held.plan == plan
     assert held.default_payment_method.last4 == "4242"
     assert held.next_renewal_date == held.anchor_date
-    assert held.attempts == 0 and held.charges == []
+    assert held.attempts == 0
+    assert held.charges == []
 
     updated = await call(client.subscriptions.update_email(verification.sub_uid, f"new-{tag}@x.io"))
     assert isinstance(updated, Subscription)
@@ -85,7 +94,8 @@ async def test_verify_card_pay_update_history_cancel(make: Maker) -> None:
     assert cancelled.cancelled_at is not None
     assert cancelled.next_renewal_date is None
     again = await call(client.subscriptions.cancel(verification.sub_uid))  # a retried DELETE is harmless
-    assert again.status == "cancelled" and again.cancelled_at == cancelled.cancelled_at
+    assert again.status == "cancelled"
+    assert again.cancelled_at == cancelled.cancelled_at
     # Still readable, still cancelled; the email may still change (D151) and never moves the status.
     changed = await call(client.subscriptions.update_email(verification.sub_uid, f"last-{tag}@x.io"))
     assert changed.status == "cancelled"
@@ -121,7 +131,7 @@ async def test_verify_only_and_errors_answered_by_the_server(make: Maker) -> Non
 
 @pytest.mark.covers("sandbox.subscriptions.create", "sandbox.subscriptions.get", "sandbox.plans.create")
 async def test_control_plane_bulk_subscriptions_and_fixed_term_plans(make: Maker) -> None:
-    sandbox, client, plan = await _merchant_and_plan(
+    sandbox, _client, plan = await _merchant_and_plan(
         make, interval="week", interval_count=2, term=6, daily_attempts=2, interval_attempt=12, grace_days=3
     )
     assert (plan.interval, plan.interval_count, plan.term) == ("week", 2, 6)
@@ -132,11 +142,14 @@ async def test_control_plane_bulk_subscriptions_and_fixed_term_plans(make: Maker
             plan.plan_id, count=3, email="bulk@x.io", card_number="4000000000000341", start_date=start
         )
     )
-    assert created.count == 3 and len(set(created.sub_uids)) == 3
+    assert created.count == 3
+    assert len(set(created.sub_uids)) == 3
     one = await call(sandbox.sandbox.subscriptions.get(created.sub_uids[1]))
     assert one.status == "active"
-    assert one.anchor_date == start and one.next_renewal_date == start
-    assert one.ends_on is not None and one.ends_on > start
+    assert one.anchor_date == start
+    assert one.next_renewal_date == start
+    assert one.ends_on is not None
+    assert one.ends_on > start
     assert one.email == "bulk@x.io"
     assert one.default_payment_method.last4 == "0341"
     with pytest.raises(paysdk.NotFoundError):
