@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from datetime import date, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from paysdk.contracts.subscriptions import Plan, SandboxSubscription, Subscripti
 from .conftest import Maker, call
 
 
-async def _merchant_and_plan(make: Maker, **plan: object) -> tuple[object, object, Plan]:
+async def _merchant_and_plan(make: Maker, **plan: object) -> tuple[Any, Any, Plan]:
     sandbox = make()
     merchant = await call(sandbox.sandbox.create_client())
     created = await call(sandbox.sandbox.plans.create(merchant.slug, "9.99", name="Monthly", **plan))
