@@ -36,7 +36,7 @@ async def _setup(make: Maker, count: int, card: str = "4242424242424242") -> tup
 
 async def _batch_charges(sandbox: Any, sub_uids: list[str]) -> list[Any]:
     """Every batch charge of these subscriptions, as the server recorded them."""
-    found = []
+    found: list[Any] = []
     for sub_uid in sub_uids:
         held = await call(sandbox.sandbox.subscriptions.get(sub_uid))
         found.extend(charge for charge in held.charges if charge.source == "batch")
@@ -122,7 +122,8 @@ async def test_invalid_rows_send_nothing_unless_asked(make: Maker) -> None:
         (4, "refused"),
         (5, "refused"),
     ]
-    assert report.results[1].part is None and report.results[0].part == 1
+    assert report.results[1].part is None
+    assert report.results[0].part == 1
     assert [c.reference for c in await _batch_charges(sandbox, subs)] == ["ok-1"]
 
     with pytest.raises(paysdk.CsvValidationError) as missing:

@@ -108,7 +108,8 @@ def _problem(response: httpx.Response, status: int, field: str) -> str:
 def _results(response: httpx.Response) -> list[tuple[int, str, str | None]]:
     assert response.status_code == 200, response.text
     answer = body(response)
-    assert answer["success"] is True and answer["message"]
+    assert answer["success"] is True
+    assert answer["message"]
     return [(item["row"], item["status"], item.get("error")) for item in answer["data"]["results"]]
 
 
@@ -144,7 +145,7 @@ async def test_malformed_rows_are_refused_by_row_and_column_never_a_5xx(batch: B
         f"{sub},-5,neg",
         f"{sub},1.234,three",
         f"{sub},{huge},big",
-        f"sub_unknown,1,unknown",
+        "sub_unknown,1,unknown",
         f"{sub},2,ok-1",  # duplicate of row 2
         f"{sub},1e3,exp",
         f"{sub},0.00,zero",
@@ -166,11 +167,15 @@ async def test_malformed_rows_are_refused_by_row_and_column_never_a_5xx(batch: B
     ]
     errors = {row: error or "" for row, _, error in results}
     assert errors[3].startswith("reference:")
-    assert errors[4].startswith("amount:") and errors[5].startswith("amount:")
-    assert errors[6].startswith("amount:") and "1,024" in errors[6]
-    assert errors[7].startswith("subscriptionId:") and "unknown" in errors[7]
+    assert errors[4].startswith("amount:")
+    assert errors[5].startswith("amount:")
+    assert errors[6].startswith("amount:")
+    assert "1,024" in errors[6]
+    assert errors[7].startswith("subscriptionId:")
+    assert "unknown" in errors[7]
     assert errors[8] == "reference: duplicate of row 2"
-    assert errors[9].startswith("amount:") and errors[10].startswith("amount:")
+    assert errors[9].startswith("amount:")
+    assert errors[10].startswith("amount:")
     assert batch.charges() == [("ok-1", "approved"), ("ok-2", "approved")]
 
 
@@ -202,7 +207,8 @@ async def test_other_clients_inactive_and_wrong_currency_are_refused(
     results = _results(await batch.upload(content))
     assert [status for _, status, _ in results] == ["refused", "refused", "refused", "refused", "charged"]
     assert "unknown" in (results[0][2] or "")  # another client's subscription is unknown to this one
-    assert "cancelled" in (results[1][2] or "") and "inactive" in (results[2][2] or "")
+    assert "cancelled" in (results[1][2] or "")
+    assert "inactive" in (results[2][2] or "")
     assert (results[3][2] or "").startswith("currency:")
     assert batch.charges() == [("right-currency", "approved")]
     # A refused row leaves no trace: once fixed, it is charged (D157).
@@ -223,7 +229,9 @@ async def test_a_file_again_or_rows_again_are_never_charged_twice(batch: Batch) 
     assert [(row, status) for row, status, _ in first] == [(2, "charged"), (3, "charged"), (4, "declined")]
     again = await batch.upload(text.encode())
     data = body(again)["data"]
-    assert data["replayed"] == 3 and data["charged"] == 2 and data["declined"] == 1
+    assert data["replayed"] == 3
+    assert data["charged"] == 2
+    assert data["declined"] == 1
     assert all(item["replayed"] for item in data["results"])
     repeat = _csv(f"{subs[1]},1.00,a-2", f"{subs[0]},3,a-4", f"{subs[1]},7,a-1")
     results = _results(await batch.upload(repeat))
@@ -249,7 +257,8 @@ async def test_five_thousand_rows_are_accepted_and_one_more_refused_whole(batch:
     assert "5,000" in _problem(refused, 400, "file")
     assert batch.charges() == []
     accepted = body(await batch.upload(_csv(*rows[:5000])))["data"]
-    assert accepted["rows"] == 5000 and accepted["charged"] == 5000
+    assert accepted["rows"] == 5000
+    assert accepted["charged"] == 5000
     assert accepted["results"][-1]["row"] == 5001
     assert len(batch.charges()) == 5000
 
@@ -258,7 +267,8 @@ async def test_a_keyed_part_is_replayed_and_its_key_is_bound_to_its_body(batch: 
     (sub,) = await batch.subscriptions()
     content = _csv(f"{sub},2.50,k-1")
     first = await batch.upload(content, key="csv-abc-1")
-    assert first.status_code == 200 and "idempotent-replayed" not in first.headers
+    assert first.status_code == 200
+    assert "idempotent-replayed" not in first.headers
     second = await batch.upload(content, key="csv-abc-1")
     assert second.headers.get("idempotent-replayed") == "true"
     assert second.content == first.content
