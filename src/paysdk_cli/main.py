@@ -39,6 +39,7 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
     "funds": ("paysdk_cli.commands.funds", "app", "Card funds: the issuer adds or withdraws money."),
     "transfers": ("paysdk_cli.commands.transfers", "app", "Card-to-card transfers."),
     "permissions": ("paysdk_cli.commands.permissions", "app", "Card permissions of authorized users."),
+    "charges": ("paysdk_cli.commands.charges", "app", "Batch charges of subscriptions from a CSV file."),
     "sandbox": ("paysdk_cli.commands.sandbox", "app", "Control plane of the local reference server."),
     "serve": ("paysdk_cli.commands.serve", "app", "Run the local reference server."),
 }
@@ -50,6 +51,7 @@ Exit codes:
   2  usage (bad option or argument, or input refused before sending)
   3  serve: the address is in use
   4  authentication (HTTP 401/403, or no merchant token / wallet key)
+  5  charges upload: some rows not charged (refused, declined or unknown)
   6  the API refused the request (other HTTP 4xx)
   7  the API failed (HTTP 5xx, an off-contract answer) or could not be reached
 \b
