@@ -98,6 +98,16 @@ if TYPE_CHECKING:
     from paysdk._tokens import StoredTokens
     from paysdk._types import NOT_GIVEN, NotGiven
     from paysdk._wallet_auth import UserSession, WalletCredentials, wallet_store_key
+    from paysdk.contracts.subscriptions import Subscription, SubscriptionCharge, VerifyCard
+    from paysdk.resources.batch_charges import (
+        BatchChargeReport,
+        BatchChargeRow,
+        BatchPartResult,
+        ChargesCsv,
+        ChargesCsvPart,
+        CsvValidationError,
+        read_charges_csv,
+    )
 
 #: Where each public name other than the errors lives. ``import paysdk`` loads only the exception tree:
 #: a name's module is imported the first time the name is used (``paysdk.Client``, ``from paysdk import
@@ -134,6 +144,16 @@ _LAZY: dict[str, str] = {
     "UserSession": "paysdk._wallet_auth",
     "WalletCredentials": "paysdk._wallet_auth",
     "wallet_store_key": "paysdk._wallet_auth",
+    "BatchChargeReport": "paysdk.resources.batch_charges",
+    "BatchChargeRow": "paysdk.resources.batch_charges",
+    "BatchPartResult": "paysdk.resources.batch_charges",
+    "ChargesCsv": "paysdk.resources.batch_charges",
+    "ChargesCsvPart": "paysdk.resources.batch_charges",
+    "CsvValidationError": "paysdk.resources.batch_charges",
+    "read_charges_csv": "paysdk.resources.batch_charges",
+    "Subscription": "paysdk.contracts.subscriptions",
+    "SubscriptionCharge": "paysdk.contracts.subscriptions",
+    "VerifyCard": "paysdk.contracts.subscriptions",
 }
 
 __all__ = [
@@ -151,6 +171,9 @@ __all__ = [
     "BackofficeCredentials",
     "BackofficeUser",
     "BadRequestError",
+    "BatchChargeReport",
+    "BatchChargeRow",
+    "BatchPartResult",
     "CallOptions",
     "CallbackAuthenticationError",
     "CallbackBodyTooLargeError",
@@ -161,8 +184,11 @@ __all__ = [
     "CardNotFoundError",
     "CardNotFundableError",
     "CardPermissionDeniedError",
+    "ChargesCsv",
+    "ChargesCsvPart",
     "Client",
     "ConflictError",
+    "CsvValidationError",
     "CurrencyMismatchError",
     "CvvNeedsUserSessionError",
     "CvvTokenInvalidError",
@@ -201,6 +227,8 @@ __all__ = [
     "Secret",
     "ServerSentEvent",
     "StoredTokens",
+    "Subscription",
+    "SubscriptionCharge",
     "TokenExpiredError",
     "TokenInvalidError",
     "TokenRevokedError",
@@ -213,6 +241,7 @@ __all__ = [
     "UserNotFoundError",
     "UserSession",
     "ValidationError",
+    "VerifyCard",
     "WalletCredentials",
     "WalletError",
     "WalletValidationError",
@@ -221,6 +250,7 @@ __all__ = [
     "WrongTokenTypeError",
     "__version__",
     "backoffice_store_key",
+    "read_charges_csv",
     "wallet_store_key",
 ]
 

@@ -86,6 +86,7 @@ from paysdk.resources._base import Parsed, Raw
 from paysdk.resources.alternative_payments import AlternativePayments, AsyncAlternativePayments
 from paysdk.resources.payment_links import AsyncPaymentLinks, PaymentLinks
 from paysdk.resources.sandbox import AsyncSandbox, Sandbox
+from paysdk.resources.subscriptions import AsyncSubscriptions, Subscriptions
 from paysdk.resources.wallet import AsyncWallet, Wallet
 
 __all__ = ["AsyncClient", "AsyncClientWithRawResponse", "Client", "ClientWithRawResponse"]
@@ -246,6 +247,7 @@ class AsyncClientWithRawResponse:
         self.alternative_payments: AsyncAlternativePayments[Raw] = AsyncAlternativePayments(client, raw=True)
         self.wallet: AsyncWallet[Raw] = AsyncWallet(client, raw=True)
         self.sandbox: AsyncSandbox[Raw] = AsyncSandbox(client, raw=True)
+        self.subscriptions: AsyncSubscriptions[Raw] = AsyncSubscriptions(client, raw=True)
 
 
 class AsyncClient:
@@ -286,7 +288,8 @@ class AsyncClient:
     operation names the one it takes. They are token-managed like the wallet's, in the same store.
     Every credential an operation can name is listed in :mod:`paysdk._credentials`.
 
-    Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`wallet`, :attr:`sandbox`.
+    Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`wallet`, :attr:`sandbox`,
+    :attr:`subscriptions` (wallet application token, D138).
     Every method takes the per-call options ``timeout=``, ``extra_headers=`` and, on POSTs,
     ``idempotency_key=`` (:class:`~paysdk.CallOptions`). :attr:`with_raw_response` returns each call's
     answer metadata with its result; :attr:`last_response` holds the metadata of the last answer
@@ -297,6 +300,7 @@ class AsyncClient:
     alternative_payments: AsyncAlternativePayments[Parsed]
     wallet: AsyncWallet[Parsed]
     sandbox: AsyncSandbox[Parsed]
+    subscriptions: AsyncSubscriptions[Parsed]
     _raw_view: AsyncClientWithRawResponse | None
 
     def __init__(
@@ -365,6 +369,7 @@ class AsyncClient:
         self.alternative_payments = AsyncAlternativePayments(self)
         self.wallet = AsyncWallet(self)
         self.sandbox = AsyncSandbox(self)
+        self.subscriptions = AsyncSubscriptions(self)
 
     def _make_token_providers(self) -> dict[str, AsyncTokenManager]:
         env, store = self._config.environment, self._token_store
@@ -609,6 +614,7 @@ class ClientWithRawResponse:
         self.alternative_payments: AlternativePayments[Raw] = AlternativePayments(client, raw=True)
         self.wallet: Wallet[Raw] = Wallet(client, raw=True)
         self.sandbox: Sandbox[Raw] = Sandbox(client, raw=True)
+        self.subscriptions: Subscriptions[Raw] = Subscriptions(client, raw=True)
 
 
 class Client:
@@ -649,7 +655,8 @@ class Client:
     operation names the one it takes. They are token-managed like the wallet's, in the same store.
     Every credential an operation can name is listed in :mod:`paysdk._credentials`.
 
-    Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`wallet`, :attr:`sandbox`.
+    Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`wallet`, :attr:`sandbox`,
+    :attr:`subscriptions` (wallet application token, D138).
     Every method takes the per-call options ``timeout=``, ``extra_headers=`` and, on POSTs,
     ``idempotency_key=`` (:class:`~paysdk.CallOptions`). :attr:`with_raw_response` returns each call's
     answer metadata with its result; :attr:`last_response` holds the metadata of the last answer
@@ -660,6 +667,7 @@ class Client:
     alternative_payments: AlternativePayments[Parsed]
     wallet: Wallet[Parsed]
     sandbox: Sandbox[Parsed]
+    subscriptions: Subscriptions[Parsed]
     _raw_view: ClientWithRawResponse | None
 
     def __init__(
@@ -728,6 +736,7 @@ class Client:
         self.alternative_payments = AlternativePayments(self)
         self.wallet = Wallet(self)
         self.sandbox = Sandbox(self)
+        self.subscriptions = Subscriptions(self)
 
     def _make_token_providers(self) -> dict[str, TokenManager]:
         env, store = self._config.environment, self._token_store

@@ -82,7 +82,9 @@ class FileSource:
     """Where one part's bytes come from, fixed when the call started (see the module docstring).
 
     ``size`` is ``None`` only for a ``once`` source (a stream of unknown length). ``argument`` is the
-    argument's name, for errors.
+    argument's name, for errors. A byte range of a file (a batch CSV part, D158) is a ``path`` source
+    with ``start`` and ``total`` (the whole file's size, checked when it is opened) or a ``seekable`` one
+    with ``start``: ``size`` bytes are read from ``start``.
     """
 
     kind: SourceKind
@@ -95,14 +97,17 @@ class FileSource:
     start: int = 0
     data: bytes | memoryview | None = field(default=None, repr=False)
     once: _Once | None = field(default=None, repr=False)
+    total: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class FilePart:
-    """One file part of a multipart body: its form field ``name`` and its source."""
+    """One file part of a multipart body: its form field ``name`` and its source (the ``filename`` and
+    ``content_type`` are the source's), then the bytes of ``more`` sources, in order."""
 
     name: str
     source: FileSource
+    more: tuple[FileSource, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +142,7 @@ class UploadBody:
             if source.filename is not None:
                 disposition += b'; filename="' + _quote(source.filename) + b'"'
             head = disposition + b"\r\nContent-Type: " + source.content_type.encode("ascii")
-            out.extend((dash + b"\r\n" + head + b"\r\n\r\n", source, b"\r\n"))
+            out.extend((dash + b"\r\n" + head + b"\r\n\r\n", source, *part.more, b"\r\n"))
         out.append(dash + b"--\r\n")
         return tuple(out)
 
@@ -157,7 +162,7 @@ class UploadBody:
     @property
     def replay(self) -> Replay:
         """How the body can be sent again (``once``: it cannot; the call is never retried)."""
-        kinds = {part.source.kind for part in self.parts}
+        kinds = {source.kind for part in self.parts for source in (part.source, *part.more)}
         if self.raw is not None:
             kinds.add(self.raw.kind)
         if "once" in kinds:
@@ -321,9 +326,12 @@ class _Reader:
                 raise ValidationError(
                     source.argument, f"cannot read {source.path}: {exc.strerror or exc}"
                 ) from None
-            if os.fstat(self._file.fileno()).st_size != source.size:
+            expected = source.size if source.total is None else source.total
+            if os.fstat(self._file.fileno()).st_size != expected:
                 self._file.close()
                 raise _changed(source, f"{source.path} changed size")
+            if source.start:
+                self._file.seek(source.start)
         elif source.kind == "seekable":
             source.stream.seek(source.start)
             self._file = source.stream

@@ -39,6 +39,11 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
     "funds": ("paysdk_cli.commands.funds", "app", "Card funds: the issuer adds or withdraws money."),
     "transfers": ("paysdk_cli.commands.transfers", "app", "Card-to-card transfers."),
     "permissions": ("paysdk_cli.commands.permissions", "app", "Card permissions of authorized users."),
+    "subscriptions": (
+        "paysdk_cli.commands.subscriptions",
+        "app",
+        "Subscriptions: verify a card to create one, cancel, change its email, payment history.",
+    ),
     "charges": ("paysdk_cli.commands.charges", "app", "Batch charges of subscriptions from a CSV file."),
     "sandbox": ("paysdk_cli.commands.sandbox", "app", "Control plane of the local reference server."),
     "serve": ("paysdk_cli.commands.serve", "app", "Run the local reference server."),

@@ -150,7 +150,7 @@ class SandboxTransaction(WireModel):
 
     uid: str
     reference: str
-    kind: Literal["payment_link", "alternative_payment"]
+    kind: Literal["payment_link", "alternative_payment", "card_verification"]
     client: str
     status: str
     amount: DecimalNumber

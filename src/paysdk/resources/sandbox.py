@@ -9,7 +9,7 @@ advancing the clock twice by accident would be a bug in a test.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
@@ -41,6 +41,15 @@ from paysdk.contracts.sandbox import (
     UploadReceipt,
 )
 from paysdk.contracts.sandbox_events import EVENT_TYPES, SandboxEvent
+from paysdk.contracts.subscriptions import (
+    DEFAULT_INTERVAL_ATTEMPT_HOURS,
+    Interval,
+    Plan,
+    PlanCreate,
+    SandboxSubscription,
+    SandboxSubscriptionsCreate,
+    SandboxSubscriptionsCreated,
+)
 from paysdk.contracts.wallet import (
     Card,
     Cardholder,
@@ -58,7 +67,13 @@ from paysdk.contracts.wallet import (
     UserProfile,
 )
 from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
-from paysdk.resources._validation import check_amount, check_str, path_segment, validation_error_from
+from paysdk.resources._validation import (
+    check_amount,
+    check_email,
+    check_str,
+    path_segment,
+    validation_error_from,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -66,7 +81,17 @@ if TYPE_CHECKING:
     from paysdk._client import AsyncClient, Client
     from paysdk._uploads import FileInput, FileSource
 
-__all__ = ["AsyncSandbox", "AsyncUploads", "JobStatus", "Sandbox", "Uploads"]
+__all__ = [
+    "AsyncPlans",
+    "AsyncSandbox",
+    "AsyncSandboxSubscriptions",
+    "AsyncUploads",
+    "JobStatus",
+    "Plans",
+    "Sandbox",
+    "SandboxSubscriptions",
+    "Uploads",
+]
 
 _ROOT = "/_sandbox"
 
@@ -483,6 +508,111 @@ def upload_operation(
     return _op("POST", "/uploads", _bare(UploadReceipt.model_validate), options, upload=body, idempotent=True)
 
 
+# ------------------------------------------------------------------ subscriptions (D141, D142)
+
+
+def _sub_answer(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Subscription control-plane answers: a bare model, or the family's ``{success, message, data}``."""
+
+    def unwrap(body: Any) -> Any:
+        if isinstance(body, dict) and "data" in body and set(body) <= {"success", "message", "data"}:
+            body = body["data"]
+        return parse(body)
+
+    return unwrap
+
+
+def create_plan_operation(
+    client: str,
+    amount: Decimal | int | str,
+    *,
+    plan_id: str | None = None,
+    name: str | None = None,
+    currency: Currency | CurrencyCode | None = None,
+    interval: Interval = "month",
+    interval_count: int = 1,
+    term: int | None = None,
+    daily_attempts: int = 3,
+    interval_attempt: int = DEFAULT_INTERVAL_ATTEMPT_HOURS,
+    grace_days: int | None = None,
+    **options: Unpack[PostCallOptions],
+) -> Operation[Plan]:
+    """Create a subscription plan of client ``client`` (``POST /_sandbox/plans``, D141): the only way
+    plans are made (the public API has none).
+
+    ``amount`` is exact (``Decimal``, ``int`` or decimal string, never ``float``); ``currency``
+    defaults to the client's first. A period is ``interval_count`` ``interval`` s (``day``, ``week``,
+    ``month``, ``year``); ``term`` is the number of periods of a fixed-term plan (``None``:
+    open-ended). Retries of a declined renewal: ``daily_attempts`` (1-24) attempts ``interval_attempt``
+    hours apart (default 24) within ``grace_days`` days of the renewal date (``None``: no bound).
+    ``plan_id`` defaults to one the server picks. Returns the
+    :class:`~paysdk.contracts.subscriptions.Plan`; a plan never changes.
+    """
+    body = _wire(
+        PlanCreate,
+        client=check_str(client, "client"),
+        plan_id=plan_id,
+        name=name,
+        amount=check_amount(amount),
+        currency=currency,
+        interval=interval,
+        interval_count=interval_count,
+        term=term,
+        daily_attempts=daily_attempts,
+        interval_attempt=interval_attempt,
+        grace_days=grace_days,
+    )
+    return _op("POST", "/plans", _sub_answer(Plan.model_validate), options, json=body)
+
+
+def get_plan_operation(plan_id: str, **options: Unpack[CallOptions]) -> Operation[Plan]:
+    """One plan (``GET /_sandbox/plans/{planId}``); :class:`~paysdk.NotFoundError` when unknown."""
+    path = "/plans/" + path_segment(plan_id, "plan_id")
+    return _op("GET", path, _sub_answer(Plan.model_validate), options)
+
+
+def create_subscriptions_operation(
+    plan_id: str,
+    count: int = 1,
+    email: str | None = None,
+    card_number: str = "4242424242424242",
+    start_date: date | str | None = None,
+    **options: Unpack[PostCallOptions],
+) -> Operation[SandboxSubscriptionsCreated]:
+    """Create ``count`` (1-100,000) ``active`` subscriptions of plan ``plan_id`` at once, without a
+    card verification (``POST /_sandbox/subscriptions``, D142): for tests and benchmarks.
+
+    ``card_number`` (a test card, default ``4242424242424242``) is their default method, ``email``
+    their notification address. ``start_date`` (a ``date`` or ``YYYY-MM-DD``) is the first renewal
+    date, in the client's timezone (default: today there); only the control plane may choose it.
+    Returns the count and the ``sub_uids``.
+    """
+    from paysdk.resources.wallet import check_date
+
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise ValidationError("count", "must be an int from 1 to 100000")
+    body = _wire(
+        SandboxSubscriptionsCreate,
+        plan_id=check_str(plan_id, "plan_id", max_length=64),
+        count=count,
+        email=None if email is None else check_email(email),
+        card_number=check_str(card_number, "card_number"),
+        start_date=None if start_date is None else check_date(start_date, "start_date"),
+    )
+    parse = _sub_answer(SandboxSubscriptionsCreated.model_validate)
+    return _op("POST", "/subscriptions", parse, options, json=body)
+
+
+def get_subscription_operation(
+    sub_uid: str, **options: Unpack[CallOptions]
+) -> Operation[SandboxSubscription]:
+    """One subscription as the server holds it (``GET /_sandbox/subscriptions/{subUid}``, D142): its
+    state, plan, client and timezone, anchor date, ``next_renewal_date``, the period being charged, its
+    failed ``attempts`` and ``next_attempt_at``, ``ends_on`` (fixed term) and every charge."""
+    path = "/subscriptions/" + path_segment(sub_uid, "sub_uid")
+    return _op("GET", path, _sub_answer(SandboxSubscription.model_validate), options)
+
+
 # unasync: begin
 class AsyncUploads(AsyncResource[M]):
     """The control plane's upload sink (``client.sandbox.uploads``): test file uploads end to end.
@@ -491,6 +621,21 @@ class AsyncUploads(AsyncResource[M]):
     """
 
     create = AsyncEndpoint(upload_operation)
+
+
+class AsyncPlans(AsyncResource[M]):
+    """Subscription plans (``client.sandbox.plans``): created only on the control plane (D141)."""
+
+    create = AsyncEndpoint(create_plan_operation)
+    get = AsyncEndpoint(get_plan_operation)
+
+
+class AsyncSandboxSubscriptions(AsyncResource[M]):
+    """Subscriptions on the control plane (``client.sandbox.subscriptions``): many at once for tests
+    and benchmarks, and the full view of one (D142)."""
+
+    create = AsyncEndpoint(create_subscriptions_operation)
+    get = AsyncEndpoint(get_subscription_operation)
 
 
 class AsyncSandbox(AsyncResource[M]):
@@ -529,6 +674,8 @@ class AsyncSandbox(AsyncResource[M]):
     def __init__(self, client: AsyncClient, *, raw: bool = False) -> None:
         super().__init__(client, raw=raw)
         self.uploads: AsyncUploads[M] = AsyncUploads(client, raw=raw)
+        self.plans: AsyncPlans[M] = AsyncPlans(client, raw=raw)
+        self.subscriptions: AsyncSandboxSubscriptions[M] = AsyncSandboxSubscriptions(client, raw=raw)
 
     def events(
         self,
@@ -569,6 +716,21 @@ class Uploads(Resource[M]):
     create = Endpoint(upload_operation)
 
 
+class Plans(Resource[M]):
+    """Subscription plans (``client.sandbox.plans``): created only on the control plane (D141)."""
+
+    create = Endpoint(create_plan_operation)
+    get = Endpoint(get_plan_operation)
+
+
+class SandboxSubscriptions(Resource[M]):
+    """Subscriptions on the control plane (``client.sandbox.subscriptions``): many at once for tests
+    and benchmarks, and the full view of one (D142)."""
+
+    create = Endpoint(create_subscriptions_operation)
+    get = Endpoint(get_subscription_operation)
+
+
 class Sandbox(Resource[M]):
     """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults,
     and the wallet's keys, users, stock cards, linking tokens, card payments and email outbox.
@@ -605,6 +767,8 @@ class Sandbox(Resource[M]):
     def __init__(self, client: Client, *, raw: bool = False) -> None:
         super().__init__(client, raw=raw)
         self.uploads: Uploads[M] = Uploads(client, raw=raw)
+        self.plans: Plans[M] = Plans(client, raw=raw)
+        self.subscriptions: SandboxSubscriptions[M] = SandboxSubscriptions(client, raw=raw)
 
     def events(
         self,

@@ -39,6 +39,7 @@ from paysdk.server.routers import (
     checkout,
     payment_links,
     sandbox,
+    sandbox_subscriptions,
     sandbox_wallet,
     subscriptions,
     wallet_auth,
@@ -260,12 +261,24 @@ SUBSCRIPTIONS = Family(
     prefixes=("/v1/subscriptions",),
     routers=(("", subscriptions.router),),
     tables=subscription_tables.SUBSCRIPTION_RESET_ORDER,
+    sdk_resources=("subscriptions",),
+    cli_groups=("subscriptions", "charges"),
+    operations={
+        "POST /v1/subscriptions/verify-card": _reach(
+            "subscriptions.verify_card", "subscriptions verify-card"
+        ),
+        "DELETE /v1/subscriptions/{subUid}": _reach("subscriptions.cancel", "subscriptions cancel"),
+        "PUT /v1/subscriptions": _reach("subscriptions.update_email", "subscriptions update-email"),
+        "GET /v1/subscriptions/payment-history": _reach(
+            "subscriptions.payment_history", "subscriptions history"
+        ),
+    },
 )
 
 CONTROL_PLANE = Family(
     name="control plane",
     prefixes=("/_sandbox",),
-    routers=(("", sandbox.router), ("", sandbox_wallet.router)),
+    routers=(("", sandbox.router), ("", sandbox_wallet.router), ("", sandbox_subscriptions.router)),
     idempotent_posts=False,
     public=False,
     sdk_resources=("sandbox",),

@@ -7,7 +7,8 @@ framing; ``X-Frame-Options``, ``Referrer-Policy``, ``Cache-Control: no-store``. 
 needs carry ``data-testid``:
 ``amount``, ``currency``, ``merchant``, ``reference``, ``status``, ``message``, ``form-error``,
 ``card-number``, ``card-expiry``, ``card-cvc``, ``card-name``, ``pay-button``, ``3ds-approve``,
-``3ds-fail``, ``rail-pay``, ``rail-expire``, ``test-cards``.
+``3ds-fail``, ``rail-pay``, ``rail-expire``, ``test-cards``, ``purpose`` (a card verification's
+"Card verification, no charge", D140).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from html import escape
 from paysdk.server.services.test_cards import TEST_CARDS
 
 __all__ = [
+    "VERIFICATION_PURPOSE",
     "CheckoutView",
     "challenge_page",
     "checkout_page",
@@ -80,6 +82,8 @@ class CheckoutView:
     processor: str | None = None
     #: The page's form token (D94): every form posts it back.
     token: str = ""
+    #: A card verification (D140): nothing is charged, the page says so.
+    verification: bool = False
 
 
 def _page(title: str, body: str, status_text: str = "") -> str:
@@ -99,7 +103,23 @@ def _hidden(view: CheckoutView) -> str:
     )
 
 
+#: The heading of a card verification's page (D140).
+VERIFICATION_PURPOSE = "Card verification, no charge"
+
+
 def _summary(view: CheckoutView) -> str:
+    if view.verification:
+        return (
+            f"<h1><span data-testid='merchant'>{escape(view.merchant)}</span>: "
+            f"<span data-testid='purpose'>{VERIFICATION_PURPOSE}</span></h1>"
+            "<div class='muted'>Reference "
+            f"<span data-testid='reference'>{escape(view.reference)}</span></div>"
+            "<p class='muted'>Your card is checked and saved for the subscription; nothing is charged now "
+            f"(<span data-testid='amount'>{escape(format(view.amount, ',.2f'))}</span> "
+            f"<span data-testid='currency'>{escape(view.currency)}</span>).</p>"
+            f"<p>Status: <span class='status {escape(view.status)}' data-testid='status'>"
+            f"{escape(view.status)}</span></p>"
+        )
     return (
         f"<h1>Pay <span data-testid='merchant'>{escape(view.merchant)}</span></h1>"
         f"<div class='muted'>Reference <span data-testid='reference'>{escape(view.reference)}</span></div>"
@@ -146,11 +166,17 @@ def checkout_page(
         "data-testid='card-cvc' placeholder='123' required></div></div>"
         "<label for='name'>Name on card</label><input id='name' name='name' data-testid='card-name' "
         f"value='{escape(values.get('name', ''))}' required>"
-        f"<button type='submit' data-testid='pay-button'>Pay {escape(format(view.amount, ',.2f'))} "
-        f"{escape(view.currency)}</button></form>"
+        f"<button type='submit' data-testid='pay-button'>{_pay_label(view)}</button></form>"
     )
     body += _test_cards_table()
-    return _page(f"Pay {view.reference}", body, view.status)
+    title = f"{VERIFICATION_PURPOSE} {view.reference}" if view.verification else f"Pay {view.reference}"
+    return _page(title, body, view.status)
+
+
+def _pay_label(view: CheckoutView) -> str:
+    if view.verification:
+        return "Verify card"
+    return f"Pay {escape(format(view.amount, ',.2f'))} {escape(view.currency)}"
 
 
 def challenge_page(view: CheckoutView, base: str, challenge_id: str) -> str:
@@ -167,8 +193,9 @@ def challenge_page(view: CheckoutView, base: str, challenge_id: str) -> str:
 
     body = (
         _summary(view)
-        + "<h1>3-D Secure</h1><p data-testid='message'>Your bank asks you to confirm this payment "
-        "(sandbox simulation).</p>"
+        + "<h1>3-D Secure</h1><p data-testid='message'>Your bank asks you to confirm this "
+        + ("card" if view.verification else "payment")
+        + " (sandbox simulation).</p>"
         + button("approve", "Approve", "3ds-approve", "")
         + button("fail", "Fail", "3ds-fail", "secondary")
     )

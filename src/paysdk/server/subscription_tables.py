@@ -128,7 +128,7 @@ class SubscriptionChargeRow(Base):
 
 class VerificationRow(Base):
     """What a verify-card transaction creates once the card verifies (D140): the reserved ``sub_uid`` (or
-    none when ``shouldCreateSubscription`` was false), the plan and the notification email."""
+    none when ``shouldCreateSubscription`` was false), the plan, the notification email and the card."""
 
     __tablename__ = "subscription_verifications"
 
@@ -140,6 +140,9 @@ class VerificationRow(Base):
         ForeignKey("subscription_plans.id", ondelete="CASCADE"), nullable=True
     )
     email: Mapped[str | None] = mapped_column(String(254), nullable=True)
+    #: The test card given on the checkout (kept from the card form to a 3-D Secure challenge's answer):
+    #: the subscription's default method once the card verifies.
+    card_number: Mapped[str | None] = mapped_column(String(19), nullable=True)
     created_at: Mapped[datetime]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime
 from decimal import Decimal
 from enum import StrEnum
@@ -40,6 +41,10 @@ app.add_typer(users_app, name="users")
 app.add_typer(cards_app, name="cards")
 app.add_typer(linking_tokens_app, name="linking-tokens")
 app.add_typer(charges_app, name="charges")
+plan_app = new_app("Subscription plans: amount, interval, term and retry settings (D141).")
+subscriptions_app = new_app("Subscriptions in bulk, for tests and benchmarks (D142).")
+app.add_typer(plan_app, name="plan")
+app.add_typer(subscriptions_app, name="subscriptions")
 
 #: Wire names of a sandbox client's secrets: never in a table, masked in JSON unless --show-secrets.
 CLIENT_SECRETS = (
@@ -768,3 +773,164 @@ def charges_clear_refund(
     with open_client(st, token_required=False) as sdk:
         refund = sdk.sandbox.clear_refund(refund_id)
     emit(st.output, _wire(refund), columns=_REFUND_COLUMNS, title=f"Refund {refund.refund_id}")
+
+
+# ------------------------------------------------------------------ subscriptions (D141, D142)
+
+
+class Interval(StrEnum):
+    """A plan's billing interval unit."""
+
+    day = "day"
+    week = "week"
+    month = "month"
+    year = "year"
+
+
+_PLAN_COLUMNS = [
+    "planId",
+    "client",
+    "name",
+    "amount",
+    "currency",
+    "interval",
+    "intervalCount",
+    "term",
+    "dailyAttempts",
+    "intervalAttempt",
+    "graceDays",
+    "createdAt",
+]
+#: What `sandbox subscription SUB_UID` shows above its charges (JSON has every field).
+_SUBSCRIPTION_COLUMNS = [
+    "subUid",
+    "status",
+    "planId",
+    "client",
+    "email",
+    "card",
+    "timezone",
+    "anchorDate",
+    "nextRenewalDate",
+    "period",
+    "attempts",
+    "nextAttemptAt",
+    "endsOn",
+    "createdAt",
+    "cancelledAt",
+    "endedAt",
+]
+
+
+@plan_app.command("create")
+def plan_create(
+    ctx: typer.Context,
+    amount: Annotated[
+        str, typer.Option("--amount", help="Amount of each period, an exact decimal (e.g. 9.99).")
+    ],
+    client: Annotated[
+        str | None, typer.Option("--client", help="Client slug (default: the profile's).")
+    ] = None,
+    plan_id: Annotated[
+        str | None, typer.Option("--plan-id", help="The plan's id (default: generated).")
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="A name for people.")] = None,
+    currency: Annotated[str | None, typer.Option("--currency", help="Default: the client's first.")] = None,
+    interval: Annotated[Interval, typer.Option("--interval", help="Period unit.")] = Interval.month,
+    interval_count: Annotated[int, typer.Option("--interval-count", help="Units per period.")] = 1,
+    term: Annotated[
+        int | None,
+        typer.Option("--term", help="Number of periods of a fixed-term plan (default: open-ended)."),
+    ] = None,
+    daily_attempts: Annotated[
+        int, typer.Option("--daily-attempts", help="Attempts per renewal before suspension (1-24).")
+    ] = 3,
+    interval_attempt: Annotated[
+        int, typer.Option("--interval-attempt", help="Hours between attempts (default 24).")
+    ] = 24,
+    grace_days: Annotated[
+        int | None, typer.Option("--grace-days", help="Days after the renewal date retries may take.")
+    ] = None,
+) -> None:
+    """Create a subscription plan (the public API has no plan calls)."""
+    from paysdk_cli._context import require_client_slug
+
+    st = state(ctx)
+    slug = require_client_slug(st, client)
+    value = parse_amount(amount)
+    with open_client(st, token_required=False) as sdk:
+        plan = sdk.sandbox.plans.create(
+            slug,
+            value,
+            plan_id=plan_id,
+            name=name,
+            currency=cast("CurrencyCode | None", currency),
+            interval=interval.value,
+            interval_count=interval_count,
+            term=term,
+            daily_attempts=daily_attempts,
+            interval_attempt=interval_attempt,
+            grace_days=grace_days,
+        )
+    emit(st.output, _wire(plan), columns=_PLAN_COLUMNS, title=f"Plan {plan.plan_id}")
+
+
+@plan_app.command("show")
+def plan_show(
+    ctx: typer.Context, plan_id: Annotated[str, typer.Argument(help="The plan's planId.", metavar="PLAN_ID")]
+) -> None:
+    """Show one plan."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        plan = sdk.sandbox.plans.get(plan_id)
+    emit(st.output, _wire(plan), columns=_PLAN_COLUMNS, title=f"Plan {plan.plan_id}")
+
+
+@subscriptions_app.command("create")
+def subscriptions_create(
+    ctx: typer.Context,
+    plan_id: Annotated[str, typer.Option("--plan-id", help="The plan.")],
+    count: Annotated[int, typer.Option("--count", help="How many (1-100000).")] = 1,
+    email: Annotated[str | None, typer.Option("--email", help="Their notification email.")] = None,
+    card: Annotated[
+        str, typer.Option("--card-number", "--card", help="Test card, their default method.")
+    ] = "4242424242424242",
+    start_date: Annotated[
+        str | None,
+        typer.Option(
+            "--start-date", help="First renewal date, YYYY-MM-DD (default: today in the client's zone)."
+        ),
+    ] = None,
+) -> None:
+    """Create active subscriptions at once, without card verification (tests and benchmarks)."""
+    from paysdk_cli._params import parse_date
+
+    st = state(ctx)
+    start = parse_date(start_date, "--start-date")
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.subscriptions.create(plan_id, count, email, card.replace(" ", ""), start)
+    if st.output is OutputFormat.json:
+        emit(st.output, _wire(result))
+    else:
+        emit(st.output, [{"subUid": uid} for uid in result.sub_uids], title=f"{result.count} subscriptions")
+
+
+@app.command("subscription")
+def subscription(
+    ctx: typer.Context,
+    sub_uid: Annotated[str, typer.Argument(help="The subscription's subUid.", metavar="SUB_UID")],
+) -> None:
+    """Show one subscription: state, next renewal date, the period's attempts and every charge."""
+    from paysdk_cli.commands.subscriptions import CHARGE_COLUMNS, flat
+
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.subscriptions.get(sub_uid)
+    if st.output is OutputFormat.json:
+        emit(st.output, _wire(result))
+        return
+    data = flat(result)
+    emit(st.output, data, columns=_SUBSCRIPTION_COLUMNS, title=f"Subscription {result.sub_uid}")
+    sys.stdout.write("\n")
+    charges = [flat(charge) for charge in result.charges]
+    emit(st.output, charges, columns=CHARGE_COLUMNS, title="Charges")

@@ -43,6 +43,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from paysdk.contracts.common import ErrorBody
+from paysdk.contracts.subscriptions import SubscriptionEnvelope
 from paysdk.server.auth import Credentials
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.errors import APIProblem, JSONResponse
@@ -61,6 +62,7 @@ __all__ = [
     "bearer",
     "credentials",
     "data",
+    "enveloped",
     "form_post",
     "header",
     "only",
@@ -222,6 +224,12 @@ def data(value: Any, status: int = 200) -> JSONResponse:
     return JSONResponse({"data": _wire(value)}, status_code=status)
 
 
+def enveloped(value: Any, message: str, status: int = 200) -> JSONResponse:
+    """``{"success": true, "message": message, "data": ...}`` (spec 2.6, D139): the subscription answers
+    (``envelope="subscription"`` of :func:`route`)."""
+    return JSONResponse({"success": True, "message": message, "data": _wire(value)}, status_code=status)
+
+
 # ---------------------------------------------------------------------------------- declaring
 
 #: D1 error answers of the payment-link and alternative-payment routes.
@@ -268,6 +276,22 @@ def _inline(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 @functools.cache
+def _subscription_envelope(model: type[BaseModel], many: bool) -> type[BaseModel]:
+    """The ``{"success": true, "message", "data": model}`` model documenting a subscription answer (D139)."""
+    name = f"{model.__name__}{'List' if many else ''}SubscriptionEnvelope"
+    inner: Any = list[model] if many else model  # type: ignore[valid-type]
+    envelope: type[BaseModel] = create_model(
+        name,
+        __base__=SubscriptionEnvelope,
+        __doc__=f'``{{"success": true, "message": ..., "data": ...}}`` (spec 2.6, D139): {name}.',
+        success=(Literal[True], ...),
+        message=(str, ...),
+        data=(inner, ...),
+    )
+    return envelope
+
+
+@functools.cache
 def _envelope(model: type[BaseModel], many: bool) -> type[BaseModel]:
     """The ``{"data": model}`` (or ``{"data": [model]}``) model documenting a D30 answer."""
     name = f"{model.__name__}{'List' if many else ''}Envelope"
@@ -285,14 +309,16 @@ def route(
     body_required: bool = True,
     answer: type[BaseModel] | None = None,
     many: bool = False,
-    envelope: bool = False,
+    envelope: bool | Literal["subscription"] = False,
     status: int = 200,
 ) -> dict[str, Any]:
     """The keyword arguments of ``router.<method>(path, ...)`` declaring a public route (module docstring).
 
     ``body``: the contract model of the JSON request body (documented in validation mode: what the server
     accepts); ``body_required=False`` when an empty body is taken. ``answer``: the success model, a list
-    of it with ``many``, inside ``{"data": ...}`` with ``envelope`` (D30); ``status``: its status.
+    of it with ``many``, inside ``{"data": ...}`` with ``envelope=True`` (D30), inside ``{"success": true,
+    "message", "data"}`` with ``envelope="subscription"`` (spec 2.6, D139; answered by :func:`enveloped`);
+    ``status``: its status.
     ``errors``: the D1 error answers (status -> description, see :func:`only`); ``auth`` adds the
     security requirement and its ``401``.
     """
@@ -304,7 +330,13 @@ def route(
         responses.setdefault(401, {"model": ErrorBody, "description": unauthorized})
     kwargs: dict[str, Any] = {"summary": summary, "status_code": status, "responses": responses}
     if answer is not None:
-        model: Any = _envelope(answer, many) if envelope else (list[answer] if many else answer)  # type: ignore[valid-type]
+        model: Any
+        if envelope == "subscription":
+            model = _subscription_envelope(answer, many)
+        elif envelope:
+            model = _envelope(answer, many)
+        else:
+            model = list[answer] if many else answer  # type: ignore[valid-type]
         kwargs["response_model"] = model
         kwargs["response_description"] = "Success"
     extra: dict[str, Any] = {"security": security}

@@ -1,7 +1,9 @@
 """The hosted checkout under ``/checkout`` (the spec's ``{webview_url}``): HTML pages, plain form POSTs.
 
 * ``GET /checkout/?orderId=<uid>``: the card form while the link is pending; the final state (approved,
-  declined, expired, dismissed) and no form otherwise; an unknown ``orderId`` is a 404 page.
+  declined, expired, dismissed) and no form otherwise; an unknown ``orderId`` is a 404 page. A card
+  verification (``POST /v1/subscriptions/verify-card``, D140) has the same page, titled "Card
+  verification, no charge".
 * ``POST /checkout/pay``: applies the test card's outcome (shared with ``/_sandbox/.../pay``), then
   redirects (303) to the status page, or shows the 3-D Secure challenge, or the form with an error (400).
 * ``POST /checkout/3ds``: the challenge's Approve/Fail.
@@ -48,7 +50,7 @@ from paysdk.server.pages import (
 )
 from paysdk.server.routers._common import form_post, page, webview_url
 from paysdk.server.services import payments, transactions
-from paysdk.server.services.transactions import KIND_ALTERNATIVE, KIND_LINK
+from paysdk.server.services.transactions import CARD_KINDS, KIND_ALTERNATIVE, KIND_VERIFICATION
 from paysdk.server.services.wallet_tokens import server_keys
 
 __all__ = ["form_token", "router"]
@@ -113,11 +115,16 @@ def _view(tx: TransactionRow, merchant: str, token: str) -> CheckoutView:
         message=tx.outcome_message,
         processor=tx.processor,
         token=token,
+        verification=tx.kind == KIND_VERIFICATION,
     )
 
 
 def _load_view(
-    session: Session, context: ServerContext, uid: str, kind: str, presented: str | None = None
+    session: Session,
+    context: ServerContext,
+    uid: str,
+    kind: str | tuple[str, ...],
+    presented: str | None = None,
 ) -> CheckoutView | None:
     """The view of ``uid`` (``None``: unknown). ``presented``: a POST's form token, checked first
     (:class:`_Forged` when wrong, before anything is read or changed)."""
@@ -154,7 +161,7 @@ def _forbidden() -> HTMLResponse:
 
 
 async def _posted_view(
-    request: Request, context: ServerContext, form: dict[str, str], kind: str
+    request: Request, context: ServerContext, form: dict[str, str], kind: str | tuple[str, ...]
 ) -> CheckoutView | HTMLResponse:
     """The view a checkout POST acts on, or the page refusing it: 403 (another origin, a wrong form
     token: nothing changes) or 404 (unknown ``orderId``)."""
@@ -209,9 +216,9 @@ async def _after(context: ServerContext, background: BackgroundTasks) -> None:
 
 @router.get("/", **page("The hosted checkout page", errors=_UNKNOWN))
 async def checkout(request: Request, background: BackgroundTasks, orderId: str | None = None) -> Response:
-    """The card form of a pending payment link, or its final state."""
+    """The card form of a pending payment link (or card verification), or its final state."""
     context = get_context(request)
-    view = await context.run(_load_view, context, orderId, KIND_LINK) if orderId else None
+    view = await context.run(_load_view, context, orderId, CARD_KINDS) if orderId else None
     if view is None:
         return _not_found()
     await _after(context, background)
@@ -250,7 +257,7 @@ async def submit_card(request: Request, background: BackgroundTasks) -> Response
     """Apply the test card's outcome; redirect to the status page (303) or show the 3-D Secure challenge."""
     context = get_context(request)
     form = await _form(request)
-    view = await _posted_view(request, context, form, KIND_LINK)
+    view = await _posted_view(request, context, form, CARD_KINDS)
     if isinstance(view, Response):
         return view
     uid = view.uid
@@ -297,7 +304,7 @@ async def answer_challenge(request: Request, background: BackgroundTasks) -> Res
     context = get_context(request)
     form = await _form(request)
     result: Literal["approve", "fail"] = "approve" if form.get("result") == "approve" else "fail"
-    view = await _posted_view(request, context, form, KIND_LINK)
+    view = await _posted_view(request, context, form, CARD_KINDS)
     if isinstance(view, Response):
         return view
     uid = view.uid

@@ -6,12 +6,18 @@ A Luhn-invalid number is a form error: ``409 / 5000`` naming ``cardNumber`` on t
 message on the page; the transaction stays ``pending``. The 3-D Secure card on a client with ``threeDS``
 enabled leaves the transaction ``pending`` with a challenge id until the challenge is approved
 (``approved``) or failed (``declined``). Paying a transaction that is no longer pending is ``409``.
+
+A card verification (``POST /v1/subscriptions/verify-card``, D140) is paid like a payment link: its card
+is kept (:func:`paysdk.server.services.subscription_api.remember_card`) and, when it is approved (directly
+or after the challenge), :func:`paysdk.server.services.subscription_api.on_verified` creates the reserved
+subscription in the same database transaction as the transaction's finish.
 """
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from sqlalchemy.orm import Session
@@ -22,9 +28,9 @@ from paysdk.contracts.sandbox import PayResult
 from paysdk.server.clock import Clock
 from paysdk.server.db import ClientRow, TransactionRow
 from paysdk.server.errors import APIProblem
-from paysdk.server.services import transactions
+from paysdk.server.services import subscription_api, transactions
 from paysdk.server.services.test_cards import decide
-from paysdk.server.services.transactions import KIND_ALTERNATIVE, KIND_LINK
+from paysdk.server.services.transactions import CARD_KINDS, KIND_ALTERNATIVE, KIND_VERIFICATION
 
 __all__ = ["CardPayment", "complete_challenge", "expire_job", "pay_with_card", "simulate_rail"]
 
@@ -37,7 +43,9 @@ class CardPayment:
     challenge_id: str | None = None
 
 
-def _pending(session: Session, clock: Clock, uid: str, kind: str | None) -> tuple[TransactionRow, ClientRow]:
+def _pending(
+    session: Session, clock: Clock, uid: str, kind: str | tuple[str, ...] | None
+) -> tuple[TransactionRow, ClientRow]:
     tx, client = transactions.load(session, uid, kind=kind, lock=True)
     transactions.expire_if_due(session, tx, client, clock.now(session))
     if tx.status != TransactionStatus.PENDING:
@@ -49,6 +57,26 @@ def _result(tx: TransactionRow, outcome: str, message: str) -> PayResult:
     return PayResult(uid=tx.uid, status=tx.status, outcome=outcome, message=message)
 
 
+def _finish_card(
+    session: Session,
+    tx: TransactionRow,
+    client: ClientRow,
+    status: str,
+    *,
+    now: datetime,
+    outcome: str,
+    message: str,
+    brand: str | None,
+) -> None:
+    """Finish a card payment; an approved card verification creates its subscription in the same
+    database transaction (D140)."""
+    finished = transactions.finish(
+        session, tx, client, status, now=now, outcome=outcome, message=message, payment_method_type=brand
+    )
+    if finished and status == TransactionStatus.APPROVED and tx.kind == KIND_VERIFICATION:
+        subscription_api.on_verified(session, tx, client, now)
+
+
 def pay_with_card(
     session: Session,
     clock: Clock,
@@ -56,11 +84,13 @@ def pay_with_card(
     card_number: str,
     three_ds_result: Literal["approve", "fail"] | None = None,
 ) -> CardPayment:
-    """Pay a payment link with a test card (see the module docstring)."""
-    tx, client = _pending(session, clock, uid, KIND_LINK)
+    """Pay a payment link (or a card verification) with a test card (see the module docstring)."""
+    tx, client = _pending(session, clock, uid, CARD_KINDS)
     decision = decide(card_number, three_ds_enabled=client.three_ds)
     if not decision.valid:
         raise APIProblem.invalid_field("cardNumber", "is not a valid card number (Luhn check failed)")
+    if tx.kind == KIND_VERIFICATION:
+        subscription_api.remember_card(session, tx, card_number)
     now = clock.now(session)
     if decision.outcome == "three_ds_challenge":
         if three_ds_result is None:
@@ -70,7 +100,7 @@ def pay_with_card(
             return CardPayment(_result(tx, "three_ds_required", decision.message), tx.challenge_id)
         return CardPayment(_finish_challenge(session, tx, client, clock, three_ds_result, decision.brand))
     status = TransactionStatus.APPROVED if decision.outcome == "approved" else TransactionStatus.DECLINED
-    transactions.finish(
+    _finish_card(
         session,
         tx,
         client,
@@ -78,7 +108,7 @@ def pay_with_card(
         now=now,
         outcome=decision.reason,
         message=decision.message,
-        payment_method_type=decision.brand,
+        brand=decision.brand,
     )
     return CardPayment(_result(tx, decision.reason, decision.message))
 
@@ -94,7 +124,7 @@ def _finish_challenge(
     approved = result == "approve"
     outcome = "three_ds_approved" if approved else "three_ds_failed"
     message = "Approved after 3-D Secure." if approved else "3-D Secure authentication failed."
-    transactions.finish(
+    _finish_card(
         session,
         tx,
         client,
@@ -102,7 +132,7 @@ def _finish_challenge(
         now=clock.now(session),
         outcome=outcome,
         message=message,
-        payment_method_type=brand,
+        brand=brand,
     )
     return _result(tx, outcome, message)
 
@@ -111,7 +141,7 @@ def complete_challenge(
     session: Session, clock: Clock, uid: str, challenge_id: str, result: Literal["approve", "fail"]
 ) -> PayResult:
     """The checkout's 3-D Secure page answered ``result`` for challenge ``challenge_id``."""
-    tx, client = _pending(session, clock, uid, KIND_LINK)
+    tx, client = _pending(session, clock, uid, CARD_KINDS)
     if tx.challenge_id is None or not constant_time_equals(tx.challenge_id, challenge_id):
         raise APIProblem.conflict("No such 3-D Secure challenge for this transaction.", "challengeId")
     return _finish_challenge(session, tx, client, clock, result, tx.payment_method_type)

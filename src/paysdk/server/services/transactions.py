@@ -1,6 +1,6 @@
 """What payment links and alternative payments share: ids, lookup, the terminal transition, the view.
 
-Decisions: uids are version-7 UUID strings and ``reference`` is ``PL-``/``AP-`` + 16 uppercase base32
+Decisions: uids are version-7 UUID strings and ``reference`` is ``PL-``/``AP-``/``CV-`` + 16 uppercase base32
 characters, both time-ordered (so inserts append to their indexes), and
 ``transactionId`` is ``txn_`` + 24 hex (D22). Statuses follow D8: ``pending`` moves once to one of
 ``approved``, ``declined``, ``expired``, ``dismissed``; the move is a conditional
@@ -32,8 +32,11 @@ from paysdk.server.errors import APIProblem
 from paysdk.server.services.common import check_against_client
 
 __all__ = [
+    "CARD_KINDS",
     "KIND_ALTERNATIVE",
     "KIND_LINK",
+    "KIND_VERIFICATION",
+    "PREFIX_VERIFICATION",
     "create_pending",
     "expire_if_due",
     "finish",
@@ -49,6 +52,12 @@ __all__ = [
 
 KIND_LINK = "payment_link"
 KIND_ALTERNATIVE = "alternative_payment"
+#: A card verification of ``POST /v1/subscriptions/verify-card`` (D140): amount ``0.00``, paid on the
+#: hosted checkout's card form like a link; reference ``CV-...``.
+KIND_VERIFICATION = "card_verification"
+PREFIX_VERIFICATION = "CV-"
+#: The kinds paid with a card on the hosted checkout (and ``/_sandbox/transactions/{uid}/pay``).
+CARD_KINDS = (KIND_LINK, KIND_VERIFICATION)
 _UID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MS_MASK = (1 << 48) - 1
 _REF_MS_MASK = (1 << 45) - 1
@@ -96,18 +105,20 @@ def load(
     session: Session,
     uid: str,
     *,
-    kind: str | None = None,
+    kind: str | tuple[str, ...] | None = None,
     client: ClientRow | None = None,
     lock: bool = False,
 ) -> tuple[TransactionRow, ClientRow]:
-    """The transaction and its client; ``404`` (D21) when unknown, of another kind or another client."""
+    """The transaction and its client; ``404`` (D21) when unknown, of another kind (``kind``: one kind or
+    a tuple of them) or another client."""
     if not valid_uid(uid):
         raise APIProblem.not_found()
     statement = select(TransactionRow).where(TransactionRow.uid == uid)
     if lock:
         statement = statement.with_for_update()
     row = session.scalars(statement).first()
-    if row is None or (kind is not None and row.kind != kind):
+    kinds = (kind,) if isinstance(kind, str) else kind
+    if row is None or (kinds is not None and row.kind not in kinds):
         raise APIProblem.not_found()
     if client is not None and row.client_id != client.id:
         raise APIProblem.not_found()

@@ -1,0 +1,546 @@
+"""Batch charge CSV files (D155): the one reader and validator the SDK and the reference server share.
+
+Pure apart from reading the file it is given (a binary file object, read once from where it stands, or
+twice when the file has a duplicate reference). Nothing here imports httpx, pydantic or the server.
+
+The layout (D155): UTF-8 with an optional BOM, comma-separated, RFC 4180 quoting, LF or CRLF line ends.
+Row 1 is the header naming the columns in any order: ``subscriptionId``, ``amount``, ``reference``
+(required), ``currency`` and ``description`` (optional). Each following record is a data row; a blank
+line is skipped but keeps its row number. A record is one row even when a quoted cell holds line
+breaks, so ``row`` is the record's number in the file (the header is row 1), which is the line number
+for every file whose cells hold no line break.
+
+* :func:`scan` reads a whole file once: the header (a :class:`CsvFileError` when it is unusable, naming
+  ``file`` or the column), every row's errors (:class:`CsvRowError`: row, column, message), the in-file
+  duplicate references ("duplicate of row N", found from 64-bit hashes kept in an ``array('Q')``; the
+  rows are named by a second pass only when a duplicate exists), the byte offset after each record, and
+  optionally the parsed valid rows (:class:`ChargeRow`, what the server charges).
+* :func:`plan_upload` also splits the file into parts of at most :data:`BATCH_MAX_ROWS` data rows
+  (:class:`CsvPart`): a part is the header line plus byte ranges of the original file (one contiguous
+  range, or several when invalid rows are left out), so no row is copied in memory; each part knows
+  the original row numbers of the rows it carries (:meth:`CsvPart.original_row`) and its
+  ``Idempotency-Key`` (``csv-<file sha256 prefix>-<index>``, D158).
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import hashlib
+import re
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import BinaryIO, Final
+
+__all__ = [
+    "BATCH_MAX_ROWS",
+    "COLUMNS",
+    "MAX_CELL_CHARS",
+    "OPTIONAL_COLUMNS",
+    "REQUIRED_COLUMNS",
+    "ChargeRow",
+    "CsvFileError",
+    "CsvPart",
+    "CsvPlan",
+    "CsvRowError",
+    "CsvScan",
+    "CsvSpan",
+    "part_key",
+    "plan_upload",
+    "scan",
+]
+
+#: Spec 8: at most 5,000 data rows per file sent to the server (the header not counted).
+BATCH_MAX_ROWS: Final = 5000
+REQUIRED_COLUMNS: Final = ("subscriptionId", "amount", "reference")
+OPTIONAL_COLUMNS: Final = ("currency", "description")
+COLUMNS: Final = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
+#: A longer cell is an error of its row (D155).
+MAX_CELL_CHARS: Final = 1024
+MAX_DESCRIPTION_CHARS: Final = 255
+#: Bytes of the file's SHA-256 (hex digits) in a part's idempotency key.
+KEY_HASH_DIGITS: Final = 16
+
+_AMOUNT = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,2})?")
+_ZERO = re.compile(r"0+(?:\.0*)?")
+_REFERENCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+_SUBSCRIPTION = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_CURRENCY = re.compile(r"[A-Za-z]{3}")
+_MASK64: Final = (1 << 64) - 1
+_BOM: Final = codecs.BOM_UTF8
+
+# Row state flags (one byte per record).
+_VALID, _BLANK, _INVALID = 0, 1, 2
+
+
+class CsvFileError(ValueError):
+    """An error of the whole file (D155/D156: not UTF-8, no header, a column error, no rows, too many
+    rows): nothing in it is charged. ``column`` is ``"file"`` or the column concerned."""
+
+    def __init__(self, column: str, message: str) -> None:
+        super().__init__(f"{column}: {message}")
+        self.column = column
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class CsvRowError:
+    """One error of one data row: its ``row`` (the header is row 1), the ``column`` and what is wrong."""
+
+    row: int
+    column: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"row {self.row}, {self.column}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ChargeRow:
+    """A valid data row: what the server charges. ``currency`` is upper case, ``None`` when not given."""
+
+    row: int
+    subscription_id: str
+    amount: Decimal
+    reference: str
+    currency: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CsvSpan:
+    """A byte range ``[start, end)`` of the file (offsets from where the file stood when read) holding
+    ``records`` whole records (blank lines included), the first of them row ``first_row``."""
+
+    start: int
+    end: int
+    first_row: int
+    records: int
+
+
+@dataclass(frozen=True, slots=True)
+class CsvPart:
+    """One part of an upload (D158): the header line then :attr:`spans` of the original file.
+
+    ``index`` counts from 1; ``first_row``/``last_row`` are the original row numbers of its first and
+    last data rows, ``rows`` how many data rows it carries; ``key`` its ``Idempotency-Key``.
+    """
+
+    index: int
+    first_row: int
+    last_row: int
+    rows: int
+    spans: tuple[CsvSpan, ...]
+    key: str
+    header: bytes = field(repr=False)
+    #: Blank lines inside :attr:`spans` (sent, skipped by the server), by row number.
+    blanks: tuple[int, ...] = ()
+
+    @property
+    def size(self) -> int:
+        """The part's length in bytes (the header line and its spans)."""
+        return len(self.header) + sum(span.end - span.start for span in self.spans)
+
+    def original_row(self, row: int) -> int:
+        """The original file's row number of the part's row ``row`` (the part's header is row 1)."""
+        offset = row - 2
+        if offset >= 0:
+            for span in self.spans:
+                if offset < span.records:
+                    return span.first_row + offset
+                offset -= span.records
+        raise ValueError(f"part {self.index} has no row {row}")
+
+    def data_rows(self) -> Iterator[int]:
+        """The original row numbers of the data rows the part carries, in order."""
+        blanks = set(self.blanks)
+        for span in self.spans:
+            for row in range(span.first_row, span.first_row + span.records):
+                if row not in blanks:
+                    yield row
+
+
+@dataclass(slots=True)
+class CsvScan:
+    """What :func:`scan` found. ``rows``: data rows (blank lines not counted); ``records``: records after
+    the header (blank lines counted); ``errors``: every row error, by row; ``charges``: the valid rows
+    when asked for; ``ends``: the byte offset after the header (index 0) and after each record;
+    ``state``: per record (index 0 the header) valid 0, blank 1, invalid 2; ``header``: the header
+    line's bytes (without BOM); ``start``: the offset of the header line (after a BOM)."""
+
+    columns: tuple[str, ...]
+    header: bytes
+    start: int
+    rows: int = 0
+    records: int = 0
+    errors: list[CsvRowError] = field(default_factory=list)
+    charges: list[ChargeRow] | None = None
+    ends: array[int] = field(default_factory=lambda: array("Q"))
+    state: bytearray = field(default_factory=bytearray)
+
+    @property
+    def valid_rows(self) -> int:
+        """Data rows without an error."""
+        return self.rows - len({error.row for error in self.errors})
+
+
+@dataclass(frozen=True, slots=True)
+class CsvPlan:
+    """A file read, validated and split (:func:`plan_upload`): its SHA-256 and size, the data rows, the
+    row errors and the parts (at most :data:`BATCH_MAX_ROWS` data rows each; invalid rows are in none)."""
+
+    sha256: str
+    size: int
+    rows: int
+    errors: tuple[CsvRowError, ...]
+    parts: tuple[CsvPart, ...]
+
+    @property
+    def invalid_rows(self) -> frozenset[int]:
+        """The row numbers that have an error."""
+        return frozenset(error.row for error in self.errors)
+
+
+# ------------------------------------------------------------------------------------ reading
+
+
+class _Lines:
+    """The file's lines decoded as UTF-8, the byte offset after the last line handed out in
+    :attr:`offset` (what ``csv.reader`` has consumed), the line count in :attr:`line`."""
+
+    __slots__ = ("line", "offset", "stream")
+
+    def __init__(self, stream: BinaryIO, offset: int) -> None:
+        self.stream = stream
+        self.offset = offset
+        self.line = 0
+
+    def __iter__(self) -> Iterator[str]:
+        offset = self.offset
+        line = self.line
+        try:
+            for raw in self.stream:
+                line += 1
+                offset += len(raw)
+                self.offset = offset
+                self.line = line
+                yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CsvFileError(
+                "file",
+                f"is not UTF-8 text (line {line}, byte {offset - len(raw) + exc.start}); save it as UTF-8",
+            ) from None
+
+
+def _header(stream: BinaryIO) -> tuple[bytes, int, int]:
+    """The header line (BOM removed), the offset it starts at and the offset after it."""
+    base = stream.tell()
+    first = stream.readline()
+    start = 0
+    if first.startswith(_BOM):
+        first = first[len(_BOM) :]
+        start = len(_BOM)
+    return first, base + start, base + start + len(first)
+
+
+def _columns(header: bytes) -> tuple[str, ...]:
+    try:
+        text = header.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CsvFileError("file", "is not UTF-8 text (line 1); save it as UTF-8") from None
+    if not text.strip():
+        raise CsvFileError("file", "has no header row: row 1 must name the columns " + ", ".join(COLUMNS))
+    try:
+        cells = next(csv.reader([text], strict=True))
+    except csv.Error as exc:
+        raise CsvFileError("file", f"has an unreadable header row ({exc})") from None
+    seen: set[str] = set()
+    for cell in cells:
+        name = cell.strip()
+        if name not in COLUMNS:
+            shown = name if len(name) <= 40 else name[:40] + "..."
+            raise CsvFileError(
+                shown or "file", f"is not a column of a batch charge file (columns: {', '.join(COLUMNS)})"
+            )
+        if name in seen:
+            raise CsvFileError(name, "appears twice in the header row")
+        seen.add(name)
+    missing = [name for name in REQUIRED_COLUMNS if name not in seen]
+    if missing:
+        raise CsvFileError(missing[0], "is a required column missing from the header row")
+    return tuple(cell.strip() for cell in cells)
+
+
+def _check(
+    row: int, cells: list[str], columns: tuple[str, ...], errors: list[CsvRowError]
+) -> ChargeRow | None:
+    """The row's value, or ``None`` after adding its errors to ``errors``."""
+    before = len(errors)
+    if len(cells) != len(columns):
+        column = columns[len(cells)] if len(cells) < len(columns) else "row"
+        errors.append(CsvRowError(row, column, f"the row has {len(cells)} cells, the header {len(columns)}"))
+        return None
+    subscription = amount = reference = ""
+    currency: str | None = None
+    description: str | None = None
+    for name, cell in zip(columns, cells, strict=True):
+        if len(cell) > MAX_CELL_CHARS:
+            errors.append(CsvRowError(row, name, f"is longer than {MAX_CELL_CHARS:,} characters"))
+        elif name == "amount":
+            if not _AMOUNT.fullmatch(cell):
+                errors.append(
+                    CsvRowError(
+                        row, name, "must be digits with at most 2 decimals (no sign, spaces or exponent)"
+                    )
+                )
+            elif _ZERO.fullmatch(cell):
+                errors.append(CsvRowError(row, name, "must be greater than 0"))
+            else:
+                amount = cell
+        elif name == "reference":
+            if not _REFERENCE.fullmatch(cell):
+                errors.append(
+                    CsvRowError(
+                        row, name, "must be 1 to 64 of A-Z a-z 0-9 . _ : - starting with a letter or digit"
+                    )
+                )
+            else:
+                reference = cell
+        elif name == "subscriptionId":
+            if not _SUBSCRIPTION.fullmatch(cell):
+                errors.append(
+                    CsvRowError(row, name, "must be a subscription id (1 to 64 of A-Z a-z 0-9 _ . : -)")
+                )
+            else:
+                subscription = cell
+        elif name == "currency":
+            if cell:
+                if not _CURRENCY.fullmatch(cell):
+                    errors.append(CsvRowError(row, name, "must be a three-letter currency code, or empty"))
+                else:
+                    currency = cell.upper()
+        elif cell:  # description
+            if len(cell) > MAX_DESCRIPTION_CHARS:
+                errors.append(CsvRowError(row, name, f"is longer than {MAX_DESCRIPTION_CHARS} characters"))
+            else:
+                description = cell
+    if len(errors) != before:
+        return None
+    return ChargeRow(row, subscription, Decimal(amount), reference, currency, description)
+
+
+def _hash(reference: str) -> int:
+    return hash(reference) & _MASK64
+
+
+def scan(stream: BinaryIO, *, keep_rows: bool = False, max_rows: int | None = None) -> CsvScan:
+    """Read and validate a batch charge file from ``stream``'s current position (a binary file object).
+
+    Raises :class:`CsvFileError` for an error of the whole file, including no data row and, with
+    ``max_rows``, more data rows than that (the server's limit, D156). Row errors are in the answer's
+    ``errors``, by row; ``keep_rows``: the valid rows are kept in ``charges`` (the server's use). A
+    duplicate reference needs a seekable ``stream`` (it is read again to name the earlier row).
+    """
+    header, start, after = _header(stream)
+    columns = _columns(header)
+    result = CsvScan(columns=columns, header=header, start=start, charges=[] if keep_rows else None)
+    reference_at = columns.index("reference")
+    width = len(columns)
+    ends = result.ends
+    state = result.state
+    ends.append(after)
+    state.append(_VALID)
+    hashes = array("Q")
+    errors = result.errors
+    charges = result.charges
+    lines = _Lines(stream, after)
+    lines.line = 1
+    reader = csv.reader(lines, strict=True)
+    row = 1
+    rows = 0
+    while True:
+        row += 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            rows += 1
+            state.append(_INVALID)
+            ends.append(lines.offset)
+            errors.append(CsvRowError(row, "row", f"is not valid CSV ({exc})"))
+            if max_rows is not None and rows > max_rows:
+                break
+            continue
+        ends.append(lines.offset)
+        if not cells:
+            state.append(_BLANK)
+            continue
+        rows += 1
+        if max_rows is not None and rows > max_rows:
+            break
+        if len(cells) == width and _REFERENCE.fullmatch(reference := cells[reference_at]) is not None:
+            hashes.append(_hash(reference))
+        value = _check(row, cells, columns, errors)
+        if value is None:
+            state.append(_INVALID)
+        else:
+            state.append(_VALID)
+            if charges is not None:
+                charges.append(value)
+    if max_rows is not None and rows > max_rows:
+        raise CsvFileError(
+            "file", f"has more than {max_rows:,} data rows; split it into files of {max_rows:,}"
+        )
+    if rows == 0:
+        raise CsvFileError("file", "has no data rows: one charge per row after the header")
+    result.rows = rows
+    result.records = row - 2
+    duplicates = _duplicate_hashes(hashes)
+    del hashes
+    if duplicates:
+        _name_duplicates(stream, result, duplicates, after)
+    return result
+
+
+def _duplicate_hashes(hashes: array[int]) -> set[int]:
+    """The hashes present more than once (sorted, then compared with the neighbour)."""
+    if len(hashes) < 2:
+        return set()
+    ordered = sorted(hashes)
+    found: set[int] = set()
+    previous = ordered[0]
+    for value in ordered[1:]:
+        if value == previous:
+            found.add(value)
+        previous = value
+    return found
+
+
+def _name_duplicates(stream: BinaryIO, result: CsvScan, duplicates: set[int], after: int) -> None:
+    """Second pass: a row whose reference an earlier row has is an error naming that row (D155)."""
+    stream.seek(after)
+    columns = result.columns
+    reference_at = columns.index("reference")
+    width = len(columns)
+    first: dict[str, int] = {}
+    repeated: set[int] = set()
+    reader = csv.reader(_Lines(stream, after), strict=True)
+    row = 1
+    while True:
+        row += 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error:
+            continue
+        if len(cells) != width:
+            continue
+        reference = cells[reference_at]
+        if _hash(reference) not in duplicates or _REFERENCE.fullmatch(reference) is None:
+            continue
+        earlier = first.setdefault(reference, row)
+        if earlier != row:
+            result.errors.append(CsvRowError(row, "reference", f"duplicate of row {earlier}"))
+            result.state[row - 1] = _INVALID
+            repeated.add(row)
+    if repeated:
+        result.errors.sort(key=lambda error: error.row)
+        if result.charges is not None:
+            result.charges = [charge for charge in result.charges if charge.row not in repeated]
+
+
+# ------------------------------------------------------------------------------------ splitting
+
+
+def part_key(sha256: str, index: int) -> str:
+    """The ``Idempotency-Key`` of part ``index`` of the file whose SHA-256 is ``sha256`` (D158)."""
+    return f"csv-{sha256[:KEY_HASH_DIGITS]}-{index}"
+
+
+def _digest(stream: BinaryIO) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    while chunk := stream.read(1 << 20):
+        digest.update(chunk)
+        size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def plan_upload(stream: BinaryIO, *, part_rows: int = BATCH_MAX_ROWS) -> CsvPlan:
+    """Read, validate and split a batch charge file (a seekable binary file object, from its current
+    position): its SHA-256, its row errors, and its parts of at most ``part_rows`` valid data rows, each
+    the header line plus byte ranges of the file (rows with an error are in no part). Raises
+    :class:`CsvFileError` for an error of the whole file (any number of rows is fine here)."""
+    if part_rows < 1:
+        raise ValueError("part_rows must be at least 1")
+    base = stream.tell()
+    sha256, size = _digest(stream)
+    stream.seek(base)
+    result = scan(stream)
+    parts = _split(result, sha256, part_rows)
+    return CsvPlan(sha256=sha256, size=size, rows=result.rows, errors=tuple(result.errors), parts=parts)
+
+
+def _split(result: CsvScan, sha256: str, part_rows: int) -> tuple[CsvPart, ...]:
+    ends = result.ends
+    state = result.state
+    count = len(state)  # records, the header included (index 0)
+    parts: list[CsvPart] = []
+
+    def span(first: int, last: int) -> CsvSpan:
+        return CsvSpan(ends[first - 1], ends[last], first + 1, last - first + 1)
+
+    def emit(spans: list[CsvSpan], first_row: int, last_row: int, rows: int, blanks: list[int]) -> None:
+        index = len(parts) + 1
+        parts.append(
+            CsvPart(
+                index,
+                first_row,
+                last_row,
+                rows,
+                tuple(spans),
+                part_key(sha256, index),
+                result.header,
+                tuple(blanks),
+            )
+        )
+
+    if _INVALID not in state and _BLANK not in state:  # the common case: whole ranges, no walk
+        for first in range(1, count, part_rows):
+            last = min(first + part_rows - 1, count - 1)
+            emit([span(first, last)], first + 1, last + 1, last - first + 1, [])
+        return tuple(parts)
+
+    spans: list[CsvSpan] = []
+    blanks: list[int] = []
+    opened: int | None = None
+    rows = first_row = last_row = 0
+    for index in range(1, count):
+        kind = state[index]
+        if kind == _INVALID or (kind == _BLANK and opened is None):
+            if opened is not None:
+                spans.append(span(opened, index - 1))
+                opened = None
+            continue
+        if opened is None:
+            opened = index
+        if kind == _BLANK:
+            blanks.append(index + 1)
+        else:
+            if not rows:
+                first_row = index + 1
+            rows += 1
+            last_row = index + 1
+            if rows == part_rows:
+                spans.append(span(opened, index))
+                emit(spans, first_row, last_row, rows, blanks)
+                spans, blanks, opened, rows = [], [], None, 0
+    if opened is not None and rows:
+        spans.append(span(opened, count - 1))
+    if rows:
+        emit(spans, first_row, last_row, rows, blanks)
+    return tuple(parts)
