@@ -175,7 +175,9 @@ class Journal:
             raise JournalError(f"{path} is not a paysdk charges journal")
         header = records[0]
         if header.get("version") != JOURNAL_VERSION:
-            raise JournalError(f"the journal {path} has version {header.get('version')!r}, not {JOURNAL_VERSION}")
+            raise JournalError(
+                f"the journal {path} has version {header.get('version')!r}, not {JOURNAL_VERSION}"
+            )
         parts: dict[int, PartState] = {}
         for record in records[1:]:
             index, state = record.get("part"), record.get("state")
@@ -190,7 +192,9 @@ class Journal:
                 part.results, part.error = [], None
             elif state == "done":
                 results = record.get("results")
-                part.results = [r for r in results if isinstance(r, dict)] if isinstance(results, list) else []
+                part.results = (
+                    [r for r in results if isinstance(r, dict)] if isinstance(results, list) else []
+                )
                 part.error = None
             else:
                 part.error = str(record.get("error") or "")
@@ -262,7 +266,8 @@ class Journal:
         """Every part of the header's layout (parts count from 1) has its results."""
         count = self.header.get("parts")
         return isinstance(count, int) and all(
-            (part := self.parts.get(index)) is not None and part.state == "done" for index in range(1, count + 1)
+            (part := self.parts.get(index)) is not None and part.state == "done"
+            for index in range(1, count + 1)
         )
 
     # ------------------------------------------------------------------ closing

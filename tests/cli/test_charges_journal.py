@@ -23,7 +23,14 @@ from paysdk_cli._batch import (
 )
 from paysdk_cli._journal import Journal, JournalError, PartAction, file_sha256, journal_path
 
-HEADER = {"file": "charges.csv", "sha256": "ab" * 32, "rows": 7, "parts": 3, "partRows": 3, "sendValid": False}
+HEADER = {
+    "file": "charges.csv",
+    "sha256": "ab" * 32,
+    "rows": 7,
+    "parts": 3,
+    "partRows": 3,
+    "sendValid": False,
+}
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -42,13 +49,16 @@ def test_records_are_durable_json_lines_and_replay(tmp_path: Path) -> None:
     with Journal.create(path, HEADER) as journal:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         journal.sending(1, "csv-ab-1", 2, 4, 3)
-        journal.done(1, [{"row": 2, "status": "charged", "chargeId": "sch_1", "error": None, "replayed": False}])
+        journal.done(
+            1, [{"row": 2, "status": "charged", "chargeId": "sch_1", "error": None, "replayed": False}]
+        )
         journal.sending(2, "csv-ab-2", 5, 7, 3)
         journal.unknown(2, "connection reset")
         journal.sending(3, "csv-ab-3", 8, 9, 2)
         journal.failed(3, "HTTP 401")
     lines = _lines(path)
-    assert lines[0]["journal"] == "paysdk-charges" and lines[0]["sha256"] == "ab" * 32
+    assert lines[0]["journal"] == "paysdk-charges"
+    assert lines[0]["sha256"] == "ab" * 32
     assert [(r.get("part"), r.get("state")) for r in lines[1:]] == [
         (1, "sending"),
         (1, "done"),
@@ -64,7 +74,8 @@ def test_records_are_durable_json_lines_and_replay(tmp_path: Path) -> None:
         first = journal.parts[1]
         assert (first.state, first.key, first.first_row, first.last_row) == ("done", "csv-ab-1", 2, 4)
         assert first.results == [{"row": 2, "status": "charged", "chargeId": "sch_1"}]
-        assert journal.parts[2].state == "unknown" and journal.parts[2].error == "connection reset"
+        assert journal.parts[2].state == "unknown"
+        assert journal.parts[2].error == "connection reset"
         assert journal.parts[3].state == "failed"
         assert not journal.complete()
 
@@ -124,9 +135,8 @@ def test_a_damaged_or_foreign_journal_is_refused(tmp_path: Path) -> None:
 
 def test_one_run_at_a_time_and_no_overwrite(tmp_path: Path) -> None:
     path = tmp_path / "j"
-    with Journal.create(path, HEADER):
-        with pytest.raises(JournalError, match="another paysdk charges upload"):
-            Journal.resume(path)
+    with Journal.create(path, HEADER), pytest.raises(JournalError, match="another paysdk charges upload"):
+        Journal.resume(path)
     with pytest.raises(JournalError, match="earlier run exists"):
         Journal.create(path, HEADER)
 
@@ -161,9 +171,9 @@ def test_report_columns_order_and_neutralising(tmp_path: Path) -> None:
     write_report(
         out,
         [
-            RowOutcome(3, "refused", error="=HYPERLINK(\"http://x\")"),
+            RowOutcome(3, "refused", error='=HYPERLINK("http://x")'),
             RowOutcome(2, "charged", charge_id="sch_1"),
-            RowOutcome(4, "declined", error="card declined, \"insufficient\"\nfunds", charge_id="-x"),
+            RowOutcome(4, "declined", error='card declined, "insufficient"\nfunds', charge_id="-x"),
             RowOutcome(5, "refused", error="@me"),
             RowOutcome(6, "refused", error="+1"),
         ],
@@ -174,8 +184,8 @@ def test_report_columns_order_and_neutralising(tmp_path: Path) -> None:
     assert rows == [
         ["row_number", "status", "error", "charge_id"],
         ["2", "charged", "", "sch_1"],
-        ["3", "refused", "'=HYPERLINK(\"http://x\")", ""],
-        ["4", "declined", "card declined, \"insufficient\"\nfunds", "'-x"],
+        ["3", "refused", '\'=HYPERLINK("http://x")', ""],
+        ["4", "declined", 'card declined, "insufficient"\nfunds', "'-x"],
         ["5", "refused", "'@me", ""],
         ["6", "refused", "'+1", ""],
     ]
