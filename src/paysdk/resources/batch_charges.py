@@ -18,6 +18,7 @@ no request) and :meth:`AsyncBatchCharges.upload_part` (send one part, results nu
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import os
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, TypeAlias, Unpack
 from paysdk._errors import APIConnectionError, ValidationError
 from paysdk._pipeline import APIResponse, CallOptions, Operation, apply_call_options, data_envelope
 from paysdk.contracts.charges_csv import (
+    BATCH_MAX_ROWS,
     CsvFileError,
     CsvPart,
     CsvPlan,
@@ -203,18 +205,23 @@ class ChargesCsv:
         )
 
 
-def read_charges_csv(file: str | os.PathLike[str] | BinaryIO) -> ChargesCsv:
+def read_charges_csv(
+    file: str | os.PathLike[str] | BinaryIO, *, part_rows: int = BATCH_MAX_ROWS
+) -> ChargesCsv:
     """Read, validate and split a batch charge file (a path, or a seekable binary file object read from
-    its current position); no request is made. A file error (not UTF-8, no header, a column error, no
-    rows) raises :class:`CsvValidationError` naming ``file`` or the column; row errors are in
-    ``errors``. Blocking: the async resource runs it on a worker thread."""
+    its current position) into parts of at most ``part_rows`` rows (1-5,000); no request is made. A
+    file error (not UTF-8, no header, a column error, no rows) raises :class:`CsvValidationError`
+    naming ``file`` or the column; row errors are in ``errors``. Blocking: the async resource runs it
+    on a worker thread."""
     from paysdk._paths import user_path
 
+    if isinstance(part_rows, bool) or not isinstance(part_rows, int) or not 1 <= part_rows <= BATCH_MAX_ROWS:
+        raise ValidationError("part_rows", f"must be an int from 1 to {BATCH_MAX_ROWS}")
     if isinstance(file, str | os.PathLike):
         path = user_path(file)
         try:
             with open(path, "rb") as stream:
-                plan = plan_upload(stream)
+                plan = plan_upload(stream, part_rows=part_rows)
         except OSError as exc:
             raise ValidationError("file", f"cannot read {path}: {exc.strerror or exc}") from None
         except CsvFileError as exc:
@@ -233,7 +240,7 @@ def read_charges_csv(file: str | os.PathLike[str] | BinaryIO) -> ChargesCsv:
                 "file", "a file object must be seekable (each part is read when it is sent)"
             )
         try:
-            plan = plan_upload(file)
+            plan = plan_upload(file, part_rows=part_rows)
         except CsvFileError as exc:
             raise CsvValidationError([CsvRowError(0, exc.column, exc.message)]) from None
         source = file
@@ -257,12 +264,12 @@ def read_charges_csv(file: str | os.PathLike[str] | BinaryIO) -> ChargesCsv:
     return csv_file
 
 
-async def _async_read_charges_csv(file: str | os.PathLike[str] | BinaryIO) -> ChargesCsv:
-    return await asyncio.to_thread(read_charges_csv, file)
+async def _async_read_charges_csv(file: str | os.PathLike[str] | BinaryIO, part_rows: int) -> ChargesCsv:
+    return await asyncio.to_thread(functools.partial(read_charges_csv, file, part_rows=part_rows))
 
 
-def _read_charges_csv(file: str | os.PathLike[str] | BinaryIO) -> ChargesCsv:
-    return read_charges_csv(file)
+def _read_charges_csv(file: str | os.PathLike[str] | BinaryIO, part_rows: int) -> ChargesCsv:
+    return read_charges_csv(file, part_rows=part_rows)
 
 
 # ------------------------------------------------------------------------------------ the request
@@ -377,10 +384,12 @@ def _check_file(csv_file: ChargesCsv, send_valid_rows: bool) -> None:
 class AsyncBatchCharges(AsyncResource[M]):
     """Batch CSV charges (``client.subscriptions.charges``, D155-D158): see the module docstring."""
 
-    async def read_csv(self, file: str | os.PathLike[str] | BinaryIO) -> ChargesCsv:
+    async def read_csv(
+        self, file: str | os.PathLike[str] | BinaryIO, *, part_rows: int = BATCH_MAX_ROWS
+    ) -> ChargesCsv:
         """Read, validate and split a batch charge file locally (no request): its row errors and its
-        parts (see :func:`read_charges_csv`)."""
-        return await _async_read_charges_csv(file)
+        parts of at most ``part_rows`` rows (see :func:`read_charges_csv`)."""
+        return await _async_read_charges_csv(file, part_rows)
 
     async def upload_part(self, part: ChargesCsvPart, **options: Unpack[CallOptions]) -> BatchPartResult:
         """Send one part (its ``Idempotency-Key`` is the part's ``key``) and answer its rows' results,
@@ -401,6 +410,7 @@ class AsyncBatchCharges(AsyncResource[M]):
         file: str | os.PathLike[str] | BinaryIO,
         *,
         send_valid_rows: bool = False,
+        part_rows: int = BATCH_MAX_ROWS,
         **options: Unpack[CallOptions],
     ) -> BatchChargeReport:
         """Charge every row of a batch CSV file (``POST /v1/subscriptions/charges/upload-csv``, D158).
@@ -408,11 +418,12 @@ class AsyncBatchCharges(AsyncResource[M]):
         ``file``: a path or a seekable binary file object (read from its current position). Every row
         is validated locally first: any invalid row raises :class:`CsvValidationError` and nothing is
         sent, unless ``send_valid_rows`` (the invalid rows are then ``refused`` without being sent).
-        The rows go in parts of at most 5,000, each with its own ``Idempotency-Key``; the answer has one
-        result per row, numbered as in the file (``charged``, ``declined``, ``refused`` or, for a part
-        whose answer was lost where keys are not honoured, ``unknown``).
+        The rows go in parts of at most ``part_rows`` (5,000, the server's limit), each with its own
+        ``Idempotency-Key``; the answer has one result per row, numbered as in the file (``charged``,
+        ``declined``, ``refused`` or, for a part whose answer was lost where keys are not honoured,
+        ``unknown``).
         """
-        csv_file = await self.read_csv(file)
+        csv_file = await self.read_csv(file, part_rows=part_rows)
         _check_file(csv_file, send_valid_rows)
         results = []
         for part in csv_file.parts:
@@ -428,10 +439,12 @@ class AsyncBatchCharges(AsyncResource[M]):
 class BatchCharges(Resource[M]):
     """Batch CSV charges (``client.subscriptions.charges``, D155-D158): see the module docstring."""
 
-    def read_csv(self, file: str | os.PathLike[str] | BinaryIO) -> ChargesCsv:
+    def read_csv(
+        self, file: str | os.PathLike[str] | BinaryIO, *, part_rows: int = BATCH_MAX_ROWS
+    ) -> ChargesCsv:
         """Read, validate and split a batch charge file locally (no request): its row errors and its
-        parts (see :func:`read_charges_csv`)."""
-        return _read_charges_csv(file)
+        parts of at most ``part_rows`` rows (see :func:`read_charges_csv`)."""
+        return _read_charges_csv(file, part_rows)
 
     def upload_part(self, part: ChargesCsvPart, **options: Unpack[CallOptions]) -> BatchPartResult:
         """Send one part (its ``Idempotency-Key`` is the part's ``key``) and answer its rows' results,
@@ -452,6 +465,7 @@ class BatchCharges(Resource[M]):
         file: str | os.PathLike[str] | BinaryIO,
         *,
         send_valid_rows: bool = False,
+        part_rows: int = BATCH_MAX_ROWS,
         **options: Unpack[CallOptions],
     ) -> BatchChargeReport:
         """Charge every row of a batch CSV file (``POST /v1/subscriptions/charges/upload-csv``, D158).
@@ -459,11 +473,12 @@ class BatchCharges(Resource[M]):
         ``file``: a path or a seekable binary file object (read from its current position). Every row
         is validated locally first: any invalid row raises :class:`CsvValidationError` and nothing is
         sent, unless ``send_valid_rows`` (the invalid rows are then ``refused`` without being sent).
-        The rows go in parts of at most 5,000, each with its own ``Idempotency-Key``; the answer has one
-        result per row, numbered as in the file (``charged``, ``declined``, ``refused`` or, for a part
-        whose answer was lost where keys are not honoured, ``unknown``).
+        The rows go in parts of at most ``part_rows`` (5,000, the server's limit), each with its own
+        ``Idempotency-Key``; the answer has one result per row, numbered as in the file (``charged``,
+        ``declined``, ``refused`` or, for a part whose answer was lost where keys are not honoured,
+        ``unknown``).
         """
-        csv_file = self.read_csv(file)
+        csv_file = self.read_csv(file, part_rows=part_rows)
         _check_file(csv_file, send_valid_rows)
         results = []
         for part in csv_file.parts:

@@ -47,6 +47,7 @@ __all__ = [
     "MAX_UPLOAD_BYTES",
     "UPLOAD_CONTENT_TYPES",
     "UPLOAD_ROUTES",
+    "UPLOAD_ROUTE_LIMITS",
     "UPLOAD_TIMEOUT",
     "BodyBounds",
     "BodyRefused",
@@ -75,7 +76,13 @@ MAX_UPLOAD_BYTES = 256 << 20
 #: it needs about 450 KB/s.
 UPLOAD_TIMEOUT = 600.0
 #: The routes that take uploads, as ``(method, path)``; a ``{name}`` segment matches any one segment.
-UPLOAD_ROUTES: tuple[tuple[str, str], ...] = (("POST", "/_sandbox/uploads"),)
+UPLOAD_ROUTES: tuple[tuple[str, str], ...] = (
+    ("POST", "/_sandbox/uploads"),
+    ("POST", "/v1/subscriptions/charges/upload-csv"),
+)
+#: Upload routes with a smaller bound than the server's ``upload_limit`` (exact paths): the batch charge
+#: CSV takes at most 16 MiB (D156: 5,000 rows never need more).
+UPLOAD_ROUTE_LIMITS: dict[tuple[str, str], int] = {("POST", "/v1/subscriptions/charges/upload-csv"): 16 << 20}
 #: The body types an upload route takes (media types, lower case).
 UPLOAD_CONTENT_TYPES = (b"multipart/form-data", b"application/octet-stream")
 
@@ -191,8 +198,14 @@ class BodyBounds:
         return BoundedReceive(self, scope, receive)
 
     def limit_for(self, scope: Scope) -> int:
-        """The largest body of this request: :attr:`upload_limit` on an upload route, else :attr:`limit`."""
-        return self.upload_limit if is_upload_route(scope["method"], scope["path"]) else self.limit
+        """The largest body of this request: :attr:`upload_limit` on an upload route (or the route's own
+        smaller bound, :data:`UPLOAD_ROUTE_LIMITS`), else :attr:`limit`."""
+        return self.upload_limit_of(scope) if is_upload_route(scope["method"], scope["path"]) else self.limit
+
+    def upload_limit_of(self, scope: Scope) -> int:
+        """:attr:`upload_limit`, or the upload route's own smaller bound (:data:`UPLOAD_ROUTE_LIMITS`)."""
+        own = UPLOAD_ROUTE_LIMITS.get((scope["method"], scope["path"].rstrip("/") or "/"))
+        return self.upload_limit if own is None else min(own, self.upload_limit)
 
     def _enter(self, reader: BoundedReceive, loop: asyncio.AbstractEventLoop) -> None:
         if loop is not self._loop:  # first use, or another event loop (tests): start afresh
@@ -249,7 +262,7 @@ class BoundedReceive:
         self._scope = scope
         self._receive = receive
         if is_upload_route(scope["method"], scope["path"]):
-            self._limit, self._timeout = bounds.upload_limit, bounds.upload_timeout
+            self._limit, self._timeout = bounds.upload_limit_of(scope), bounds.upload_timeout
         else:
             self._limit, self._timeout = bounds.limit, bounds.timeout
         self._received = 0

@@ -36,6 +36,7 @@ from paysdk.server import subscription_tables, wallet_tables
 from paysdk.server.db import CORE_TABLES, Base
 from paysdk.server.routers import (
     alternative_payments,
+    batch_charges,
     checkout,
     payment_links,
     sandbox,
@@ -259,7 +260,7 @@ WALLET = Family(
 SUBSCRIPTIONS = Family(
     name="subscriptions",
     prefixes=("/v1/subscriptions",),
-    routers=(("", subscriptions.router),),
+    routers=(("", subscriptions.router), ("", batch_charges.router)),
     tables=subscription_tables.SUBSCRIPTION_RESET_ORDER,
     sdk_resources=("subscriptions",),
     cli_groups=("subscriptions", "charges"),
@@ -271,6 +272,10 @@ SUBSCRIPTIONS = Family(
         "PUT /v1/subscriptions": _reach("subscriptions.update_email", "subscriptions update-email"),
         "GET /v1/subscriptions/payment-history": _reach(
             "subscriptions.payment_history", "subscriptions history"
+        ),
+        "POST /v1/subscriptions/charges/upload-csv": Reach(
+            sdk=("subscriptions.charges.upload_csv", "subscriptions.charges.upload_part"),
+            cli=("charges upload",),
         ),
     },
 )
