@@ -36,6 +36,10 @@ __all__ = ["app", "upload"]
 
 app = new_app("Batch charges of subscriptions from a CSV file.")
 
+#: Spec 8: at most 5,000 rows per request (``paysdk.contracts.charges_csv.BATCH_MAX_ROWS``; not imported
+#: here, so that ``paysdk charges --help`` stays cheap).
+BATCH_MAX_ROWS = 5000
+
 #: stderr lists at most this many row errors (every row is in ``-o json`` and ``--report``).
 ROW_ERRORS_SHOWN = 50
 #: A table lists at most this many rows that were not charged.
@@ -81,6 +85,16 @@ def upload(
             "idempotency-key support (PAYSDK_IDEMPOTENCY).",
         ),
     ] = False,
+    part_rows: Annotated[
+        int | None,
+        typer.Option(
+            "--part-rows",
+            min=1,
+            max=BATCH_MAX_ROWS,
+            help="Rows per request: 1 to 5000 (default 5000). A resumed run keeps its journal's value.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Charge subscriptions from a CSV file: validate every row, send in parts, journal, report.
 
@@ -94,8 +108,10 @@ def upload(
         raise CLIError("--validate-only sends nothing: drop --resume and --send-valid", ExitCode.USAGE)
     run = _Run(st, file, report)
     if validate_only:
-        raise typer.Exit(run.nothing_sent(run.read()))
-    raise typer.Exit(run.send(send_valid=send_valid, resume=resume, resend_unknown=resend_unknown))
+        raise typer.Exit(run.nothing_sent(run.read(part_rows or BATCH_MAX_ROWS)))
+    raise typer.Exit(
+        run.send(send_valid=send_valid, resume=resume, resend_unknown=resend_unknown, part_rows=part_rows)
+    )
 
 
 class _Run:
@@ -108,7 +124,7 @@ class _Run:
 
     # ------------------------------------------------------------------ reading
 
-    def read(self) -> ChargesCsv:
+    def read(self, part_rows: int) -> ChargesCsv:
         """Read, validate and split the file (no request); a file error is one line and exit 2."""
         import paysdk
         from paysdk.resources.batch_charges import read_charges_csv
@@ -116,7 +132,7 @@ class _Run:
         if self.file.is_dir():
             raise CLIError(f"{self.file}: is a directory, not a CSV file", ExitCode.USAGE)
         try:
-            return read_charges_csv(self.file)
+            return read_charges_csv(self.file, part_rows=part_rows)
         except paysdk.CsvValidationError as exc:
             first = exc.errors[0] if exc.errors else None
             where = f"{first.column}: {first.message}" if first is not None else exc.message
@@ -159,7 +175,7 @@ class _Run:
 
     # ------------------------------------------------------------------ sending
 
-    def send(self, *, send_valid: bool, resume: bool, resend_unknown: bool) -> int:
+    def send(self, *, send_valid: bool, resume: bool, resend_unknown: bool, part_rows: int | None) -> int:
         """Send the parts the journal says to send; the exit code (or raise the API failure)."""
         from paysdk_cli._journal import Journal, JournalError, journal_path
         from paysdk_cli._output import info
@@ -181,17 +197,34 @@ class _Run:
             else:
                 info(f"no journal {path}: starting a new run")
         try:
-            return self._send(journal, path, send_valid, resend_unknown)
+            return self._send(journal, path, send_valid, resend_unknown, part_rows)
         finally:
             if journal is not None:
                 journal.close()
 
-    def _send(self, journal: Journal | None, path: Path, send_valid: bool, resend_unknown: bool) -> int:
+    def _send(
+        self,
+        journal: Journal | None,
+        path: Path,
+        send_valid: bool,
+        resend_unknown: bool,
+        part_rows: int | None,
+    ) -> int:
         from paysdk_cli._journal import Journal, JournalError
 
         if journal is not None:
             send_valid = send_valid or bool(journal.header.get("sendValid"))  # the run resumed decided
-        plan = self.read()
+            journaled = journal.header.get("partRows")
+            if part_rows is not None and journaled != part_rows:
+                # a part's key is its index: other part sizes would reuse keys for other rows
+                raise CLIError(
+                    f"--part-rows {part_rows} differs from the journal's {journaled}: resume without "
+                    "--part-rows (or with the same value)",
+                    ExitCode.USAGE,
+                )
+            part_rows = journaled if isinstance(journaled, int) else BATCH_MAX_ROWS
+        part_rows = part_rows or BATCH_MAX_ROWS
+        plan = self.read(part_rows)
         if journal is not None and journal.header.get("sha256") != plan.sha256:
             raise CLIError(
                 f"{self.file} changed since its journal {path} was written: restore the file to resume, "
@@ -212,6 +245,7 @@ class _Run:
                 "sha256": plan.sha256,
                 "rows": plan.rows,
                 "parts": len(plan.parts),
+                "partRows": part_rows,
                 "sendValid": send_valid,
             }
             try:
@@ -336,7 +370,8 @@ class _Run:
             # the answer was lost and, without idempotency-key support, the SDK did not resend the part
             journal.unknown(part.index, answer.error or "the answer was lost")
             return None, None
-        outcomes = [_outcome(result) for result in answer.results]
+        # a part the server had answered before (its key replayed): each row's result is an earlier one
+        outcomes = [_outcome(result, replayed=answer.replayed) for result in answer.results]
         journal.done(part.index, [outcome.to_json() for outcome in outcomes])
         return outcomes, None
 
@@ -417,7 +452,7 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _outcome(result: BatchChargeRow) -> RowOutcome:
+def _outcome(result: BatchChargeRow, *, replayed: bool = False) -> RowOutcome:
     from paysdk_cli._batch import RowOutcome
 
     return RowOutcome(
@@ -427,5 +462,5 @@ def _outcome(result: BatchChargeRow) -> RowOutcome:
         subscription_id=result.subscription_id,
         charge_id=result.charge_id,
         error=result.error,
-        replayed=result.replayed,
+        replayed=result.replayed or replayed,
     )
