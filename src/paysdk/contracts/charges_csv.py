@@ -210,12 +210,13 @@ class _Lines:
     """The file's lines decoded as UTF-8, the byte offset after the last line handed out in
     :attr:`offset` (what ``csv.reader`` has consumed), the line count in :attr:`line`."""
 
-    __slots__ = ("line", "offset", "stream")
+    __slots__ = ("last", "line", "offset", "stream")
 
     def __init__(self, stream: BinaryIO, offset: int) -> None:
         self.stream = stream
         self.offset = offset
         self.line = 0
+        self.last = ""
 
     def __iter__(self) -> Iterator[str]:
         offset = self.offset
@@ -226,7 +227,8 @@ class _Lines:
                 offset += len(raw)
                 self.offset = offset
                 self.line = line
-                yield raw.decode("utf-8")
+                self.last = text = raw.decode("utf-8")
+                yield text
         except UnicodeDecodeError as exc:
             raise CsvFileError(
                 "file",
@@ -331,6 +333,17 @@ def _check(
     return ChargeRow(row, subscription, Decimal(amount), reference, currency, description)
 
 
+def _csv_error(row: int, exc: csv.Error, line: str, columns: tuple[str, ...]) -> CsvRowError:
+    """A record ``csv`` refused: a cell beyond its field limit is named by its column when the line's
+    cells can tell (a 10 MB cell), anything else is an error of the row."""
+    if "field limit" in str(exc):
+        for name, cell in zip(columns, line.split(","), strict=False):
+            if len(cell) > MAX_CELL_CHARS:
+                return CsvRowError(row, name, f"is longer than {MAX_CELL_CHARS:,} characters")
+        return CsvRowError(row, "row", f"has a cell longer than {MAX_CELL_CHARS:,} characters")
+    return CsvRowError(row, "row", f"is not valid CSV ({exc})")
+
+
 def _hash(reference: str) -> int:
     return hash(reference) & _MASK64
 
@@ -370,7 +383,7 @@ def scan(stream: BinaryIO, *, keep_rows: bool = False, max_rows: int | None = No
             rows += 1
             state.append(_INVALID)
             ends.append(lines.offset)
-            errors.append(CsvRowError(row, "row", f"is not valid CSV ({exc})"))
+            errors.append(_csv_error(row, exc, lines.last, columns))
             if max_rows is not None and rows > max_rows:
                 break
             continue

@@ -18,6 +18,7 @@ no request) and :meth:`AsyncBatchCharges.upload_part` (send one part, results nu
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import io
 import os
@@ -362,9 +363,13 @@ def _lost(part: ChargesCsvPart, exc: APIConnectionError) -> BatchPartResult:
 
 
 def _done(part: ChargesCsvPart, answer: APIResponse[Any]) -> BatchPartResult:
-    return BatchPartResult(
-        part.index, part.key, _part_results(part, answer.parse()), replayed=answer.replayed
-    )
+    results = _part_results(part, answer.parse())
+    if answer.replayed:  # the server replayed its stored answer to this key: nothing was charged now
+        results = tuple(
+            dataclasses.replace(item, replayed=True) if item.status in ("charged", "declined") else item
+            for item in results
+        )
+    return BatchPartResult(part.index, part.key, results, replayed=answer.replayed)
 
 
 def _report(csv_file: ChargesCsv, parts: Sequence[BatchPartResult]) -> BatchChargeReport:

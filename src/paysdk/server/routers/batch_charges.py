@@ -52,8 +52,8 @@ def _declaration() -> dict[str, Any]:
         "required": ["file"],
         "properties": {
             "file": {
-                "type": "string",
-                "format": "binary",
+                # The file's bytes (OpenAPI 3.1: a media type, no JSON type).
+                "contentMediaType": "text/csv",
                 "description": "UTF-8 CSV (BOM allowed, LF or CRLF, RFC 4180 quotes); header columns "
                 + ", ".join(COLUMNS)
                 + " (the first three required); 1 to 5,000 data rows (D155).",

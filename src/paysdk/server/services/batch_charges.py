@@ -237,7 +237,7 @@ def charge_rows(session: Session, now: datetime, principal: Principal, scanned: 
             select(SubscriptionRow, PlanRow)
             .join(PlanRow, PlanRow.id == SubscriptionRow.plan_id)
             .where(SubscriptionRow.client_id == client_id, SubscriptionRow.sub_uid.in_(chunk))
-        ).tuples():
+        ).all():
             subs[sub.sub_uid] = (sub, plan)
     for row in rows:
         results[row.row] = _charge_row(session, now, client_id, row, stored, subs)
