@@ -8,6 +8,7 @@ code    meaning
 2       usage: bad option or argument, or input the SDK refused before sending
 3       ``serve`` cannot listen on its address (in use)
 4       authentication: HTTP 401/403, or no merchant token configured
+5       ``charges upload``: some rows were not charged (refused, declined or unknown, D159)
 6       the API refused the request: any other HTTP 4xx
 7       the API failed (HTTP 5xx, or a success answer that does not match the contract) or could not
         be reached (connection, timeout)
@@ -38,6 +39,7 @@ class ExitCode(IntEnum):
     USAGE = 2
     LISTEN = 3
     AUTH = 4
+    PARTIAL = 5
     API = 6
     SERVER = 7
 

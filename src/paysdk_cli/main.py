@@ -44,6 +44,7 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
         "app",
         "Subscriptions: verify a card to create one, cancel, change its email, payment history.",
     ),
+    "charges": ("paysdk_cli.commands.charges", "app", "Batch charges of subscriptions from a CSV file."),
     "sandbox": ("paysdk_cli.commands.sandbox", "app", "Control plane of the local reference server."),
     "serve": ("paysdk_cli.commands.serve", "app", "Run the local reference server."),
 }
@@ -55,6 +56,7 @@ Exit codes:
   2  usage (bad option or argument, or input refused before sending)
   3  serve: the address is in use
   4  authentication (HTTP 401/403, or no merchant token / wallet key)
+  5  charges upload: some rows not charged (refused, declined or unknown)
   6  the API refused the request (other HTTP 4xx)
   7  the API failed (HTTP 5xx, an off-contract answer) or could not be reached
 \b

@@ -196,3 +196,11 @@ def test_readme_python_snippets(live_server: str, tmp_path: Path) -> None:
     url, error = outputs[0].splitlines()
     assert url.startswith(f"{live_server}/checkout/?orderId=")
     assert error == "400 2003"  # as the README's comment says
+
+
+def test_batch_charges(live_server: str) -> None:
+    out = _run("batch_charges.py", {"PAYSDK_BASE_URL": live_server}).stdout
+    assert "charged 3, declined 1, refused 0" in out
+    assert "uploaded again: 3 charged rows answered with their earlier charge: True" in out
+    assert out.count(": charged sch_") == 3
+    assert "30.50" in out

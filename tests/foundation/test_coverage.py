@@ -308,6 +308,9 @@ _ARGUMENTS: dict[str, Any] = {
     "to_card_id": "crd_2",
     "permissions": ["checkCard"],
     "permission_id": "prm_1",
+    "should_create_subscription": False,
+    "sub_uid": "sub_1",
+    "subscription_id": "sub_1",
 }
 
 
