@@ -99,6 +99,9 @@ def test_verify_only_bulk_create_and_errors() -> None:
     # Refused before sending: a usage error naming the argument (exit 2).
     missing = _json("subscriptions", "verify-card", "--email", "a@example.com", code=2)
     assert "invalid value for --plan-id: is required" in missing.stderr
+    mixed = _json("subscriptions", "verify-card", "--no-create", "--plan-id", plan["planId"], code=2)
+    assert "invalid value for --plan-id:" in mixed.stderr
+    assert "must not be given when should_create_subscription is False" in mixed.stderr
     bad_email = _json("subscriptions", "update-email", created["subUids"][0], "not-an-email", code=2)
     assert "email" in bad_email.stderr.lower()
     assert _json("sandbox", "plan", "create", "--client", slug, "--amount", "1.001", code=2).stderr
