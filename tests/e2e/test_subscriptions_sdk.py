@@ -89,6 +89,9 @@ async def test_verify_card_pay_update_history_cancel(make: Maker) -> None:
     assert isinstance(history, list)
     assert all(charge.subscription_id == verification.sub_uid for charge in history)
     assert all(charge.source == "renewal" for charge in history)
+    raw = await call(client.with_raw_response.subscriptions.payment_history(verification.sub_uid))
+    assert raw.status_code == 200
+    assert raw.parse() == history
 
     cancelled = await call(client.subscriptions.cancel(verification.sub_uid))
     assert cancelled.status == "cancelled"
