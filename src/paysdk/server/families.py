@@ -47,6 +47,7 @@ from paysdk.server.routers import (
 )
 from paysdk.server.scheduler import BUILTIN_KINDS, JobHandler
 from paysdk.server.services import wallet_cards as wallet_cards_service
+from paysdk.server.services import renewals
 
 __all__ = [
     "FAMILIES",
@@ -260,6 +261,7 @@ SUBSCRIPTIONS = Family(
     prefixes=("/v1/subscriptions",),
     routers=(("", subscriptions.router),),
     tables=subscription_tables.SUBSCRIPTION_RESET_ORDER,
+    jobs={renewals.JOB_KIND: renewals.run_renewals},
 )
 
 CONTROL_PLANE = Family(
