@@ -61,7 +61,9 @@ def make_subscriptions(
 def subscription(db: Database, sub_uid: str) -> SubscriptionRow:
     """The row of ``sub_uid`` (detached)."""
     with db.session() as session:
-        row = session.scalars(sqlalchemy.select(SubscriptionRow).where(SubscriptionRow.sub_uid == sub_uid)).one()
+        row = session.scalars(
+            sqlalchemy.select(SubscriptionRow).where(SubscriptionRow.sub_uid == sub_uid)
+        ).one()
         session.expunge(row)
         return row
 

@@ -5,7 +5,7 @@ renewal dates, one clock advance charging every period in order, per-plan dunnin
 from __future__ import annotations
 
 from collections import Counter
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -76,14 +76,19 @@ async def test_the_job_is_queued_with_the_first_subscription_every_12_hours(
         assert job.every_us == 12 * 3600 * 10**6
         due = aware(job.due_at)
     assert due == renewals.first_run_at(created_at)
-    assert due.hour in (0, 12) and due.minute == due.second == due.microsecond == 0
+    assert due.hour in (0, 12)
+    assert due.minute == due.second == due.microsecond == 0
     assert timedelta(0) < due - created_at <= timedelta(hours=12)
 
 
 def test_first_run_at_is_the_next_half_day_boundary() -> None:
-    assert renewals.first_run_at(datetime(2026, 3, 1, 11, 59, tzinfo=UTC)) == datetime(2026, 3, 1, 12, tzinfo=UTC)
+    assert renewals.first_run_at(datetime(2026, 3, 1, 11, 59, tzinfo=UTC)) == datetime(
+        2026, 3, 1, 12, tzinfo=UTC
+    )
     assert renewals.first_run_at(datetime(2026, 3, 1, 12, tzinfo=UTC)) == datetime(2026, 3, 2, tzinfo=UTC)
-    assert renewals.first_run_at(datetime(2026, 3, 1, 23, 0, 1, tzinfo=UTC)) == datetime(2026, 3, 2, tzinfo=UTC)
+    assert renewals.first_run_at(datetime(2026, 3, 1, 23, 0, 1, tzinfo=UTC)) == datetime(
+        2026, 3, 2, tzinfo=UTC
+    )
 
 
 # ------------------------------------------------------------------------------------ one advance
@@ -106,9 +111,7 @@ async def test_one_advance_of_30_days_charges_every_period_in_order_once(
     anchor = local_date(start, timezone)
     for sub_uid, interval in ((day_sub, "day"), (week_sub, "week")):
         begun = [
-            k
-            for k in range(40)
-            if local_midnight(renewal_date(anchor, interval, 1, k), timezone) <= runs[-1]
+            k for k in range(40) if local_midnight(renewal_date(anchor, interval, 1, k), timezone) <= runs[-1]
         ]
         rows = charges(db, sub_uid)
         assert [row.period for row in rows] == begun  # in order, none skipped, none twice
@@ -136,7 +139,9 @@ async def test_dunning_follows_each_plan_with_emails_and_one_callback(
     merchant = await merchant_factory(callback_url=callback_sink.url, timezone="America/Guatemala")
     three = make_plan(db, merchant.slug, interval="month", daily_attempts=3, interval_attempt=12)
     one = make_plan(db, merchant.slug, interval="month", daily_attempts=1)
-    graced = make_plan(db, merchant.slug, interval="month", daily_attempts=5, interval_attempt=24, grace_days=1)
+    graced = make_plan(
+        db, merchant.slug, interval="month", daily_attempts=5, interval_attempt=24, grace_days=1
+    )
     start = now(db)
     [sub3] = make_subscriptions(db, three, card=DECLINE_ALWAYS, email="three@example.com")
     [sub1] = make_subscriptions(db, one, card=DECLINE_ALWAYS, email="one@example.com")
@@ -147,7 +152,11 @@ async def test_dunning_follows_each_plan_with_emails_and_one_callback(
 
     rows3 = charges(db, sub3)
     assert [(r.period, r.attempt, r.status) for r in rows3] == [(0, n, "declined") for n in (1, 2, 3)]
-    assert [aware(r.created_at) for r in rows3] == [first, first + timedelta(hours=12), first + timedelta(hours=24)]
+    assert [aware(r.created_at) for r in rows3] == [
+        first,
+        first + timedelta(hours=12),
+        first + timedelta(hours=24),
+    ]
     assert [(r.period, r.attempt) for r in charges(db, sub1)] == [(0, 1)]
     # graceDays 1: retries only before the end of the local day anchor + 1 (retry every 24 hours).
     anchor = local_date(start, "America/Guatemala")
@@ -162,7 +171,8 @@ async def test_dunning_follows_each_plan_with_emails_and_one_callback(
     assert events == ["subPayProblem"] * 3 + ["subscriptionSuspended"]
     assert [m["data"]["attempt"] for m in mail] == [1, 2, 3, 3]
     assert [m["data"]["chargeId"] for m in mail[:3]] == [r.charge_id for r in rows3]
-    assert "nextAttemptAt" in mail[0]["data"] and "nextAttemptAt" not in mail[2]["data"]
+    assert "nextAttemptAt" in mail[0]["data"]
+    assert "nextAttemptAt" not in mail[2]["data"]
     assert all(m["data"]["subUid"] == sub3 and m["data"]["planId"] == three for m in mail)
     assert all(m["data"]["reason"] == rows3[0].reason for m in mail)
     one_mail = [m["data"]["notifyEvent"] for m in await outbox(asgi_client, "one@example.com")]
@@ -172,8 +182,11 @@ async def test_dunning_follows_each_plan_with_emails_and_one_callback(
     bodies = {item.json()["subUid"]: item for item in received}
     assert set(bodies) == {sub3, sub1, subg}
     callback = SubsCallback.model_validate(bodies[sub3].json())
-    assert callback.event == "subscriptionSuspended" and callback.status == "inactive"
-    assert callback.plan_id == three and callback.client == merchant.slug and callback.attempts == 3
+    assert callback.event == "subscriptionSuspended"
+    assert callback.status == "inactive"
+    assert callback.plan_id == three
+    assert callback.client == merchant.slug
+    assert callback.attempts == 3
     assert callback.last_charge_id == rows3[-1].charge_id
     assert callback.renewal_date == anchor
     assert bodies[sub3].headers["x-event-id"] == callback.event_id
@@ -301,4 +314,3 @@ async def test_many_subscriptions_in_several_batches_are_each_charged_once(
     assert len(periods) >= 2 * len(uids)
     assert set(periods.values()) == {1}
     assert len({subscription(db, uid).period for uid in uids}) == 1
-
