@@ -10,6 +10,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
+from typing import Any
 
 import pytest
 import sqlalchemy
@@ -78,7 +79,7 @@ def _wait(condition: Callable[[], bool], what: str, timeout: float = 180.0) -> N
         time.sleep(0.02)
 
 
-def _scalar(db: Database, statement: sqlalchemy.Select[tuple[int]]) -> int:
+def _scalar(db: Database, statement: sqlalchemy.Select[Any]) -> int:
     with db.session() as session:
         return int(session.scalar(statement) or 0)
 

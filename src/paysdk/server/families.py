@@ -46,8 +46,8 @@ from paysdk.server.routers import (
     wallet_users,
 )
 from paysdk.server.scheduler import BUILTIN_KINDS, JobHandler
-from paysdk.server.services import wallet_cards as wallet_cards_service
 from paysdk.server.services import renewals
+from paysdk.server.services import wallet_cards as wallet_cards_service
 
 __all__ = [
     "FAMILIES",

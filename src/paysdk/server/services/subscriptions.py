@@ -217,7 +217,7 @@ def create_subscription(
 
 def _ensure_schedule(session: Session, now: datetime) -> None:
     """Queue the scheduled charge process with the subscription (D145)."""
-    from paysdk.server.services import renewals  # noqa: PLC0415 (renewals imports this module)
+    from paysdk.server.services import renewals  # here: renewals imports this module
 
     renewals.ensure_schedule(session, now)
 
