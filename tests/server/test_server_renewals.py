@@ -25,9 +25,12 @@ from renewals_helpers import (
 from server_helpers import advance
 
 from paysdk.contracts.subscriptions import SubsCallback
-from paysdk.server.db import JobRow
+from paysdk.server.clock import Clock
+from paysdk.server.db import ClientRow, JobRow
 from paysdk.server.renewal_dates import local_date, local_midnight, renewal_date
 from paysdk.server.services import renewals
+from paysdk.server.services.subscriptions import create_subscription
+from paysdk.server.subscription_tables import PlanRow
 
 DAY = 24 * 3600
 APPROVE = "4242424242424242"
@@ -68,9 +71,14 @@ async def test_the_job_is_queued_with_the_first_subscription_every_12_hours(
     plan = make_plan(db, merchant.slug, interval="day")
     with db.session() as session:
         assert session.scalars(sqlalchemy.select(JobRow).where(JobRow.kind == "renewals")).all() == []
-    created_at = now(db)
-    make_subscriptions(db, plan, 2)
-    make_subscriptions(db, plan, 1)
+    with db.session() as session:  # one subscription (a verified card's path) queues it
+        client = session.scalars(sqlalchemy.select(ClientRow).where(ClientRow.slug == merchant.slug)).one()
+        plan_row = session.scalars(sqlalchemy.select(PlanRow).where(PlanRow.plan_id == plan)).one()
+        created_at = Clock().now(session)
+        create_subscription(
+            session, client, plan_row, email="a@example.com", card_number=APPROVE, now=created_at
+        )
+    make_subscriptions(db, plan, 2)  # and in bulk: still one job
     with db.session() as session:
         [job] = session.scalars(sqlalchemy.select(JobRow).where(JobRow.kind == "renewals")).all()
         assert job.every_us == 12 * 3600 * 10**6
