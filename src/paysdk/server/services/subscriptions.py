@@ -211,7 +211,15 @@ def create_subscription(
     )
     session.add(row)
     session.flush()
+    _ensure_schedule(session, now)
     return row
+
+
+def _ensure_schedule(session: Session, now: datetime) -> None:
+    """Queue the scheduled charge process with the subscription (D145)."""
+    from paysdk.server.services import renewals  # here: renewals imports this module
+
+    renewals.ensure_schedule(session, now)
 
 
 def create_subscriptions(
@@ -235,6 +243,7 @@ def create_subscriptions(
     ]
     for start in range(0, len(rows), 5000):
         session.execute(insert(SubscriptionRow), rows[start : start + 5000])
+    _ensure_schedule(session, now)
     return SandboxSubscriptionsCreated(count=len(uids), sub_uids=uids)
 
 
