@@ -62,10 +62,20 @@ def test_verify_card_pay_show_update_history_cancel() -> None:
     assert updated["email"] == "new@example.com"
     assert updated["status"] == "active"
     assert "card" not in updated  # JSON carries the wire fields only
+    assert _json("subscriptions", "history", sub_uid) == []
+    _json("sandbox", "clock", "advance", "46800")  # 13 h: the charge process runs and charges period 1
     history = _json("subscriptions", "history", sub_uid)
-    assert isinstance(history, list)
+    assert len(history) == 1
+    assert (history[0]["status"], history[0]["source"], history[0]["amount"]) == ("approved", "renewal", 12.5)
+    assert history[0]["paymentMethod"] == {"brand": "visa", "last4": "4242"}
     listed = run_cli("-o", "table", "subscriptions", "history", sub_uid)
     assert listed.exit_code == 0, listed.stderr
+    assert f"Payment history of {sub_uid}" in listed.stdout
+    assert "approved" in listed.stdout
+    assert "12.50" in listed.stdout
+    shown = run_cli("-o", "table", "sandbox", "subscription", sub_uid)
+    assert "Charges" in shown.stdout
+    assert "approved" in shown.stdout
 
     cancelled = _json("subscriptions", "cancel", sub_uid)
     assert cancelled["status"] == "cancelled"

@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 
 import paysdk
-from paysdk.contracts.subscriptions import Plan, SandboxSubscription, Subscription, VerifyCard
+from paysdk.contracts.subscriptions import (
+    Plan,
+    SandboxSubscription,
+    Subscription,
+    SubscriptionCharge,
+    VerifyCard,
+)
 
 from .conftest import Maker, call
 
@@ -84,11 +90,28 @@ async def test_verify_card_pay_update_history_cancel(make: Maker) -> None:
     assert updated.email == f"new-{tag}@x.io"
     assert updated.status == "active"
 
-    # Verification charges nothing: the first period is charged by the next run of the charge process.
+    # Verification charges nothing: the first period is charged by the next run of the charge process
+    # (every 12 hours of virtual time, D143, D145).
+    assert await call(client.subscriptions.payment_history(verification.sub_uid)) == []
+    await call(sandbox.sandbox.advance_clock(13 * 3600))
     history = await call(client.subscriptions.payment_history(verification.sub_uid))
-    assert isinstance(history, list)
-    assert all(charge.subscription_id == verification.sub_uid for charge in history)
-    assert all(charge.source == "renewal" for charge in history)
+    assert len(history) == 1
+    first = history[0]
+    assert isinstance(first, SubscriptionCharge)
+    assert (first.subscription_id, first.source, first.status) == (
+        verification.sub_uid,
+        "renewal",
+        "approved",
+    )
+    assert first.amount == Decimal("9.99")
+    assert isinstance(first.amount, Decimal)
+    assert first.currency == plan.currency
+    assert first.renewal_date == held.anchor_date
+    assert first.payment_method.last4 == "4242"
+    renewed = await call(sandbox.sandbox.subscriptions.get(verification.sub_uid))
+    assert renewed.charges == history
+    assert renewed.next_renewal_date is not None
+    assert renewed.next_renewal_date > held.anchor_date
     raw = await call(client.with_raw_response.subscriptions.payment_history(verification.sub_uid))
     assert raw.status_code == 200
     assert raw.parse() == history
