@@ -123,6 +123,17 @@ def test_verify_only_bulk_create_and_errors() -> None:
     assert _json("subscriptions", "history", "sub_nothing", code=6).stderr.startswith("Error: HTTP 404")
     assert _json("sandbox", "subscription", "sub_nothing", code=6).stderr.startswith("Error: HTTP 404")
 
+    # An inactive subscription (its card declines the renewal, one attempt per period) cannot be
+    # cancelled: 409, exit 6.
+    strict = _json("sandbox", "plan", "create", "--client", slug, "--amount", "3", "--daily-attempts", "1")
+    made = _json(
+        "sandbox", "subscriptions", "create", "--plan-id", strict["planId"], "--card", "4000000000000341"
+    )
+    _json("sandbox", "clock", "advance", "46800")
+    assert _json("sandbox", "subscription", made["subUids"][0])["status"] == "inactive"
+    conflict = _json("subscriptions", "cancel", made["subUids"][0], code=6)
+    assert conflict.stderr.startswith("Error: HTTP 409")
+
 
 def test_without_a_wallet_login_the_commands_say_what_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PAYSDK_WALLET_PRIVATE_KEY", raising=False)

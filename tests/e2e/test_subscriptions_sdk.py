@@ -148,6 +148,22 @@ async def test_verify_only_and_errors_answered_by_the_server(make: Maker) -> Non
     with pytest.raises(paysdk.NotFoundError):
         await call(client.subscriptions.payment_history("sub_nothing"))
 
+    # A card that declines every renewal, one attempt per period: inactive after the first run, and
+    # then neither cancellable (409) nor ever active again; its declined attempt is in the history.
+    strict = await call(sandbox.sandbox.plans.create(plan.client, "5.00", daily_attempts=1))
+    declining = await call(
+        sandbox.sandbox.subscriptions.create(strict.plan_id, card_number="4000000000000341")
+    )
+    await call(sandbox.sandbox.advance_clock(13 * 3600))
+    suspended = declining.sub_uids[0]
+    assert (await call(sandbox.sandbox.subscriptions.get(suspended))).status == "inactive"
+    with pytest.raises(paysdk.ConflictError) as conflict:
+        await call(client.subscriptions.cancel(suspended))
+    assert conflict.value.status_code == 409
+    declined = await call(client.subscriptions.payment_history(suspended))
+    assert [(c.status, c.attempt) for c in declined] == [("declined", 1)]
+    assert (await call(client.subscriptions.update_email(suspended, "still@x.io"))).status == "inactive"
+
     # Another client's subscription is unknown to this one.
     other = await call(sandbox.sandbox.create_client())
     stranger = make(wallet=paysdk.WalletCredentials(other.slug, other.signing_private_key))
