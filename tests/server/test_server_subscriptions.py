@@ -413,7 +413,10 @@ async def test_cancel(
     plan = await shop.plan()
     sub_uid = await shop.subscribe(plan["planId"])
     headers = await shop.headers()
-    first = Subscription.model_validate(data_of(await asgi_client.delete(f"{P}/{sub_uid}", headers=headers)))
+    cancelled = data_of(await asgi_client.delete(f"{P}/{sub_uid}", headers=headers))
+    assert cancelled["nextRenewalDate"] is None  # D153: null unless active
+    assert "endedAt" not in cancelled
+    first = Subscription.model_validate(cancelled)
     assert first.status == "cancelled"
     assert first.cancelled_at is not None
     assert first.next_renewal_date is None
@@ -461,6 +464,7 @@ async def test_update_email(
     )
     assert updated.email == "new@example.org"
     assert updated.status == "active"
+    assert updated.next_renewal_date is not None
     assert (await sandbox_sub(asgi_client, sub_uid)).email == "new@example.org"
     # Any state, the status never changes.
     set_status(app, sub_uid, "inactive")
