@@ -314,6 +314,10 @@ def test_unreadable_file_and_option_misuse_are_usage_errors(merchant: Merchant, 
     data = _write(tmp_path / "c.csv", [f"{merchant.subs[0]},1.00,u-1"])
     assert "--resend-unknown goes with --resume" in _upload(str(data), "--resend-unknown", code=2).stderr
     assert "--validate-only sends nothing" in _upload(str(data), "--validate-only", "--resume", code=2).stderr
+    nowhere = _upload(str(data), "--report", str(tmp_path / "no" / "r.csv"), code=2)
+    assert f"no directory {tmp_path / 'no'}" in nowhere.stderr
+    assert "must not be the CSV file" in _upload(str(data), "--report", str(data), code=2).stderr
+    assert merchant.batch_charges() == {}
 
 
 def test_without_wallet_credentials_nothing_is_sent_and_no_journal(
