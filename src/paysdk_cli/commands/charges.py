@@ -89,6 +89,7 @@ def upload(
         int | None,
         typer.Option(
             "--part-rows",
+            metavar="N",
             min=1,
             max=BATCH_MAX_ROWS,
             help="Rows per request: 1 to 5000 (default 5000). A resumed run keeps its journal's value.",
