@@ -318,6 +318,87 @@ def bench_upload(megabytes: int = 200) -> tuple[float, float]:
     return growth, megabytes / result["seconds"]
 
 
+#: The child process of :func:`bench_csv`: the ``csv`` module alone, then the SDK's local validation and
+#: split (D158), on one file; peak RSS growth over ``import paysdk`` (VmHWM reset before the SDK's pass).
+_CSV_CHILD = """
+import csv, json, resource, statistics, sys, time
+import paysdk
+
+
+def status_kb(name):
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+
+
+big, small = sys.argv[1], sys.argv[2]
+paysdk.read_charges_csv(small)  # imports, before measuring
+small_times = []
+for _ in range(15):
+    started = time.perf_counter()
+    paysdk.read_charges_csv(small)
+    small_times.append(time.perf_counter() - started)
+plain_times, ours_times = [], []
+for round_ in range(3):
+    started = time.perf_counter()
+    with open(big, newline="", encoding="utf-8") as handle:
+        for _row in csv.reader(handle):
+            pass
+    plain_times.append(time.perf_counter() - started)
+    if round_ == 0:
+        try:
+            with open("/proc/self/clear_refs", "w") as refs:
+                refs.write("5")
+            before = status_kb("VmRSS")
+        except OSError:
+            before = None
+        if before is None:
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    parsed = paysdk.read_charges_csv(big)
+    ours_times.append(time.perf_counter() - started)
+    if round_ == 0:
+        after = status_kb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert parsed.rows == 1_000_000 and len(parsed.parts) == 200 and not parsed.errors
+    del parsed
+print(json.dumps({
+    "small": statistics.median(small_times),
+    "plain": statistics.median(plain_times),
+    "ours": statistics.median(ours_times),
+    "growth_kb": after - before,
+}))
+"""
+
+
+def bench_csv(rows: int = 1_000_000) -> dict[str, float]:
+    """The SDK's local validation of a batch charge file (D158): a 5,000-row file's time, and a
+    ``rows``-row file validated and split (duplicate check included) against reading it with ``csv``
+    alone, with the peak RSS growth over ``import paysdk`` (in a child process)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        big, small = Path(folder) / "big.csv", Path(folder) / "small.csv"
+        for path, count in ((big, rows), (small, 5000)):
+            with path.open("w", encoding="utf-8", newline="") as out:
+                out.write("subscriptionId,amount,reference,description\r\n")
+                for index in range(count):
+                    amount = f"{index % 500 + 1}.{index % 100:02d}"
+                    out.write(f"sub_{index % 997:024x},{amount},ref-{index:08d},row {index}\r\n")
+        done = subprocess.run(
+            [sys.executable, "-c", _CSV_CHILD, str(big), str(small)],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def bench_cli(runs: int = 9) -> tuple[float, float, float]:
     venv_bin = Path(sys.executable).parent
     return bench_startup([str(venv_bin / "paysdk"), "--help"], [sys.executable, "-c", "import typer"], runs)
@@ -393,6 +474,20 @@ def main() -> None:
             f"{ratio:.3f}x",
             "(shown)",
         )
+    )
+
+    csv_figures = bench_csv()
+    rows.append(("validate a 5,000-row CSV", f"{csv_figures['small'] * 1000:.1f} ms", "", "< 50 ms"))
+    rows.append(
+        (
+            "validate+split 1,000,000-row CSV vs csv",
+            f"ours {csv_figures['ours']:.2f} vs csv {csv_figures['plain']:.2f} s",
+            f"{csv_figures['ours'] / csv_figures['plain']:.2f}x",
+            "<= 3x",
+        )
+    )
+    rows.append(
+        ("1,000,000-row CSV peak RSS growth", "", f"{csv_figures['growth_kb'] / 1024:.1f} MB", "< 100 MB")
     )
 
     growth, speed = bench_upload()

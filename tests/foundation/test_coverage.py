@@ -311,6 +311,8 @@ _ARGUMENTS: dict[str, Any] = {
     "should_create_subscription": False,
     "sub_uid": "sub_1",
     "subscription_id": "sub_1",
+    "file": b"subscriptionId,amount,reference\nsub_1,1.00,r-1\n",
+    "part": paysdk.read_charges_csv(b"subscriptionId,amount,reference\nsub_1,1.00,r-1\n").parts[0],
 }
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import codecs
 import csv
 import hashlib
+import itertools
 import re
 from array import array
 from collections.abc import Iterator
@@ -69,6 +70,9 @@ _REFERENCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
 _SUBSCRIPTION = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _CURRENCY = re.compile(r"[A-Za-z]{3}")
 _MASK64: Final = (1 << 64) - 1
+#: Reference hashes are kept in this many ``array('Q')`` by their top bits (see :func:`_duplicate_hashes`).
+_BUCKETS: Final = 16
+_BUCKET_SHIFT: Final = 60
 _BOM: Final = codecs.BOM_UTF8
 
 # Row state flags (one byte per record).
@@ -345,7 +349,54 @@ def _csv_error(row: int, exc: csv.Error, line: str, columns: tuple[str, ...]) ->
 
 
 def _hash(reference: str) -> int:
-    return hash(reference) & _MASK64
+    return hash(reference.encode()) & _MASK64
+
+
+#: Per column, the bytes pattern of a valid cell that needs no quoting (ASCII, no comma or quote): a line
+#: made only of such cells is a whole valid row, checked by one regular expression (the fast path).
+_FAST_CELLS: Final = {
+    "subscriptionId": rb"([A-Za-z0-9_.:-]{1,64})",
+    "amount": rb"(?!0*(?:\.0*)?(?:,|\r|\n|\Z))([0-9]{1,10}(?:\.[0-9]{1,2})?)",
+    "reference": rb"([A-Za-z0-9][A-Za-z0-9._:-]{0,63})",
+    "currency": rb"([A-Za-z]{3})?",
+    "description": rb"([\x20\x21\x23-\x2b\x2d-\x7e]{0,255})",
+}
+
+
+def _fast_row(columns: tuple[str, ...]) -> re.Pattern[bytes]:
+    return re.compile(b",".join(_FAST_CELLS[name] for name in columns) + rb"\r?\n?")
+
+
+class _Pull:
+    """The lines after the current one, decoded, for ``csv.reader`` on the slow path: :attr:`offset` is
+    the byte offset after the last line handed out, :attr:`line` its number, :attr:`last` its text."""
+
+    __slots__ = ("last", "line", "lines", "offset")
+
+    def __init__(self, lines: Iterator[bytes]) -> None:
+        self.lines = lines
+        self.offset = 0
+        self.line = 0
+        self.last = ""
+
+    def __iter__(self) -> _Pull:
+        return self
+
+    def __next__(self) -> str:
+        raw = next(self.lines)
+        self.line += 1
+        self.offset += len(raw)
+        self.last = _decode(raw, self.line, self.offset - len(raw))
+        return self.last
+
+
+def _decode(raw: bytes, line: int, offset: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CsvFileError(
+            "file", f"is not UTF-8 text (line {line}, byte {offset + exc.start}); save it as UTF-8"
+        ) from None
 
 
 def scan(stream: BinaryIO, *, keep_rows: bool = False, max_rows: int | None = None) -> CsvScan:
@@ -355,54 +406,84 @@ def scan(stream: BinaryIO, *, keep_rows: bool = False, max_rows: int | None = No
     ``max_rows``, more data rows than that (the server's limit, D156). Row errors are in the answer's
     ``errors``, by row; ``keep_rows``: the valid rows are kept in ``charges`` (the server's use). A
     duplicate reference needs a seekable ``stream`` (it is read again to name the earlier row).
+
+    A line that is a whole valid row of plain cells is checked by one regular expression; any other
+    line (quotes, line breaks in a cell, non-ASCII text, an error) goes through ``csv.reader``.
     """
     header, start, after = _header(stream)
     columns = _columns(header)
     result = CsvScan(columns=columns, header=header, start=start, charges=[] if keep_rows else None)
     reference_at = columns.index("reference")
     width = len(columns)
+    fast = _fast_row(columns).fullmatch
+    group = reference_at + 1
+    keep = keep_rows
     ends = result.ends
     state = result.state
     ends.append(after)
     state.append(_VALID)
-    hashes = array("Q")
+    buckets = [array("Q") for _ in range(_BUCKETS)]
+    adders = [bucket.append for bucket in buckets]
+    add_end = ends.append
+    add_state = state.append
     errors = result.errors
     charges = result.charges
-    lines = _Lines(stream, after)
-    lines.line = 1
-    reader = csv.reader(lines, strict=True)
+    lines = iter(stream)
+    pull = _Pull(lines)
+    stop = max_rows + 1 if max_rows is not None else -1
+    offset = after
+    shift = 0  # line number minus row number: the line breaks inside quoted cells so far
     row = 1
     rows = 0
-    while True:
+    for raw in lines:
         row += 1
-        try:
-            cells = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
+        offset += len(raw)
+        match = fast(raw)
+        if match is not None:
             rows += 1
-            state.append(_INVALID)
-            ends.append(lines.offset)
-            errors.append(_csv_error(row, exc, lines.last, columns))
-            if max_rows is not None and rows > max_rows:
+            if rows == stop:
                 break
+            add_end(offset)
+            add_state(_VALID)
+            value = hash(match.group(group)) & _MASK64
+            adders[value >> _BUCKET_SHIFT](value)
+            if keep:
+                assert charges is not None
+                charges.append(_fast_value(row, columns, match))
             continue
-        ends.append(lines.offset)
+        line = row + shift
+        pull.offset, pull.line = offset, line
+        text = _decode(raw, line, offset - len(raw))
+        pull.last = text
+        try:
+            cells = next(csv.reader(itertools.chain((text,), pull), strict=True), [])
+        except csv.Error as exc:
+            offset, shift = pull.offset, pull.line - row
+            rows += 1
+            if rows == stop:
+                break
+            add_end(offset)
+            add_state(_INVALID)
+            errors.append(_csv_error(row, exc, pull.last, columns))
+            continue
+        offset, shift = pull.offset, pull.line - row
+        add_end(offset)
         if not cells:
-            state.append(_BLANK)
+            add_state(_BLANK)
             continue
         rows += 1
-        if max_rows is not None and rows > max_rows:
+        if rows == stop:
             break
         if len(cells) == width and _REFERENCE.fullmatch(reference := cells[reference_at]) is not None:
-            hashes.append(_hash(reference))
-        value = _check(row, cells, columns, errors)
-        if value is None:
-            state.append(_INVALID)
+            value = _hash(reference)
+            adders[value >> _BUCKET_SHIFT](value)
+        checked = _check(row, cells, columns, errors)
+        if checked is None:
+            add_state(_INVALID)
         else:
-            state.append(_VALID)
+            add_state(_VALID)
             if charges is not None:
-                charges.append(value)
+                charges.append(checked)
     if max_rows is not None and rows > max_rows:
         raise CsvFileError(
             "file", f"has more than {max_rows:,} data rows; split it into files of {max_rows:,}"
@@ -410,25 +491,40 @@ def scan(stream: BinaryIO, *, keep_rows: bool = False, max_rows: int | None = No
     if rows == 0:
         raise CsvFileError("file", "has no data rows: one charge per row after the header")
     result.rows = rows
-    result.records = row - 2
-    duplicates = _duplicate_hashes(hashes)
-    del hashes
+    result.records = len(state) - 1
+    duplicates = _duplicate_hashes(buckets)
+    del buckets, adders
     if duplicates:
         _name_duplicates(stream, result, duplicates, after)
     return result
 
 
-def _duplicate_hashes(hashes: array[int]) -> set[int]:
-    """The hashes present more than once (sorted, then compared with the neighbour)."""
-    if len(hashes) < 2:
-        return set()
-    ordered = sorted(hashes)
+def _fast_value(row: int, columns: tuple[str, ...], match: re.Match[bytes]) -> ChargeRow:
+    cells = dict(
+        zip(columns, (value.decode("ascii") if value else "" for value in match.groups()), strict=True)
+    )
+    return ChargeRow(
+        row,
+        cells["subscriptionId"],
+        Decimal(cells["amount"]),
+        cells["reference"],
+        cells.get("currency", "").upper() or None,
+        cells.get("description") or None,
+    )
+
+
+def _duplicate_hashes(buckets: list[array[int]]) -> set[int]:
+    """The hashes present more than once. The hashes are kept in :data:`_BUCKETS` arrays by their top
+    bits, so the set that finds repeats holds one bucket at a time (a sixteenth of the file's rows)."""
     found: set[int] = set()
-    previous = ordered[0]
-    for value in ordered[1:]:
-        if value == previous:
-            found.add(value)
-        previous = value
+    for bucket in buckets:
+        if len(set(bucket)) == len(bucket):
+            continue
+        seen: set[int] = set()
+        for value in bucket:
+            if value in seen:
+                found.add(value)
+            seen.add(value)
     return found
 
 
@@ -453,7 +549,7 @@ def _name_duplicates(stream: BinaryIO, result: CsvScan, duplicates: set[int], af
         if len(cells) != width:
             continue
         reference = cells[reference_at]
-        if _hash(reference) not in duplicates or _REFERENCE.fullmatch(reference) is None:
+        if _REFERENCE.fullmatch(reference) is None or _hash(reference) not in duplicates:
             continue
         earlier = first.setdefault(reference, row)
         if earlier != row:

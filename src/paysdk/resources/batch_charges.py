@@ -59,6 +59,10 @@ __all__ = [
 
 UPLOAD_PATH = "/v1/subscriptions/charges/upload-csv"
 
+#: A batch charge file: a path, a seekable binary file object (read from its current position), or its
+#: bytes.
+CsvInput: TypeAlias = str | os.PathLike[str] | BinaryIO | bytes
+
 #: A row's outcome: ``charged`` and ``declined`` are charges in the payment history; ``refused`` rows
 #: were not charged (invalid locally or on the server); ``unknown``: the part's answer was lost and the
 #: environment does not honour idempotency keys, so the rows may or may not have been charged.
@@ -206,18 +210,18 @@ class ChargesCsv:
         )
 
 
-def read_charges_csv(
-    file: str | os.PathLike[str] | BinaryIO, *, part_rows: int = BATCH_MAX_ROWS
-) -> ChargesCsv:
-    """Read, validate and split a batch charge file (a path, or a seekable binary file object read from
-    its current position) into parts of at most ``part_rows`` rows (1-5,000); no request is made. A
-    file error (not UTF-8, no header, a column error, no rows) raises :class:`CsvValidationError`
-    naming ``file`` or the column; row errors are in ``errors``. Blocking: the async resource runs it
-    on a worker thread."""
+def read_charges_csv(file: CsvInput, *, part_rows: int = BATCH_MAX_ROWS) -> ChargesCsv:
+    """Read, validate and split a batch charge file (a path, a seekable binary file object read from
+    its current position, or the file's bytes) into parts of at most ``part_rows`` rows (1-5,000); no
+    request is made. A file error (not UTF-8, no header, a column error, no rows) raises
+    :class:`CsvValidationError` naming ``file`` or the column; row errors are in ``errors``. Blocking:
+    the async resource runs it on a worker thread."""
     from paysdk._paths import user_path
 
     if isinstance(part_rows, bool) or not isinstance(part_rows, int) or not 1 <= part_rows <= BATCH_MAX_ROWS:
         raise ValidationError("part_rows", f"must be an int from 1 to {BATCH_MAX_ROWS}")
+    if isinstance(file, bytes | bytearray | memoryview):
+        file = io.BytesIO(bytes(file))
     if isinstance(file, str | os.PathLike):
         path = user_path(file)
         try:
@@ -265,11 +269,11 @@ def read_charges_csv(
     return csv_file
 
 
-async def _async_read_charges_csv(file: str | os.PathLike[str] | BinaryIO, part_rows: int) -> ChargesCsv:
+async def _async_read_charges_csv(file: CsvInput, part_rows: int) -> ChargesCsv:
     return await asyncio.to_thread(functools.partial(read_charges_csv, file, part_rows=part_rows))
 
 
-def _read_charges_csv(file: str | os.PathLike[str] | BinaryIO, part_rows: int) -> ChargesCsv:
+def _read_charges_csv(file: CsvInput, part_rows: int) -> ChargesCsv:
     return read_charges_csv(file, part_rows=part_rows)
 
 
@@ -389,9 +393,7 @@ def _check_file(csv_file: ChargesCsv, send_valid_rows: bool) -> None:
 class AsyncBatchCharges(AsyncResource[M]):
     """Batch CSV charges (``client.subscriptions.charges``, D155-D158): see the module docstring."""
 
-    async def read_csv(
-        self, file: str | os.PathLike[str] | BinaryIO, *, part_rows: int = BATCH_MAX_ROWS
-    ) -> ChargesCsv:
+    async def read_csv(self, file: CsvInput, *, part_rows: int = BATCH_MAX_ROWS) -> ChargesCsv:
         """Read, validate and split a batch charge file locally (no request): its row errors and its
         parts of at most ``part_rows`` rows (see :func:`read_charges_csv`)."""
         return await _async_read_charges_csv(file, part_rows)
@@ -412,7 +414,7 @@ class AsyncBatchCharges(AsyncResource[M]):
 
     async def upload_csv(
         self,
-        file: str | os.PathLike[str] | BinaryIO,
+        file: CsvInput,
         *,
         send_valid_rows: bool = False,
         part_rows: int = BATCH_MAX_ROWS,
@@ -420,7 +422,7 @@ class AsyncBatchCharges(AsyncResource[M]):
     ) -> BatchChargeReport:
         """Charge every row of a batch CSV file (``POST /v1/subscriptions/charges/upload-csv``, D158).
 
-        ``file``: a path or a seekable binary file object (read from its current position). Every row
+        ``file``: a path, a seekable binary file object (read from its current position) or bytes. Every row
         is validated locally first: any invalid row raises :class:`CsvValidationError` and nothing is
         sent, unless ``send_valid_rows`` (the invalid rows are then ``refused`` without being sent).
         The rows go in parts of at most ``part_rows`` (5,000, the server's limit), each with its own
@@ -444,9 +446,7 @@ class AsyncBatchCharges(AsyncResource[M]):
 class BatchCharges(Resource[M]):
     """Batch CSV charges (``client.subscriptions.charges``, D155-D158): see the module docstring."""
 
-    def read_csv(
-        self, file: str | os.PathLike[str] | BinaryIO, *, part_rows: int = BATCH_MAX_ROWS
-    ) -> ChargesCsv:
+    def read_csv(self, file: CsvInput, *, part_rows: int = BATCH_MAX_ROWS) -> ChargesCsv:
         """Read, validate and split a batch charge file locally (no request): its row errors and its
         parts of at most ``part_rows`` rows (see :func:`read_charges_csv`)."""
         return _read_charges_csv(file, part_rows)
@@ -467,7 +467,7 @@ class BatchCharges(Resource[M]):
 
     def upload_csv(
         self,
-        file: str | os.PathLike[str] | BinaryIO,
+        file: CsvInput,
         *,
         send_valid_rows: bool = False,
         part_rows: int = BATCH_MAX_ROWS,
@@ -475,7 +475,7 @@ class BatchCharges(Resource[M]):
     ) -> BatchChargeReport:
         """Charge every row of a batch CSV file (``POST /v1/subscriptions/charges/upload-csv``, D158).
 
-        ``file``: a path or a seekable binary file object (read from its current position). Every row
+        ``file``: a path, a seekable binary file object (read from its current position) or bytes. Every row
         is validated locally first: any invalid row raises :class:`CsvValidationError` and nothing is
         sent, unless ``send_valid_rows`` (the invalid rows are then ``refused`` without being sent).
         The rows go in parts of at most ``part_rows`` (5,000, the server's limit), each with its own
