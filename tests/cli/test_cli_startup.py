@@ -140,7 +140,13 @@ def test_command_tree() -> None:
         "cards",
         "linking-tokens",
         "charges",
+        "plan",
+        "subscriptions",
+        "subscription",
     }
+    assert set(sandbox.commands["plan"].commands) == {"create", "show"}
+    assert set(sandbox.commands["subscriptions"].commands) == {"create"}
+    assert set(load_family("subscriptions").commands) == {"verify-card", "cancel", "update-email", "history"}
     assert set(sandbox.commands["faults"].commands) == {"add", "list", "clear"}
     assert set(sandbox.commands["clients"].commands) == {"create", "show", "rotate-keys"}
     assert set(sandbox.commands["linking-tokens"].commands) == {"create"}
