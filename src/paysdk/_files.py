@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["exclusive_lock", "write_private_file"]
+__all__ = ["exclusive_lock", "try_lock", "write_private_file"]
 
 
 def write_private_file(path: Path, data: bytes) -> None:
@@ -53,3 +53,13 @@ def exclusive_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def try_lock(fd: int) -> bool:
+    """Take an exclusive ``fcntl.flock`` on the open file ``fd`` without waiting: ``False`` when another
+    open file (another process, or another ``open`` here) holds it. Released when ``fd`` is closed."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True

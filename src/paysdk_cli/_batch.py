@@ -19,7 +19,6 @@ from __future__ import annotations
 import csv
 import os
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -103,26 +102,18 @@ def neutralise(cell: str) -> str:
 def write_report(path: Path, outcomes: Iterable[RowOutcome]) -> None:
     """Write ``--report``: a header, then one line per row in row order (RFC 4180, CRLF), atomically."""
     path = path.expanduser()
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        with temp.open("w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle, lineterminator="\r\n")
             writer.writerow(REPORT_COLUMNS)
             for outcome in sorted(outcomes, key=lambda o: o.row):
                 cells = (str(outcome.row), outcome.status, outcome.error or "", outcome.charge_id or "")
                 writer.writerow([neutralise(cell) for cell in cells])
-        os.chmod(temp, 0o666 & ~_umask())
         os.replace(temp, path)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def counts(outcomes: Iterable[RowOutcome]) -> dict[str, int]:

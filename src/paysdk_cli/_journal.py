@@ -17,13 +17,12 @@ turns that into what a resumed run does with each part (D159): ``done`` parts ar
 where the environment honours keys or with ``--resend-unknown``, and is otherwise reported ``unknown``.
 
 A kill in the middle of writing a line leaves a torn last line: it is ignored (and cut off before the
-next append). The journal is locked (``flock``) while a run uses it, so two runs never share one.
-Standard library only.
+next append). The journal is locked (``flock``, :func:`paysdk._files.try_lock`) while a run uses it, so
+two runs never share one.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -118,11 +117,11 @@ class Journal:
 
     @staticmethod
     def _lock(fd: int, path: Path) -> None:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        from paysdk._files import try_lock
+
+        if not try_lock(fd):
             os.close(fd)
-            raise JournalError(f"another paysdk charges upload is using the journal {path}") from None
+            raise JournalError(f"another paysdk charges upload is using the journal {path}")
 
     @classmethod
     def create(cls, path: Path, header: dict[str, Any]) -> Journal:

@@ -314,6 +314,10 @@ def test_unreadable_file_and_option_misuse_are_usage_errors(merchant: Merchant, 
     data = _write(tmp_path / "c.csv", [f"{merchant.subs[0]},1.00,u-1"])
     assert "--resend-unknown goes with --resume" in _upload(str(data), "--resend-unknown", code=2).stderr
     assert "--validate-only sends nothing" in _upload(str(data), "--validate-only", "--resume", code=2).stderr
+    nowhere = _upload(str(data), "--report", str(tmp_path / "no" / "r.csv"), code=2)
+    assert f"no directory {tmp_path / 'no'}" in nowhere.stderr
+    assert "must not be the CSV file" in _upload(str(data), "--report", str(data), code=2).stderr
+    assert merchant.batch_charges() == {}
 
 
 def test_without_wallet_credentials_nothing_is_sent_and_no_journal(
@@ -461,6 +465,13 @@ def _kill_when(proc: subprocess.Popen[str], event: threading.Event) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
+def _wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
 def _journal_states(data: Path) -> list[tuple[int, str]]:
     records = [json.loads(line) for line in journal_path(data).read_text(encoding="utf-8").splitlines()]
     return [(r["part"], r["state"]) for r in records if "part" in r]
@@ -481,10 +492,8 @@ def test_kill_9_while_a_part_is_answered_then_resume(
     held.release.set()
     # killed after the part's `sending` record: the server charged it, the client never saw the answer
     assert _journal_states(data) == [(1, "sending")]
-    deadline = time.monotonic() + 10
-    while merchant.batch_charges() != {"k-1": 1, "k-2": 1, "k-3": 1}:
-        assert time.monotonic() < deadline, merchant.batch_charges()
-        time.sleep(0.05)
+    assert merchant.batch_charges() == {"k-1": 1, "k-2": 1, "k-3": 1}  # committed before the answer
+    _wait_for(lambda: _upload_requests(merchant) == 1)
 
     # without idempotency-key support the part is unknown: reported, not resent
     assert _upload_requests(merchant) == 1
@@ -516,7 +525,7 @@ def test_kill_9_after_a_parts_results_then_resume_sends_the_rest_once(
     held.release.set()
     # killed after part 1's results were journaled, while part 2 was being answered
     assert _journal_states(data) == [(1, "sending"), (1, "done"), (2, "sending")]
-    assert _upload_requests(merchant) == 2
+    _wait_for(lambda: _upload_requests(merchant) == 2)  # the held answer is logged once it is written
 
     mismatch = _upload(str(data), "--resume", "--part-rows", "4", code=2)
     assert "--part-rows 4 differs from the journal's 3" in mismatch.stderr
@@ -566,8 +575,3 @@ def test_progress_of_a_real_process_is_silent_without_a_terminal(
     assert proc.returncode == 0, stderr
     assert stderr.splitlines() == ["rows 1, charged 1"], stderr
     assert json.loads(stdout)["status"] == "charged"
-
-
-@pytest.fixture
-def server_recorder() -> None:  # TEMPORARY until i-csvcore's multipart body conforms to /openapi.json
-    return None

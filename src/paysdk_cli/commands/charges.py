@@ -89,6 +89,7 @@ def upload(
         int | None,
         typer.Option(
             "--part-rows",
+            metavar="N",
             min=1,
             max=BATCH_MAX_ROWS,
             help="Rows per request: 1 to 5000 (default 5000). A resumed run keeps its journal's value.",
@@ -106,6 +107,12 @@ def upload(
         raise CLIError("--resend-unknown goes with --resume", ExitCode.USAGE)
     if validate_only and (resume or send_valid):
         raise CLIError("--validate-only sends nothing: drop --resume and --send-valid", ExitCode.USAGE)
+    if report is not None:
+        report = report.expanduser()
+        if not report.parent.is_dir():  # found out before anything is sent, not after
+            raise CLIError(f"--report {report}: no directory {report.parent}", ExitCode.USAGE)
+        if report.exists() and file.exists() and report.samefile(file):
+            raise CLIError("--report must not be the CSV file itself", ExitCode.USAGE)
     run = _Run(st, file, report)
     if validate_only:
         raise typer.Exit(run.nothing_sent(run.read(part_rows or BATCH_MAX_ROWS)))
@@ -405,7 +412,7 @@ class _Run:
                         for o in shown
                     ],
                     columns=["row", "status", "reference", "error"],
-                    title="Rows not charged"
+                    title=("Rows not charged" if summary.get("sent") else "Invalid rows")
                     + (f" (first {ROWS_NOT_CHARGED_SHOWN})" if len(shown) == ROWS_NOT_CHARGED_SHOWN else ""),
                 )
         if self.report is not None:
