@@ -12,7 +12,7 @@ for every file whose cells hold no line break.
 
 * :func:`scan` reads a whole file once: the header (a :class:`CsvFileError` when it is unusable, naming
   ``file`` or the column), every row's errors (:class:`CsvRowError`: row, column, message), the in-file
-  duplicate references ("duplicate of row N", found from 64-bit hashes kept in an ``array('Q')``; the
+  duplicate references ("duplicate of row N", found from 64-bit hashes kept in an ``array('q')``; the
   rows are named by a second pass only when a duplicate exists), the byte offset after each record, and
   optionally the parsed valid rows (:class:`ChargeRow`, what the server charges).
 * :func:`plan_upload` also splits the file into parts of at most :data:`BATCH_MAX_ROWS` data rows
@@ -69,10 +69,9 @@ _ZERO = re.compile(r"0+(?:\.0*)?")
 _REFERENCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
 _SUBSCRIPTION = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _CURRENCY = re.compile(r"[A-Za-z]{3}")
-_MASK64: Final = (1 << 64) - 1
-#: Reference hashes are kept in this many ``array('Q')`` by their top bits (see :func:`_duplicate_hashes`).
+#: Reference hashes (64-bit) are kept in this many ``array('q')`` by their low bits (_duplicate_hashes).
 _BUCKETS: Final = 16
-_BUCKET_SHIFT: Final = 60
+_BUCKET_MASK: Final = _BUCKETS - 1
 _BOM: Final = codecs.BOM_UTF8
 
 # Row state flags (one byte per record).
@@ -349,22 +348,28 @@ def _csv_error(row: int, exc: csv.Error, line: str, columns: tuple[str, ...]) ->
 
 
 def _hash(reference: str) -> int:
-    return hash(reference.encode()) & _MASK64
+    return hash(reference.encode())
 
 
 #: Per column, the bytes pattern of a valid cell that needs no quoting (ASCII, no comma or quote): a line
 #: made only of such cells is a whole valid row, checked by one regular expression (the fast path).
 _FAST_CELLS: Final = {
-    "subscriptionId": rb"([A-Za-z0-9_.:-]{1,64})",
-    "amount": rb"(?!0*(?:\.0*)?(?:,|\r|\n|\Z))([0-9]{1,10}(?:\.[0-9]{1,2})?)",
-    "reference": rb"([A-Za-z0-9][A-Za-z0-9._:-]{0,63})",
-    "currency": rb"([A-Za-z]{3})?",
-    "description": rb"([\x20\x21\x23-\x2b\x2d-\x7e]{0,255})",
+    "subscriptionId": rb"[A-Za-z0-9_.:-]{1,64}",
+    "amount": rb"(?!0*(?:\.0*)?(?:,|\r|\n|\Z))[0-9]{1,10}(?:\.[0-9]{1,2})?",
+    "reference": rb"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}",
+    "currency": rb"(?:[A-Za-z]{3})?",
+    "description": rb"[\x20\x21\x23-\x2b\x2d-\x7e]{0,255}",
 }
 
 
-def _fast_row(columns: tuple[str, ...]) -> re.Pattern[bytes]:
-    return re.compile(b",".join(_FAST_CELLS[name] for name in columns) + rb"\r?\n?")
+def _fast_row(columns: tuple[str, ...], every: bool) -> re.Pattern[bytes]:
+    """The fast path's pattern: every cell captured (``every``: the server keeps the rows), or only the
+    reference (group 1: a capture costs time on a million rows)."""
+    cells = (
+        b"(" + _FAST_CELLS[name] + b")" if every or name == "reference" else _FAST_CELLS[name]
+        for name in columns
+    )
+    return re.compile(b",".join(cells) + rb"\r?\n?")
 
 
 class _Pull:
@@ -415,38 +420,36 @@ def scan(stream: BinaryIO, *, keep_rows: bool = False, max_rows: int | None = No
     result = CsvScan(columns=columns, header=header, start=start, charges=[] if keep_rows else None)
     reference_at = columns.index("reference")
     width = len(columns)
-    fast = _fast_row(columns).fullmatch
-    group = reference_at + 1
+    fast = _fast_row(columns, keep_rows).fullmatch
+    group = reference_at + 1 if keep_rows else 1
     keep = keep_rows
     ends = result.ends
-    state = result.state
     ends.append(after)
-    state.append(_VALID)
-    buckets = [array("Q") for _ in range(_BUCKETS)]
+    buckets = [array("q") for _ in range(_BUCKETS)]
     adders = [bucket.append for bucket in buckets]
     add_end = ends.append
-    add_state = state.append
+    special: list[tuple[int, int]] = []  # (record index, blank or invalid); every other record is valid
     errors = result.errors
     charges = result.charges
     lines = iter(stream)
     pull = _Pull(lines)
-    stop = max_rows + 1 if max_rows is not None else -1
+    # The data row number past the limit: ``row`` minus 1 minus the blank lines so far.
+    stop = max_rows + 2 if max_rows is not None else -1
+    over = False
     offset = after
     shift = 0  # line number minus row number: the line breaks inside quoted cells so far
     row = 1
-    rows = 0
     for raw in lines:
         row += 1
         offset += len(raw)
         match = fast(raw)
         if match is not None:
-            rows += 1
-            if rows == stop:
+            if row == stop:
+                over = True
                 break
             add_end(offset)
-            add_state(_VALID)
-            value = hash(match.group(group)) & _MASK64
-            adders[value >> _BUCKET_SHIFT](value)
+            value = hash(match.group(group))
+            adders[value & _BUCKET_MASK](value)
             if keep:
                 assert charges is not None
                 charges.append(_fast_value(row, columns, match))
@@ -459,39 +462,45 @@ def scan(stream: BinaryIO, *, keep_rows: bool = False, max_rows: int | None = No
             cells = next(csv.reader(itertools.chain((text,), pull), strict=True), [])
         except csv.Error as exc:
             offset, shift = pull.offset, pull.line - row
-            rows += 1
-            if rows == stop:
+            if row == stop:
+                over = True
                 break
             add_end(offset)
-            add_state(_INVALID)
+            special.append((row - 1, _INVALID))
             errors.append(_csv_error(row, exc, pull.last, columns))
             continue
         offset, shift = pull.offset, pull.line - row
-        add_end(offset)
         if not cells:
-            add_state(_BLANK)
+            add_end(offset)
+            special.append((row - 1, _BLANK))
+            if stop > 0:
+                stop += 1
             continue
-        rows += 1
-        if rows == stop:
+        if row == stop:
+            over = True
             break
+        add_end(offset)
         if len(cells) == width and _REFERENCE.fullmatch(reference := cells[reference_at]) is not None:
             value = _hash(reference)
-            adders[value >> _BUCKET_SHIFT](value)
+            adders[value & _BUCKET_MASK](value)
         checked = _check(row, cells, columns, errors)
         if checked is None:
-            add_state(_INVALID)
-        else:
-            add_state(_VALID)
-            if charges is not None:
-                charges.append(checked)
-    if max_rows is not None and rows > max_rows:
+            special.append((row - 1, _INVALID))
+        elif charges is not None:
+            charges.append(checked)
+    if over:
         raise CsvFileError(
             "file", f"has more than {max_rows:,} data rows; split it into files of {max_rows:,}"
         )
+    state = result.state = bytearray(len(ends))  # all _VALID (0) but the special records
+    blanks = 0
+    for index, kind in special:
+        state[index] = kind
+        blanks += kind == _BLANK
+    result.records = len(ends) - 1
+    result.rows = rows = result.records - blanks
     if rows == 0:
         raise CsvFileError("file", "has no data rows: one charge per row after the header")
-    result.rows = rows
-    result.records = len(state) - 1
     duplicates = _duplicate_hashes(buckets)
     del buckets, adders
     if duplicates:
@@ -514,7 +523,7 @@ def _fast_value(row: int, columns: tuple[str, ...], match: re.Match[bytes]) -> C
 
 
 def _duplicate_hashes(buckets: list[array[int]]) -> set[int]:
-    """The hashes present more than once. The hashes are kept in :data:`_BUCKETS` arrays by their top
+    """The hashes present more than once. The hashes are kept in :data:`_BUCKETS` arrays by their low
     bits, so the set that finds repeats holds one bucket at a time (a sixteenth of the file's rows)."""
     found: set[int] = set()
     for bucket in buckets:
