@@ -38,7 +38,7 @@ from sqlalchemy.orm import Session
 from paysdk.contracts.subscriptions import SubsCallback
 from paysdk.server import jobs
 from paysdk.server.clock import Clock
-from paysdk.server.context import ServerContext
+from paysdk.server.context import ServerContext, Statement
 from paysdk.server.db import ClientRow
 from paysdk.server.jobs import ClaimedJob
 from paysdk.server.renewal_dates import local_midnight, renewal_date
@@ -215,6 +215,42 @@ class _Due(NamedTuple):
     timezone: str
 
 
+#: The batch's conditional updates (``executemany``), each guarded by the ``(id, period, attempts)`` the
+#: batch read and ``status = 'active'``; compiled once (:class:`paysdk.server.context.Statement`).
+_READ = and_(
+    _SUBS.c.id == bindparam("b_id"),
+    _SUBS.c.period == bindparam("b_period"),
+    _SUBS.c.attempts == bindparam("b_attempts"),
+    _SUBS.c.status == "active",
+)
+_ADVANCE = Statement(
+    update(_SUBS)
+    .where(_READ)
+    .values(
+        period=bindparam("period"),
+        next_renewal_date=bindparam("next_renewal_date"),
+        due_at=bindparam("due_at"),
+        attempts=bindparam("attempts"),
+        updated_at=bindparam("updated_at"),
+    )
+)
+_RETRY = Statement(
+    update(_SUBS)
+    .where(_READ)
+    .values(attempts=bindparam("attempts"), due_at=bindparam("due_at"), updated_at=bindparam("updated_at"))
+)
+_EXPIRE = Statement(
+    update(_SUBS)
+    .where(_READ)
+    .values(status="expired", ended_at=bindparam("ended_at"), updated_at=bindparam("updated_at"))
+)
+_SUSPEND = Statement(
+    update(_SUBS)
+    .where(_READ)
+    .values(status="inactive", attempts=bindparam("attempts"), updated_at=bindparam("updated_at"))
+)
+
+
 def _guard(sub: _Due, now: datetime) -> dict[str, Any]:
     """The ``(id, period, attempts)`` a batch read, which its conditional update of ``sub`` requires."""
     return {"b_id": sub.id, "b_period": sub.period, "b_attempts": sub.attempts, "updated_at": now}
@@ -346,50 +382,16 @@ def charge_batch(session: Session, now: datetime, limit: int = BATCH_SIZE) -> Ru
         ends.append({**guard, "status": "inactive", "attempts": attempt})
         suspended.append((sub, plan, attempt, result.charge_id, result.reason))
     connection = session.connection()
-    where = and_(
-        _SUBS.c.id == bindparam("b_id"),
-        _SUBS.c.period == bindparam("b_period"),
-        _SUBS.c.attempts == bindparam("b_attempts"),
-        _SUBS.c.status == "active",
-    )
     if advances:
-        connection.execute(
-            update(_SUBS)
-            .where(where)
-            .values(
-                period=bindparam("period"),
-                next_renewal_date=bindparam("next_renewal_date"),
-                due_at=bindparam("due_at"),
-                attempts=bindparam("attempts"),
-                updated_at=bindparam("updated_at"),
-            ),
-            advances,
-        )
+        _ADVANCE.run_many(connection, advances)
     if retries:
-        connection.execute(
-            update(_SUBS)
-            .where(where)
-            .values(
-                attempts=bindparam("attempts"), due_at=bindparam("due_at"), updated_at=bindparam("updated_at")
-            ),
-            retries,
-        )
+        _RETRY.run_many(connection, retries)
     expiring = [item for item in ends if item["status"] == "expired"]
     if expiring:
-        connection.execute(
-            update(_SUBS)
-            .where(where)
-            .values(status="expired", ended_at=bindparam("ended_at"), updated_at=bindparam("updated_at")),
-            expiring,
-        )
+        _EXPIRE.run_many(connection, expiring)
     suspending = [item for item in ends if item["status"] == "inactive"]
     if suspending:
-        connection.execute(
-            update(_SUBS)
-            .where(where)
-            .values(status="inactive", attempts=bindparam("attempts"), updated_at=bindparam("updated_at")),
-            suspending,
-        )
+        _SUSPEND.run_many(connection, suspending)
     if emails:
         connection.execute(_OUTBOX.insert(), emails)
     for sub, plan, attempt, charge_id, reason in suspended:

@@ -15,12 +15,14 @@ every field); an unknown subscription (or another client's) ``404``; a state con
 from __future__ import annotations
 
 import secrets
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import cast
 
 from sqlalchemy import Table, insert, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from paysdk.contracts.subscriptions import (
@@ -34,6 +36,7 @@ from paysdk.contracts.subscriptions import (
     SubscriptionCharge,
 )
 from paysdk.server.clock import Clock
+from paysdk.server.context import Statement
 from paysdk.server.db import ClientRow, from_cents, to_cents
 from paysdk.server.errors import APIProblem
 from paysdk.server.renewal_dates import local_date, local_midnight, renewal_date
@@ -299,7 +302,26 @@ class ChargeResult:
     reason: str
 
 
-_CHARGES = cast(Table, SubscriptionChargeRow.__table__)
+#: The charge insert, compiled once; on SQLite one multi-row ``INSERT`` per chunk through the DBAPI
+#: (:class:`paysdk.server.context.Statement`), elsewhere a Core ``executemany``.
+_INSERT_CHARGES = Statement(
+    insert(cast(Table, SubscriptionChargeRow.__table__)),
+    (
+        "charge_id",
+        "subscription_id",
+        "client_id",
+        "source",
+        "period",
+        "attempt",
+        "status",
+        "reason",
+        "amount_cents",
+        "currency",
+        "renewal_date",
+        "reference",
+        "created_at",
+    ),
+)
 
 
 def charge_many(session: Session, requests: Sequence[ChargeRequest], now: datetime) -> list[ChargeResult]:
@@ -336,7 +358,10 @@ def charge_many(session: Session, requests: Sequence[ChargeRequest], now: dateti
             }
         )
     if rows:
-        session.connection().execute(insert(_CHARGES), rows)
+        try:
+            _INSERT_CHARGES.run_many(session.connection(), rows)
+        except sqlite3.IntegrityError as exc:  # the DBAPI's own error on SQLite: raised as SQLAlchemy's
+            raise IntegrityError(str(_INSERT_CHARGES.statement), None, exc) from exc
     return results
 
 
