@@ -7,9 +7,9 @@
   first expires the fixed-term subscriptions whose term ended (the local midnight of ``ends_on`` at or
   before T), then charges, batch after batch, every ``active`` subscription due at or before T, oldest due
   first. Each batch is one database transaction (``await context.run(...)``): it claims its rows
-  (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), charges each once through the one charge function
-  (:func:`paysdk.server.services.subscriptions.charge`) and writes the advances, the dunning moves, the
-  emails and the callbacks with it, with bulk statements.
+  (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; plain rows, no ORM objects), charges each once through the
+  one charge path, one bulk insert per batch (:func:`paysdk.server.services.subscriptions.charge_many`),
+  and writes the advances, the dunning moves, the emails and the callbacks with it, with bulk statements.
 * **One attempt per subscription and pass**: a subscription the run touched carries ``updated_at = T``
   and is not taken again by that run (a success whose next renewal date is already due waits for the
   next run); a run killed half-way and run again at the same T goes on where the last committed batch
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, NamedTuple
 
 from sqlalchemy import Table, and_, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
@@ -38,12 +38,12 @@ from sqlalchemy.orm import Session
 from paysdk.contracts.subscriptions import SubsCallback
 from paysdk.server import jobs
 from paysdk.server.clock import Clock
-from paysdk.server.context import ServerContext
+from paysdk.server.context import ServerContext, Statement
 from paysdk.server.db import ClientRow
 from paysdk.server.jobs import ClaimedJob
 from paysdk.server.renewal_dates import local_midnight, renewal_date
 from paysdk.server.services import callbacks
-from paysdk.server.services.subscriptions import charge
+from paysdk.server.services.subscriptions import ChargeRequest, charge_many
 from paysdk.server.subscription_tables import PlanRow, SubscriptionRow
 from paysdk.server.wallet_tables import WalletOutboxRow
 
@@ -76,6 +76,7 @@ EVENT_TYPE = "subscription.suspended"
 
 _SUBS: Table = SubscriptionRow.__table__  # type: ignore[assignment]
 _OUTBOX: Table = WalletOutboxRow.__table__  # type: ignore[assignment]
+_CLIENTS: Table = ClientRow.__table__  # type: ignore[assignment]
 
 
 def first_run_at(now: datetime) -> datetime:
@@ -154,7 +155,7 @@ def _email(
     to: str,
     now: datetime,
     event: str,
-    sub: SubscriptionRow,
+    sub: _Due,
     plan: PlanRow,
     *,
     attempt: int,
@@ -184,9 +185,7 @@ def _email(
     return {"client_id": client_id, "to": to, "subject": subject, "body": body, "data": data, "at": now}
 
 
-def _retry_at(
-    sub: SubscriptionRow, plan: PlanRow, timezone: str, now: datetime, attempt: int
-) -> datetime | None:
+def _retry_at(sub: _Due, plan: PlanRow, timezone: str, now: datetime, attempt: int) -> datetime | None:
     """When the declined ``attempt`` of ``sub``'s period is tried again, or ``None``: every attempt spent
     (D146)."""
     if attempt >= plan.daily_attempts:
@@ -199,52 +198,135 @@ def _retry_at(
     return retry
 
 
+class _Due(NamedTuple):
+    """A claimed subscription as the batch reads it (plain columns, no ORM object)."""
+
+    id: int
+    sub_uid: str
+    client_id: int
+    plan_id: int
+    email: str
+    card_number: str
+    anchor_date: date
+    period: int
+    next_renewal_date: date
+    attempts: int
+    ends_on: date | None
+    timezone: str
+
+
+#: The batch's conditional updates (``executemany``), each guarded by the ``(id, period, attempts)`` the
+#: batch read and ``status = 'active'``; compiled once (:class:`paysdk.server.context.Statement`).
+_READ = and_(
+    _SUBS.c.id == bindparam("b_id"),
+    _SUBS.c.period == bindparam("b_period"),
+    _SUBS.c.attempts == bindparam("b_attempts"),
+    _SUBS.c.status == "active",
+)
+_ADVANCE = Statement(
+    update(_SUBS)
+    .where(_READ)
+    .values(
+        period=bindparam("period"),
+        next_renewal_date=bindparam("next_renewal_date"),
+        due_at=bindparam("due_at"),
+        attempts=bindparam("attempts"),
+        updated_at=bindparam("updated_at"),
+    )
+)
+_RETRY = Statement(
+    update(_SUBS)
+    .where(_READ)
+    .values(attempts=bindparam("attempts"), due_at=bindparam("due_at"), updated_at=bindparam("updated_at"))
+)
+_EXPIRE = Statement(
+    update(_SUBS)
+    .where(_READ)
+    .values(status="expired", ended_at=bindparam("ended_at"), updated_at=bindparam("updated_at"))
+)
+_SUSPEND = Statement(
+    update(_SUBS)
+    .where(_READ)
+    .values(status="inactive", attempts=bindparam("attempts"), updated_at=bindparam("updated_at"))
+)
+
+
+def _guard(sub: _Due, now: datetime) -> dict[str, Any]:
+    """The ``(id, period, attempts)`` a batch read, which its conditional update of ``sub`` requires."""
+    return {"b_id": sub.id, "b_period": sub.period, "b_attempts": sub.attempts, "updated_at": now}
+
+
 def charge_batch(session: Session, now: datetime, limit: int = BATCH_SIZE) -> RunSummary:
     """Claim up to ``limit`` ``active`` subscriptions due at or before ``now`` that this run has not
     touched yet, charge each once and write the outcome, all in the caller's transaction."""
     statement = (
-        select(SubscriptionRow, PlanRow, ClientRow.timezone)
-        .join(PlanRow, PlanRow.id == SubscriptionRow.plan_id)
-        .join(ClientRow, ClientRow.id == SubscriptionRow.client_id)
-        .where(
-            SubscriptionRow.status == "active",
-            SubscriptionRow.due_at <= now,
-            SubscriptionRow.updated_at < now,
+        select(
+            _SUBS.c.id,
+            _SUBS.c.sub_uid,
+            _SUBS.c.client_id,
+            _SUBS.c.plan_id,
+            _SUBS.c.email,
+            _SUBS.c.card_number,
+            _SUBS.c.anchor_date,
+            _SUBS.c.period,
+            _SUBS.c.next_renewal_date,
+            _SUBS.c.attempts,
+            _SUBS.c.ends_on,
+            _CLIENTS.c.timezone,
         )
-        .order_by(SubscriptionRow.due_at, SubscriptionRow.id)
+        .join(_CLIENTS, _CLIENTS.c.id == _SUBS.c.client_id)
+        .where(_SUBS.c.status == "active", _SUBS.c.due_at <= now, _SUBS.c.updated_at < now)
+        .order_by(_SUBS.c.due_at, _SUBS.c.id)
         .limit(limit)
-        .with_for_update(skip_locked=True, of=SubscriptionRow)
+        .with_for_update(skip_locked=True, of=_SUBS)
     )
-    claimed = session.execute(statement).all()
+    claimed = [_Due._make(row) for row in session.connection().execute(statement)]
     summary = RunSummary(claimed=len(claimed))
     if not claimed:
         return summary
+    plan_ids = {sub.plan_id for sub in claimed}
+    plans = {plan.id: plan for plan in session.scalars(select(PlanRow).where(PlanRow.id.in_(plan_ids)))}
     advances: list[dict[str, Any]] = []
     retries: list[dict[str, Any]] = []
     ends: list[dict[str, Any]] = []
     emails: list[dict[str, Any]] = []
-    suspended: list[tuple[SubscriptionRow, PlanRow, int, str, str]] = []
-    for sub, plan, timezone in claimed:
-        guard = {"b_id": sub.id, "b_period": sub.period, "b_attempts": sub.attempts, "updated_at": now}
+    suspended: list[tuple[_Due, PlanRow, int, str, str]] = []
+    requests: list[ChargeRequest] = []
+    charged: list[tuple[_Due, PlanRow]] = []
+    for sub in claimed:
+        plan = plans[sub.plan_id]
         if plan.term is not None and sub.period >= plan.term:
             # Every period of the term was charged: it ends on ``ends_on``, never charged again.
             assert sub.ends_on is not None
-            ends.append({**guard, "status": "expired", "ended_at": local_midnight(sub.ends_on, timezone)})
+            ends.append(
+                {
+                    **_guard(sub, now),
+                    "status": "expired",
+                    "ended_at": local_midnight(sub.ends_on, sub.timezone),
+                }
+            )
             summary.expired += 1
             continue
-        attempt = sub.attempts + 1
-        row = charge(
-            session,
-            sub,
-            now=now,
-            source="renewal",
-            amount_cents=plan.amount_cents,
-            currency=plan.currency,
-            attempt=attempt,
-            period=sub.period,
-            renewal_date=sub.next_renewal_date,
+        requests.append(
+            ChargeRequest(
+                subscription_id=sub.id,
+                client_id=sub.client_id,
+                card_number=sub.card_number,
+                source="renewal",
+                amount_cents=plan.amount_cents,
+                currency=plan.currency,
+                attempt=sub.attempts + 1,
+                period=sub.period,
+                renewal_date=sub.next_renewal_date,
+            )
         )
-        if row.status == "approved":
+        charged.append((sub, plan))
+    results = charge_many(session, requests, now)
+    for (sub, plan), result in zip(charged, results, strict=True):
+        timezone: str = sub.timezone
+        guard = _guard(sub, now)
+        attempt = sub.attempts + 1
+        if result.status == "approved":
             summary.approved += 1
             period = sub.period + 1
             if plan.term is not None and period >= plan.term:
@@ -273,8 +355,8 @@ def charge_batch(session: Session, now: datetime, limit: int = BATCH_SIZE) -> Ru
                 sub,
                 plan,
                 attempt=attempt,
-                charge_id=row.charge_id,
-                reason=row.reason,
+                charge_id=result.charge_id,
+                reason=result.reason,
                 next_attempt_at=retry,
             )
         )
@@ -292,58 +374,24 @@ def charge_batch(session: Session, now: datetime, limit: int = BATCH_SIZE) -> Ru
                 sub,
                 plan,
                 attempt=attempt,
-                charge_id=row.charge_id,
-                reason=row.reason,
+                charge_id=result.charge_id,
+                reason=result.reason,
                 next_attempt_at=None,
             )
         )
         ends.append({**guard, "status": "inactive", "attempts": attempt})
-        suspended.append((sub, plan, attempt, row.charge_id, row.reason))
+        suspended.append((sub, plan, attempt, result.charge_id, result.reason))
     connection = session.connection()
-    where = and_(
-        _SUBS.c.id == bindparam("b_id"),
-        _SUBS.c.period == bindparam("b_period"),
-        _SUBS.c.attempts == bindparam("b_attempts"),
-        _SUBS.c.status == "active",
-    )
     if advances:
-        connection.execute(
-            update(_SUBS)
-            .where(where)
-            .values(
-                period=bindparam("period"),
-                next_renewal_date=bindparam("next_renewal_date"),
-                due_at=bindparam("due_at"),
-                attempts=bindparam("attempts"),
-                updated_at=bindparam("updated_at"),
-            ),
-            advances,
-        )
+        _ADVANCE.run_many(connection, advances)
     if retries:
-        connection.execute(
-            update(_SUBS)
-            .where(where)
-            .values(
-                attempts=bindparam("attempts"), due_at=bindparam("due_at"), updated_at=bindparam("updated_at")
-            ),
-            retries,
-        )
+        _RETRY.run_many(connection, retries)
     expiring = [item for item in ends if item["status"] == "expired"]
     if expiring:
-        connection.execute(
-            update(_SUBS)
-            .where(where)
-            .values(status="expired", ended_at=bindparam("ended_at"), updated_at=bindparam("updated_at")),
-            expiring,
-        )
+        _EXPIRE.run_many(connection, expiring)
     suspending = [item for item in ends if item["status"] == "inactive"]
     if suspending:
-        connection.execute(
-            update(_SUBS)
-            .where(where)
-            .values(status="inactive", attempts=bindparam("attempts"), updated_at=bindparam("updated_at")),
-            suspending,
-        )
+        _SUSPEND.run_many(connection, suspending)
     if emails:
         connection.execute(_OUTBOX.insert(), emails)
     for sub, plan, attempt, charge_id, reason in suspended:
@@ -353,7 +401,7 @@ def charge_batch(session: Session, now: datetime, limit: int = BATCH_SIZE) -> Ru
 
 def _queue_callback(
     session: Session,
-    sub: SubscriptionRow,
+    sub: _Due,
     plan: PlanRow,
     attempt: int,
     charge_id: str,

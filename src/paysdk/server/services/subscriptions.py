@@ -2,9 +2,10 @@
 
 The one place a subscription is created (:func:`create_subscription`: by a verified card, D140, or in bulk
 by the control plane, D142) and the one place a subscription's default method is charged
-(:func:`charge`: by the scheduled charge process, :mod:`paysdk.server.services.renewals`, and by batch CSV
-rows, :mod:`paysdk.server.services.batch_charges`). Outcomes come from the test card
-(:func:`paysdk.server.services.test_cards.decide_charge`): never 3-D Secure off-session (D149).
+(:func:`charge_many`, :func:`charge` for one: by the scheduled charge process,
+:mod:`paysdk.server.services.renewals`, and by batch CSV rows, :mod:`paysdk.server.services.batch_charges`).
+Outcomes come from the test card (:func:`paysdk.server.services.test_cards.decide_charge`): never 3-D
+Secure off-session (D149).
 
 Errors of the subscription family (D139): an invalid field is ``400`` with ``ownCode`` null naming it
 (spec 7 gives that answer for the payment history without ``subscriptionId``; the family uses it for
@@ -14,12 +15,15 @@ every field); an unknown subscription (or another client's) ``404``; a state con
 from __future__ import annotations
 
 import secrets
+import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any, cast
 
 from sqlalchemy import Table, insert, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from paysdk.contracts.subscriptions import (
@@ -42,8 +46,11 @@ from paysdk.server.subscription_tables import PlanRow, SubscriptionChargeRow, Su
 
 __all__ = [
     "STATUSES",
+    "ChargeRequest",
+    "ChargeResult",
     "bad_field",
     "charge",
+    "charge_many",
     "charge_view",
     "charges_of",
     "create_plan",
@@ -313,6 +320,95 @@ def load(
 # ------------------------------------------------------------------------------------ charging
 
 
+@dataclass(frozen=True, slots=True)
+class ChargeRequest:
+    """One charge of a subscription's default method (the card ``card_number``) for :func:`charge_many`:
+    a renewal attempt (``period``, ``renewal_date``) or a batch CSV row (``reference``)."""
+
+    subscription_id: int
+    client_id: int
+    card_number: str
+    source: str
+    amount_cents: int
+    currency: str
+    attempt: int
+    period: int | None = None
+    renewal_date: date | None = None
+    reference: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChargeResult:
+    """What a charge of :func:`charge_many` wrote: its id and outcome (``approved``/``declined``)."""
+
+    charge_id: str
+    status: str
+    reason: str
+
+
+#: The charge insert, compiled once; on SQLite one multi-row ``INSERT`` per chunk through the DBAPI
+#: (:class:`paysdk.server.context.Statement`), elsewhere a Core ``executemany``.
+_INSERT_CHARGES = Statement(
+    insert(cast(Table, SubscriptionChargeRow.__table__)),
+    (
+        "charge_id",
+        "subscription_id",
+        "client_id",
+        "source",
+        "period",
+        "attempt",
+        "status",
+        "reason",
+        "amount_cents",
+        "currency",
+        "renewal_date",
+        "reference",
+        "created_at",
+    ),
+)
+
+
+def charge_many(session: Session, requests: Sequence[ChargeRequest], now: datetime) -> list[ChargeResult]:
+    """Charge each request's card off-session (``modKeys['3ds']`` false: never a challenge, D149) and
+    record every charge in the caller's transaction with one bulk ``INSERT`` (no ORM objects); the
+    results in the requests' order. The caller guards the period (renewals) or the reference (batch
+    rows); the unique indexes of :mod:`paysdk.server.subscription_tables` refuse a second attempt row or
+    a second approved renewal charge of one period whatever happens (an ``IntegrityError``: the caller's
+    transaction or savepoint rolls back)."""
+    results: list[ChargeResult] = []
+    rows: list[dict[str, object]] = []
+    for request in requests:
+        renewal = request.source == "renewal"
+        decision = decide_charge(
+            request.card_number, period=request.period if renewal else None, attempt=request.attempt
+        )
+        result = ChargeResult(new_charge_id(), decision.outcome, decision.reason)
+        results.append(result)
+        rows.append(
+            {
+                "charge_id": result.charge_id,
+                "subscription_id": request.subscription_id,
+                "client_id": request.client_id,
+                "source": request.source,
+                "period": request.period,
+                "attempt": request.attempt,
+                "status": result.status,
+                "reason": result.reason,
+                "amount_cents": request.amount_cents,
+                "currency": request.currency,
+                "renewal_date": request.renewal_date,
+                "reference": request.reference,
+                "created_at": now,
+            }
+        )
+    if rows:
+        try:
+            _INSERT_CHARGES.run_many(session.connection(), rows)
+        except sqlite3.IntegrityError as exc:  # the DBAPI's own error on SQLite: raised as SQLAlchemy's
+            raise IntegrityError(str(_INSERT_CHARGES.statement), None, exc) from exc
+    return results
+
+
 def charge(
     session: Session,
     sub: SubscriptionRow,
@@ -326,28 +422,24 @@ def charge(
     renewal_date: date | None = None,
     reference: str | None = None,
 ) -> SubscriptionChargeRow:
-    """Charge ``sub``'s default method off-session (``modKeys['3ds']`` false: never a challenge, D149)
-    and record the charge in the caller's transaction. The caller guards the period (renewals) or the
-    reference (batch rows); the unique indexes of :mod:`paysdk.server.subscription_tables` refuse a
-    second approved renewal charge of one period whatever happens."""
-    decision = decide_charge(sub.card_number, period=period if source == "renewal" else None, attempt=attempt)
-    row = SubscriptionChargeRow(
-        charge_id=new_charge_id(),
+    """One charge of ``sub``'s default method: :func:`charge_many` of one request, the stored row
+    returned."""
+    request = ChargeRequest(
         subscription_id=sub.id,
         client_id=sub.client_id,
+        card_number=sub.card_number,
         source=source,
-        period=period,
-        attempt=attempt,
-        status=decision.outcome,
-        reason=decision.reason,
         amount_cents=amount_cents,
         currency=currency,
+        attempt=attempt,
+        period=period,
         renewal_date=renewal_date,
         reference=reference,
-        created_at=now,
     )
-    session.add(row)
-    session.flush()
+    (result,) = charge_many(session, [request], now)
+    row = session.scalars(
+        select(SubscriptionChargeRow).where(SubscriptionChargeRow.charge_id == result.charge_id)
+    ).one()
     return row
 
 
