@@ -104,8 +104,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(kind: str, *, workers_env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run the named server with uvicorn in a subprocess; yield its base URL."""
+def serve(
+    kind: str, *, workers_env: dict[str, str] | None = None, db_url: str | None = None
+) -> Iterator[str]:
+    """Run the named server with uvicorn in a subprocess; yield its base URL. ``db_url``: the reference
+    server's database (default: a fresh SQLite file)."""
     port = free_port()
     tmp = tempfile.mkdtemp(prefix="paysdk-bench-")
     env = dict(os.environ, **(workers_env or {}))
@@ -114,7 +117,7 @@ def serve(kind: str, *, workers_env: dict[str, str] | None = None) -> Iterator[s
     elif kind == "starlette":
         target = ["benchmarks._servers:starlette_app", "--factory"]
     elif kind == "reference":
-        env["PAYSDK_BENCH_DB"] = f"sqlite:///{tmp}/bench.db"
+        env["PAYSDK_BENCH_DB"] = db_url or f"sqlite:///{tmp}/bench.db"
         target = ["benchmarks._servers:reference_app", "--factory"]
     else:
         raise ValueError(kind)

@@ -13,6 +13,9 @@
 5. A 200 MB generated file uploaded with the SDK to the reference server's upload sink, in a child
    process: its peak RSS during the upload (``VmHWM``, reset before it; ``ru_maxrss`` where /proc has
    none) minus its RSS before. Goal < 50 MB (files stream, never read whole).
+6. The scheduled charge process: N subscriptions (N = 10,000 and 100,000) made due at once, then ONE
+   ``POST /_sandbox/clock/advance`` of 12 hours against the reference server (SQLite) charges all of
+   them: charges per second, and the 100k/10k time ratio. Goal <= 11x (time grows linearly).
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
@@ -235,6 +238,50 @@ def bench_funds(operations: int = 1000) -> tuple[float, int, int]:
 
     with serve("reference") as url:
         return asyncio.run(main(url))
+
+
+def bench_renewals(count: int) -> tuple[float, int]:
+    """``count`` daily subscriptions due at the next run of the charge process, written to a fresh SQLite
+    database before the reference server starts on it; then one clock advance of 12 hours, timed.
+    Returns (seconds of the advance, approved charges it made)."""
+    import tempfile
+
+    import sqlalchemy
+
+    from paysdk.contracts.sandbox import SandboxClientCreate
+    from paysdk.contracts.subscriptions import PlanCreate, SandboxSubscriptionsCreate
+    from paysdk.server.clock import Clock
+    from paysdk.server.db import Database
+    from paysdk.server.services import sandbox
+    from paysdk.server.services.subscriptions import create_plan, create_subscriptions
+    from paysdk.server.subscription_tables import SubscriptionChargeRow
+
+    with tempfile.TemporaryDirectory(prefix="paysdk-bench-renewals-") as tmp:
+        url = f"sqlite:///{tmp}/renewals.db"
+        db = Database(url)
+        db.create_schema()
+        with db.session() as session:
+            now = Clock().now(session)
+            client = sandbox.create_client(session, SandboxClientCreate(slug="bench-renewals"), now)
+            spec = PlanCreate(client=client.slug, amount=Decimal("4.99"), interval="day")
+            plan = create_plan(session, spec, now)
+        with db.session() as session:
+            create_subscriptions(
+                session, Clock(), SandboxSubscriptionsCreate(plan_id=plan.plan_id, count=count)
+            )
+        with serve("reference", db_url=url) as ref_url:
+            started = time.perf_counter()
+            response = httpx.post(
+                ref_url + "/_sandbox/clock/advance", json={"seconds": 12 * 3600}, timeout=3600
+            )
+            elapsed = time.perf_counter() - started
+            response.raise_for_status()
+        with db.session() as session:
+            approved = session.scalar(
+                sqlalchemy.select(sqlalchemy.func.count()).where(SubscriptionChargeRow.status == "approved")
+            )
+        db.dispose()
+    return elapsed, int(approved or 0)
 
 
 def bench_startup(ours_cmd: list[str], base_cmd: list[str], runs: int = 15) -> tuple[float, float, float]:
@@ -489,6 +536,18 @@ def main() -> None:
     rows.append(
         ("1,000,000-row CSV peak RSS growth", "", f"{csv_figures['growth_kb'] / 1024:.1f} MB", "< 100 MB")
     )
+    small, small_charged = bench_renewals(10_000)
+    large, large_charged = bench_renewals(100_000)
+    rows.append(
+        (
+            "renewals: one advance charges 10k / 100k due",
+            f"{small_charged / small:.0f} / {large_charged / large:.0f} charges/s",
+            f"{large / small:.2f}x",
+            "<= 11x",
+        )
+    )
+    if (small_charged, large_charged) != (10_000, 100_000):
+        raise SystemExit(f"renewals charged {small_charged} and {large_charged}, not every due subscription")
 
     growth, speed = bench_upload()
     rows.append(("upload 200 MB peak RSS growth", f"{speed:.0f} MB/s", f"{growth:.1f} MB", "< 50 MB"))

@@ -62,10 +62,20 @@ def test_verify_card_pay_show_update_history_cancel() -> None:
     assert updated["email"] == "new@example.com"
     assert updated["status"] == "active"
     assert "card" not in updated  # JSON carries the wire fields only
+    assert _json("subscriptions", "history", sub_uid) == []
+    _json("sandbox", "clock", "advance", "46800")  # 13 h: the charge process runs and charges period 1
     history = _json("subscriptions", "history", sub_uid)
-    assert isinstance(history, list)
+    assert len(history) == 1
+    assert (history[0]["status"], history[0]["source"], history[0]["amount"]) == ("approved", "renewal", 12.5)
+    assert history[0]["paymentMethod"] == {"brand": "visa", "last4": "4242"}
     listed = run_cli("-o", "table", "subscriptions", "history", sub_uid)
     assert listed.exit_code == 0, listed.stderr
+    assert f"Payment history of {sub_uid}" in listed.stdout
+    assert "approved" in listed.stdout
+    assert "12.50" in listed.stdout
+    shown = run_cli("-o", "table", "sandbox", "subscription", sub_uid)
+    assert "Charges" in shown.stdout
+    assert "approved" in shown.stdout
 
     cancelled = _json("subscriptions", "cancel", sub_uid)
     assert cancelled["status"] == "cancelled"
@@ -99,6 +109,9 @@ def test_verify_only_bulk_create_and_errors() -> None:
     # Refused before sending: a usage error naming the argument (exit 2).
     missing = _json("subscriptions", "verify-card", "--email", "a@example.com", code=2)
     assert "invalid value for --plan-id: is required" in missing.stderr
+    mixed = _json("subscriptions", "verify-card", "--no-create", "--plan-id", plan["planId"], code=2)
+    assert "invalid value for --plan-id:" in mixed.stderr
+    assert "must not be given when should_create_subscription is False" in mixed.stderr
     bad_email = _json("subscriptions", "update-email", created["subUids"][0], "not-an-email", code=2)
     assert "email" in bad_email.stderr.lower()
     assert _json("sandbox", "plan", "create", "--client", slug, "--amount", "1.001", code=2).stderr
@@ -109,6 +122,17 @@ def test_verify_only_bulk_create_and_errors() -> None:
     assert _json("subscriptions", "cancel", "sub_nothing", code=6).stderr.startswith("Error: HTTP 404")
     assert _json("subscriptions", "history", "sub_nothing", code=6).stderr.startswith("Error: HTTP 404")
     assert _json("sandbox", "subscription", "sub_nothing", code=6).stderr.startswith("Error: HTTP 404")
+
+    # An inactive subscription (its card declines the renewal, one attempt per period) cannot be
+    # cancelled: 409, exit 6.
+    strict = _json("sandbox", "plan", "create", "--client", slug, "--amount", "3", "--daily-attempts", "1")
+    made = _json(
+        "sandbox", "subscriptions", "create", "--plan-id", strict["planId"], "--card", "4000000000000341"
+    )
+    _json("sandbox", "clock", "advance", "46800")
+    assert _json("sandbox", "subscription", made["subUids"][0])["status"] == "inactive"
+    conflict = _json("subscriptions", "cancel", made["subUids"][0], code=6)
+    assert conflict.stderr.startswith("Error: HTTP 409")
 
 
 def test_without_a_wallet_login_the_commands_say_what_to_run(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 
 import paysdk
-from paysdk.contracts.subscriptions import Plan, SandboxSubscription, Subscription, VerifyCard
+from paysdk.contracts.subscriptions import (
+    Plan,
+    SandboxSubscription,
+    Subscription,
+    SubscriptionCharge,
+    VerifyCard,
+)
 
 from .conftest import Maker, call
 
@@ -84,11 +90,31 @@ async def test_verify_card_pay_update_history_cancel(make: Maker) -> None:
     assert updated.email == f"new-{tag}@x.io"
     assert updated.status == "active"
 
-    # Verification charges nothing: the first period is charged by the next run of the charge process.
+    # Verification charges nothing: the first period is charged by the next run of the charge process
+    # (every 12 hours of virtual time, D143, D145).
+    assert await call(client.subscriptions.payment_history(verification.sub_uid)) == []
+    await call(sandbox.sandbox.advance_clock(13 * 3600))
     history = await call(client.subscriptions.payment_history(verification.sub_uid))
-    assert isinstance(history, list)
-    assert all(charge.subscription_id == verification.sub_uid for charge in history)
-    assert all(charge.source == "renewal" for charge in history)
+    assert len(history) == 1
+    first = history[0]
+    assert isinstance(first, SubscriptionCharge)
+    assert (first.subscription_id, first.source, first.status) == (
+        verification.sub_uid,
+        "renewal",
+        "approved",
+    )
+    assert first.amount == Decimal("9.99")
+    assert isinstance(first.amount, Decimal)
+    assert first.currency == plan.currency
+    assert first.renewal_date == held.anchor_date
+    assert first.payment_method.last4 == "4242"
+    renewed = await call(sandbox.sandbox.subscriptions.get(verification.sub_uid))
+    assert renewed.charges == history
+    assert renewed.next_renewal_date is not None
+    assert renewed.next_renewal_date > held.anchor_date
+    raw = await call(client.with_raw_response.subscriptions.payment_history(verification.sub_uid))
+    assert raw.status_code == 200
+    assert raw.parse() == history
 
     cancelled = await call(client.subscriptions.cancel(verification.sub_uid))
     assert cancelled.status == "cancelled"
@@ -121,6 +147,22 @@ async def test_verify_only_and_errors_answered_by_the_server(make: Maker) -> Non
         await call(client.subscriptions.cancel("sub_nothing"))
     with pytest.raises(paysdk.NotFoundError):
         await call(client.subscriptions.payment_history("sub_nothing"))
+
+    # A card that declines every renewal, one attempt per period: inactive after the first run, and
+    # then neither cancellable (409) nor ever active again; its declined attempt is in the history.
+    strict = await call(sandbox.sandbox.plans.create(plan.client, "5.00", daily_attempts=1))
+    declining = await call(
+        sandbox.sandbox.subscriptions.create(strict.plan_id, card_number="4000000000000341")
+    )
+    await call(sandbox.sandbox.advance_clock(13 * 3600))
+    suspended = declining.sub_uids[0]
+    assert (await call(sandbox.sandbox.subscriptions.get(suspended))).status == "inactive"
+    with pytest.raises(paysdk.ConflictError) as conflict:
+        await call(client.subscriptions.cancel(suspended))
+    assert conflict.value.status_code == 409
+    declined = await call(client.subscriptions.payment_history(suspended))
+    assert [(c.status, c.attempt) for c in declined] == [("declined", 1)]
+    assert (await call(client.subscriptions.update_email(suspended, "still@x.io"))).status == "inactive"
 
     # Another client's subscription is unknown to this one.
     other = await call(sandbox.sandbox.create_client())

@@ -287,3 +287,16 @@ async def test_auth_and_body_bound(batch: Batch) -> None:
     big = b"subscriptionId,amount,reference\n" + b"x" * (16 * 1024 * 1024)
     _problem(await batch.upload(big), 413, "body")
     assert batch.charges() == []
+
+
+async def test_two_uploads_of_the_same_rows_at_once_charge_each_row_once(batch: Batch) -> None:
+    import asyncio
+
+    subs = await batch.subscriptions(5)
+    content = _csv(*(f"{sub},4.00,same-{index}" for index, sub in enumerate(subs)))
+    first, second = await asyncio.gather(batch.upload(content), batch.upload(content))
+    answers = [body(first)["data"], body(second)["data"]]
+    assert sorted(answer["replayed"] for answer in answers) == [0, 5]
+    ids = [[item["chargeId"] for item in answer["results"]] for answer in answers]
+    assert ids[0] == ids[1]
+    assert batch.charges() == [(f"same-{index}", "approved") for index in range(5)]

@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 _ROOT = "/v1/subscriptions"
+_ONLY_CARD = "must not be given when should_create_subscription is False (only the card is verified)"
 #: Subscription and plan ids are at most 64 characters (``paysdk.contracts.subscriptions``).
 _ID_LENGTH = 64
 
@@ -104,10 +105,10 @@ def verify_card_operation(
         body["planId"] = check_str(plan_id, "plan_id", max_length=_ID_LENGTH)
         body["email"] = check_email(email, "email")
     else:
-        if plan_id is not None:
-            raise ValidationError("plan_id", "is only sent when should_create_subscription is True")
-        if email is not None:
-            raise ValidationError("email", "is only sent when should_create_subscription is True")
+        # The server ignores them (D140); given with False they are a mistake worth naming (D165).
+        for value, name in ((plan_id, "plan_id"), (email, "email")):
+            if value is not None:
+                raise ValidationError(name, _ONLY_CARD)
     external = check_optional_str(external_id, "external_id")
     if external is not None:
         body["externalId"] = external

@@ -48,6 +48,7 @@ from paysdk.server.routers import (
     wallet_users,
 )
 from paysdk.server.scheduler import BUILTIN_KINDS, JobHandler
+from paysdk.server.services import renewals
 from paysdk.server.services import wallet_cards as wallet_cards_service
 
 __all__ = [
@@ -278,6 +279,7 @@ SUBSCRIPTIONS = Family(
             cli=("charges upload",),
         ),
     },
+    jobs={renewals.JOB_KIND: renewals.run_renewals},
 )
 
 CONTROL_PLANE = Family(

@@ -98,8 +98,8 @@ def verify_card(
     with open_wallet_client(st) as client:
         result = client.subscriptions.verify_card(
             should_create_subscription=create,
-            plan_id=plan_id if create else None,
-            email=email if create else None,
+            plan_id=plan_id,
+            email=email,
             external_id=external_id,
         )
     emit(st.output, result.to_wire(), columns=_VERIFY_COLUMNS, title="Card verification")

@@ -11,6 +11,7 @@ Answers are ``{"success": true, "message", "data"}`` (spec 2.6, D139); errors D1
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from sqlalchemy.orm import Session
@@ -41,6 +42,12 @@ SUBSCRIPTION_ERRORS: dict[int, str] = {
 }
 
 _P = "/v1/subscriptions"
+
+
+def _shown(subscription: Subscription) -> dict[str, Any]:
+    """A subscription as answered (D153): unset optionals left out, but ``nextRenewalDate`` always there
+    (``null`` unless active)."""
+    return {**subscription.to_wire(), "nextRenewalDate": subscription.next_renewal_date}
 
 
 @router.post(
@@ -82,10 +89,10 @@ async def verify_card(request: Request) -> Response:
 async def cancel(request: Request, subUid: str) -> Response:
     """``active`` becomes ``cancelled`` at once; a ``cancelled`` one answers unchanged (D152)."""
 
-    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> object:
+    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> Subscription:
         return subscription_api.cancel(session, now, app, subUid)
 
-    return enveloped(await authed(request, work, kind="application"), "Subscription cancelled.")
+    return enveloped(_shown(await authed(request, work, kind="application")), "Subscription cancelled.")
 
 
 @router.put(
@@ -105,10 +112,11 @@ async def update_email(request: Request) -> Response:
         SubscriptionEmailUpdate, await request.body(), allowed=subscription_api.EMAIL_UPDATE_FIELDS
     )
 
-    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> object:
+    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> Subscription:
         return subscription_api.update_email(session, now, app, body)
 
-    return enveloped(await authed(request, work, kind="application"), "Notification email updated.")
+    subscription = await authed(request, work, kind="application")
+    return enveloped(_shown(subscription), "Notification email updated.")
 
 
 @router.get(

@@ -239,7 +239,9 @@ def charge_rows(session: Session, now: datetime, principal: Principal, scanned: 
             .where(SubscriptionRow.client_id == client_id, SubscriptionRow.sub_uid.in_(chunk))
         ).all():
             subs[sub.sub_uid] = (sub, plan)
-    for row in rows:
+    # In reference order: concurrent uploads take the (client, reference) index entries in one order, so
+    # two files holding the same references in other orders never deadlock (PostgreSQL).
+    for row in sorted(rows, key=lambda item: item.reference):
         results[row.row] = _charge_row(session, now, client_id, row, stored, subs)
     ordered = [results[key] for key in sorted(results)]
     return BatchChargeResult(

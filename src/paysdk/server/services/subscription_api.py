@@ -1,4 +1,5 @@
-"""The public subscription calls (spec 4.2; D138-D140, D150-D153) and the card verification's outcome.
+"""The public subscription calls (spec 4.2; D138-D140, D150-D153, D161) and the card verification's
+outcome (D140, D160).
 
 * :func:`verify_card`: a ``card_verification`` transaction (reference ``CV-...``, amount ``0.00``,
   channel ``web``, 24 h to complete, D140) paid on the hosted checkout like a payment link, and a

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
+from typing import Any, cast
 
-from sqlalchemy import insert, select
+from sqlalchemy import Table, insert, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from paysdk.contracts.subscriptions import (
@@ -31,6 +33,7 @@ from paysdk.contracts.subscriptions import (
     SubscriptionCharge,
 )
 from paysdk.server.clock import Clock
+from paysdk.server.context import Statement
 from paysdk.server.db import ClientRow, from_cents, to_cents
 from paysdk.server.errors import APIProblem
 from paysdk.server.renewal_dates import local_date, local_midnight, renewal_date
@@ -140,6 +143,29 @@ def plan_view(row: PlanRow, client_slug: str) -> Plan:
 
 # ------------------------------------------------------------------------------------ creation
 
+#: The bulk insert of :func:`create_subscriptions`: compiled once, run through the DBAPI on SQLite
+#: (:class:`paysdk.server.context.Statement`), a multi-row ``INSERT`` per chunk.
+_INSERT_SUBSCRIPTION_COLUMNS = (
+    "sub_uid",
+    "client_id",
+    "plan_id",
+    "status",
+    "email",
+    "card_number",
+    "card_brand",
+    "card_last4",
+    "anchor_date",
+    "period",
+    "next_renewal_date",
+    "due_at",
+    "attempts",
+    "ends_on",
+    "verification_uid",
+    "created_at",
+    "updated_at",
+)
+_INSERT_SUBSCRIPTION = Statement(insert(cast(Table, SubscriptionRow.__table__)), _INSERT_SUBSCRIPTION_COLUMNS)
+
 
 def _card(number: str, field: str) -> tuple[str, str, str]:
     digits = normalize_number(number)
@@ -183,6 +209,28 @@ def _values(
     }
 
 
+def _bulk_insert(connection: Connection, rows: list[dict[str, object]]) -> None:
+    """Insert subscription rows fast: ``COPY`` on PostgreSQL (psycopg's executemany sends one statement
+    per row), the compiled multi-row ``INSERT`` of :class:`Statement` elsewhere (SQLite)."""
+    if connection.dialect.name == "postgresql":
+        columns = _INSERT_SUBSCRIPTION_COLUMNS
+        raw: Any = connection.connection.driver_connection
+        sql = f"COPY {SubscriptionRow.__tablename__} ({', '.join(columns)}) FROM STDIN"
+        with raw.cursor() as cursor, cursor.copy(sql) as copy:
+            for row in rows:
+                copy.write_row([_copy_value(row[column]) for column in columns])
+        return
+    for start in range(0, len(rows), 5000):
+        _INSERT_SUBSCRIPTION.run_many(connection, rows[start : start + 5000])
+
+
+def _copy_value(value: object) -> object:
+    """A value as :class:`paysdk.server.db.UTCDateTime` stores it (aware datetimes as naive UTC)."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
 def create_subscription(
     session: Session,
     client: ClientRow,
@@ -211,7 +259,15 @@ def create_subscription(
     )
     session.add(row)
     session.flush()
+    _ensure_schedule(session, now)
     return row
+
+
+def _ensure_schedule(session: Session, now: datetime) -> None:
+    """Queue the scheduled charge process with the subscription (D145)."""
+    from paysdk.server.services import renewals  # here: renewals imports this module
+
+    renewals.ensure_schedule(session, now)
 
 
 def create_subscriptions(
@@ -227,14 +283,13 @@ def create_subscriptions(
     anchor = spec.start_date or local_date(now, client.timezone)
     email = spec.email or f"subscriber@{client.slug}.example"
     uids = [new_sub_uid() for _ in range(spec.count)]
-    rows = [
-        _values(
-            client, plan, sub_uid=uid, email=email, card=card, anchor=anchor, now=now, verification_uid=None
-        )
-        for uid in uids
-    ]
-    for start in range(0, len(rows), 5000):
-        session.execute(insert(SubscriptionRow), rows[start : start + 5000])
+    # Every row is the same but for its sub_uid: the values are computed once.
+    template = _values(
+        client, plan, sub_uid="", email=email, card=card, anchor=anchor, now=now, verification_uid=None
+    )
+    rows = [{**template, "sub_uid": uid} for uid in uids]
+    _bulk_insert(session.connection(), rows)
+    _ensure_schedule(session, now)
     return SandboxSubscriptionsCreated(count=len(uids), sub_uids=uids)
 
 
