@@ -238,6 +238,27 @@ def test_invalid_rows_exit_2_and_nothing_is_sent(merchant: Merchant, tmp_path: P
     assert merchant.batch_charges() == {"ok-1": 1}
 
 
+def test_parts_with_blank_lines_and_left_out_rows_keep_the_files_row_numbers(
+    merchant: Merchant, tmp_path: Path
+) -> None:
+    a, b, c = merchant.subs
+    data = _write(
+        tmp_path / "gaps.csv",
+        [f"{a},1.00,g-1", "", f"{b},x,g-2", f"{c},3.00,g-3", f"{a},4.00,g-4", "", f"{b},5.00,g-5"],
+    )
+    result = _upload(str(data), "--send-valid", "--part-rows", "2", code=5)
+    lines = _json_lines(result.stdout)
+    assert [(line["row"], line["status"], line["reference"]) for line in lines] == [
+        (2, "charged", "g-1"),
+        (4, "refused", None),
+        (5, "charged", "g-3"),
+        (6, "charged", "g-4"),
+        (8, "charged", "g-5"),
+    ]
+    _wait_for(lambda: _upload_requests(merchant) == 2)  # parts of rows 2, 5 and 6, 8
+    assert merchant.batch_charges() == {"g-1": 1, "g-3": 1, "g-4": 1, "g-5": 1}
+
+
 def test_validate_only_sends_nothing(merchant: Merchant, tmp_path: Path) -> None:
     a, b, _ = merchant.subs
     data = _write(tmp_path / "v.csv", [f"{a},10.00,v-1", "", f"{b},2.00,v-2"])
