@@ -96,6 +96,19 @@ def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def _sync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -131,6 +144,7 @@ class Journal:
         except FileExistsError:
             raise JournalError(f"a journal of an earlier run exists: {path}") from None
         cls._lock(fd, path)
+        _sync_directory(path.parent)  # the journal's name survives a power cut, not only a kill
         record = {"journal": JOURNAL_KIND, "version": JOURNAL_VERSION, **header, "startedAt": _now()}
         journal = cls(path, fd, record, {})
         journal._append(record)

@@ -33,8 +33,31 @@ from .conftest import run_cli, subprocess_env
 
 pytestmark = pytest.mark.usefixtures("cli_server")
 
+#: The reliability tests also run the server on PostgreSQL (``db_url`` below; the CLI suite's is SQLite).
+BOTH_DATABASES = pytest.mark.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
+
 UPLOAD = "/v1/subscriptions/charges/upload-csv"
 DECLINING_CARD = "4000000000000341"  # verifies, declines every off-session charge (D149)
+
+
+@pytest.fixture
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """SQLite, or an emptied PostgreSQL database for a test parametrized with :data:`BOTH_DATABASES`."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        return f"sqlite:///{tmp_path / 'cli-server.db'}"
+    import psycopg
+
+    url: str = request.getfixturevalue("_postgres_database")
+    with psycopg.connect(url, autocommit=True) as connection:
+        tables = [
+            row[0]
+            for row in connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        ]
+        if tables:
+            connection.execute(
+                "TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " RESTART IDENTITY CASCADE"
+            )
+    return url
 
 
 @dataclass
@@ -49,7 +72,9 @@ class Merchant:
 
     def batch_charges(self) -> dict[str, int]:
         """reference -> how many batch charges the server holds for it."""
-        engine = sa.create_engine(self.db_url)
+        from paysdk.server.db import normalize_database_url
+
+        engine = sa.create_engine(normalize_database_url(self.db_url))
         try:
             with engine.connect() as connection:
                 rows = connection.execute(
@@ -213,6 +238,27 @@ def test_invalid_rows_exit_2_and_nothing_is_sent(merchant: Merchant, tmp_path: P
     assert merchant.batch_charges() == {"ok-1": 1}
 
 
+def test_parts_with_blank_lines_and_left_out_rows_keep_the_files_row_numbers(
+    merchant: Merchant, tmp_path: Path
+) -> None:
+    a, b, c = merchant.subs
+    data = _write(
+        tmp_path / "gaps.csv",
+        [f"{a},1.00,g-1", "", f"{b},x,g-2", f"{c},3.00,g-3", f"{a},4.00,g-4", "", f"{b},5.00,g-5"],
+    )
+    result = _upload(str(data), "--send-valid", "--part-rows", "2", code=5)
+    lines = _json_lines(result.stdout)
+    assert [(line["row"], line["status"], line["reference"]) for line in lines] == [
+        (2, "charged", "g-1"),
+        (4, "refused", None),
+        (5, "charged", "g-3"),
+        (6, "charged", "g-4"),
+        (8, "charged", "g-5"),
+    ]
+    _wait_for(lambda: _upload_requests(merchant) == 2)  # parts of rows 2, 5 and 6, 8
+    assert merchant.batch_charges() == {"g-1": 1, "g-3": 1, "g-4": 1, "g-5": 1}
+
+
 def test_validate_only_sends_nothing(merchant: Merchant, tmp_path: Path) -> None:
     a, b, _ = merchant.subs
     data = _write(tmp_path / "v.csv", [f"{a},10.00,v-1", "", f"{b},2.00,v-2"])
@@ -374,6 +420,7 @@ def test_resume_without_a_journal_starts_a_new_run(merchant: Merchant, tmp_path:
     assert merchant.batch_charges() == {"n-1": 1}
 
 
+@BOTH_DATABASES
 def test_a_dropped_connection_is_unknown_and_resent_only_when_told(
     merchant: Merchant, tmp_path: Path
 ) -> None:
@@ -387,10 +434,11 @@ def test_a_dropped_connection_is_unknown_and_resent_only_when_told(
     assert journal_path(data).exists()
 
     # --resume alone does not resend a part without idempotency-key support: still unknown
-    before = _upload_requests(merchant)
+    _wait_for(lambda: _upload_requests(merchant) == 1)  # the dropped request, logged by the server
     again = _upload(str(data), "--resume", code=5)
     assert {line["status"] for line in _json_lines(again.stdout)} == {"unknown"}
-    assert _upload_requests(merchant) == before
+    assert _journal_states(data) == [(1, "sending"), (1, "unknown")]  # no new `sending`: nothing sent
+    assert _upload_requests(merchant) == 1
 
     sent = _upload(str(data), "--resume", "--resend-unknown", code=0)
     assert [line["status"] for line in _json_lines(sent.stdout)] == ["charged"] * 3
@@ -477,6 +525,7 @@ def _journal_states(data: Path) -> list[tuple[int, str]]:
     return [(r["part"], r["state"]) for r in records if "part" in r]
 
 
+@BOTH_DATABASES
 def test_kill_9_while_a_part_is_answered_then_resume(
     merchant: Merchant,
     tmp_path: Path,
@@ -499,16 +548,18 @@ def test_kill_9_while_a_part_is_answered_then_resume(
     assert _upload_requests(merchant) == 1
     unknown = _upload(str(data), "--resume", code=5)
     assert {line["status"] for line in _json_lines(unknown.stdout)} == {"unknown"}
+    assert _journal_states(data) == [(1, "sending")]  # not sent again
     assert _upload_requests(merchant) == 1
     # resent when told: the server answers each row's earlier result; nothing is charged twice
     resent = _upload(str(data), "--resume", "--resend-unknown", code=0)
     lines = _json_lines(resent.stdout)
     assert [(line["status"], line["replayed"]) for line in lines] == [("charged", True)] * 3
-    assert _upload_requests(merchant) == 2
+    _wait_for(lambda: _upload_requests(merchant) == 2)
     assert merchant.batch_charges() == {"k-1": 1, "k-2": 1, "k-3": 1}
     assert not journal_path(data).exists()
 
 
+@BOTH_DATABASES
 def test_kill_9_after_a_parts_results_then_resume_sends_the_rest_once(
     merchant: Merchant,
     tmp_path: Path,
@@ -538,7 +589,7 @@ def test_kill_9_after_a_parts_results_then_resume_sends_the_rest_once(
     assert [line["row"] for line in lines] == list(range(2, 10))
     assert {line["status"] for line in lines} == {"charged"}
     assert [line["replayed"] for line in lines] == [False] * 3 + [True] * 3 + [False] * 2
-    assert _upload_requests(merchant) == 4
+    _wait_for(lambda: _upload_requests(merchant) == 4)
     assert [r["row_number"] for r in _report(out)] == [str(n) for n in range(2, 10)]
     assert merchant.batch_charges() == {f"part-{n}": 1 for n in range(8)}
     assert not journal_path(data).exists()

@@ -299,7 +299,7 @@ class _Run:
                     continue
                 if action is PartAction.UNKNOWN:
                     unknown_parts += 1
-                    outcomes += self._unknown(part, journal.parts[part.index].error)
+                    outcomes += self._unknown(part, journal.parts[part.index].error, honours_keys)
                     continue
                 self._check_journaled(journal, part)
                 progress.sending(part.index)
@@ -309,7 +309,7 @@ class _Run:
                     progress.advance(part.rows)
                 elif journal.parts[part.index].state == "unknown":
                     unknown_parts += 1
-                    outcomes += self._unknown(part, journal.parts[part.index].error)
+                    outcomes += self._unknown(part, journal.parts[part.index].error, honours_keys)
                 else:  # refused whole by the API: nothing of it was charged
                     outcomes += [RowOutcome(row, "unsent") for row in list(part.layout.data_rows())]
         finally:
@@ -339,11 +339,17 @@ class _Run:
                 ExitCode.USAGE,
             )
 
-    def _unknown(self, part: ChargesCsvPart, error: str | None) -> list[RowOutcome]:
+    def _unknown(self, part: ChargesCsvPart, error: str | None, honours_keys: bool) -> list[RowOutcome]:
         from paysdk_cli._batch import RowOutcome
 
-        reason = f"part {part.index}'s answer was lost" + (f" ({error})" if error else "")
-        reason += ": it may have been charged; --resume --resend-unknown sends it again"
+        if not error:
+            error = "the run stopped before its answer came: the rows may or may not have been charged"
+        how = (
+            "--resume sends it again with its key"
+            if honours_keys
+            else "--resume --resend-unknown sends it again"
+        )
+        reason = f"part {part.index}: {error} ({how})"
         return [RowOutcome(row, "unknown", error=reason) for row in list(part.layout.data_rows())]
 
     def _send_part(
