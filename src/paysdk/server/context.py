@@ -514,11 +514,14 @@ class Statement:
         if not names and compiled.binds:  # pragma: no cover - every supported dialect binds positionally
             raise ValueError("Statement needs a positional paramstyle")
         defaults = {name: compiled.binds[name].value for name in names if not compiled.binds[name].required}
-        binds = tuple(compiled.binds[name].type.bind_processor(dialect) for name in names)
+        binds = tuple(
+            compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names
+        )
         results: tuple[Callable[[Any], Any] | None, ...] = ()
         if isinstance(self.statement, Select):
             results = tuple(
-                column.type.result_processor(dialect, None) for column in self.statement.selected_columns
+                column.type.dialect_impl(dialect).result_processor(dialect, None)
+                for column in self.statement.selected_columns
             )
         sql = str(compiled)
         many = _multi_row(sql) if isinstance(self.statement, Insert) else ("", "")

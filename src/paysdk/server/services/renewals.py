@@ -215,6 +215,35 @@ class _Due(NamedTuple):
     timezone: str
 
 
+#: The claim of a batch: the oldest due ``active`` subscriptions the run has not touched, locked
+#: (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), as plain rows; compiled once
+#: (:class:`paysdk.server.context.Statement`).
+_CLAIM = Statement(
+    select(
+        _SUBS.c.id,
+        _SUBS.c.sub_uid,
+        _SUBS.c.client_id,
+        _SUBS.c.plan_id,
+        _SUBS.c.email,
+        _SUBS.c.card_number,
+        _SUBS.c.anchor_date,
+        _SUBS.c.period,
+        _SUBS.c.next_renewal_date,
+        _SUBS.c.attempts,
+        _SUBS.c.ends_on,
+        _CLIENTS.c.timezone,
+    )
+    .join(_CLIENTS, _CLIENTS.c.id == _SUBS.c.client_id)
+    .where(
+        _SUBS.c.status == "active",
+        _SUBS.c.due_at <= bindparam("now"),
+        _SUBS.c.updated_at < bindparam("now"),
+    )
+    .order_by(_SUBS.c.due_at, _SUBS.c.id)
+    .limit(bindparam("limit"))
+    .with_for_update(skip_locked=True, of=_SUBS)
+)
+
 #: The batch's conditional updates (``executemany``), each guarded by the ``(id, period, attempts)`` the
 #: batch read and ``status = 'active'``; compiled once (:class:`paysdk.server.context.Statement`).
 _READ = and_(
@@ -259,28 +288,7 @@ def _guard(sub: _Due, now: datetime) -> dict[str, Any]:
 def charge_batch(session: Session, now: datetime, limit: int = BATCH_SIZE) -> RunSummary:
     """Claim up to ``limit`` ``active`` subscriptions due at or before ``now`` that this run has not
     touched yet, charge each once and write the outcome, all in the caller's transaction."""
-    statement = (
-        select(
-            _SUBS.c.id,
-            _SUBS.c.sub_uid,
-            _SUBS.c.client_id,
-            _SUBS.c.plan_id,
-            _SUBS.c.email,
-            _SUBS.c.card_number,
-            _SUBS.c.anchor_date,
-            _SUBS.c.period,
-            _SUBS.c.next_renewal_date,
-            _SUBS.c.attempts,
-            _SUBS.c.ends_on,
-            _CLIENTS.c.timezone,
-        )
-        .join(_CLIENTS, _CLIENTS.c.id == _SUBS.c.client_id)
-        .where(_SUBS.c.status == "active", _SUBS.c.due_at <= now, _SUBS.c.updated_at < now)
-        .order_by(_SUBS.c.due_at, _SUBS.c.id)
-        .limit(limit)
-        .with_for_update(skip_locked=True, of=_SUBS)
-    )
-    claimed = [_Due._make(row) for row in session.connection().execute(statement)]
+    claimed = [_Due._make(row) for row in _CLAIM.rows(session.connection(), {"now": now, "limit": limit})]
     summary = RunSummary(claimed=len(claimed))
     if not claimed:
         return summary

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -80,8 +81,10 @@ def new_sub_uid() -> str:
 
 
 def new_charge_id() -> str:
-    """``sch_`` + 24 hex digits."""
-    return "sch_" + secrets.token_hex(12)
+    """``sch_`` + 24 hex digits: 12 of the wall clock's microseconds (modulo 2**48), 12 random (D171).
+    Ids minted one after another sort together, so a batch's thousand charges land on a few pages of the
+    unique index of ``charge_id`` rather than on a thousand random ones."""
+    return f"sch_{time.time_ns() // 1000 % (1 << 48):012x}{secrets.token_hex(6)}"
 
 
 # ------------------------------------------------------------------------------------ plans
