@@ -131,7 +131,9 @@ async def test_invalid_rows_send_nothing_unless_asked(make: Maker) -> None:
     assert missing.value.field == "subscriptionId"
 
 
-@pytest.mark.covers("subscriptions.charges.upload_part", "subscriptions.charges.upload_csv")
+@pytest.mark.covers(
+    "subscriptions.charges.read_csv", "subscriptions.charges.upload_part", "subscriptions.charges.upload_csv"
+)
 async def test_parts_are_numbered_as_in_the_file(make: Maker) -> None:
     sandbox, client, _plan, subs = await _setup(make, 7)
     rows = [f"p-{i},{sub},1.00" for i, sub in enumerate(subs)]
