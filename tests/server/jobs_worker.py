@@ -7,12 +7,18 @@ its ticker every 50 ms) with two test job kinds besides the families':
   owner) written in the transaction that completes the job;
 * ``test_hang``: like ``test_count``, except that with ``hang`` it never returns (the test kills the
   process while it holds the job).
+
+With ``PAYSDK_TEST_RENEWAL_PAUSE=<seconds>`` in its environment, each batch of the renewal run takes that
+much longer (inside its transaction) and holds 500 subscriptions, so a test can kill the process in the
+middle of a run however fast this machine charges.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -24,6 +30,7 @@ from sqlalchemy.orm import Session
 from paysdk.server import create_app
 from paysdk.server.clock import Clock
 from paysdk.server.jobs import ClaimedJob
+from paysdk.server.services import renewals
 
 EFFECTS = sqlalchemy.Table(
     "job_effects",
@@ -48,8 +55,22 @@ def effect(context: Any, job: ClaimedJob, clock: Clock) -> Callable[[Session], N
     return write
 
 
+def _slow_renewal_batches(pause: float) -> None:
+    batch = renewals._batch_or_retry
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(pause)
+        return batch(*args, **kwargs)
+
+    renewals._batch_or_retry = slow
+    renewals.BATCH_SIZE = 500
+
+
 def main() -> None:
     url, port, lease = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    pause = os.environ.get("PAYSDK_TEST_RENEWAL_PAUSE")
+    if pause:
+        _slow_renewal_batches(float(pause))
     hang = sys.argv[4:] == ["hang"]
 
     async def count(context: Any, job: ClaimedJob, clock: Clock) -> Callable[[Session], None]:

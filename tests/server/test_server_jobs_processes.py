@@ -55,13 +55,15 @@ def database() -> Iterator[Database]:
 class Worker:
     """One server process (``jobs_worker.py``)."""
 
-    def __init__(self, db: Database, lease: float, *, hang: bool = False) -> None:
+    def __init__(
+        self, db: Database, lease: float, *, hang: bool = False, env: dict[str, str] | None = None
+    ) -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
         url = db.engine.url.render_as_string(hide_password=False)
         args = [sys.executable, str(WORKER), url, str(self.port), str(lease), *(["hang"] if hang else [])]
-        self.process = subprocess.Popen(args, cwd=WORKER.parent)
+        self.process = subprocess.Popen(args, cwd=WORKER.parent, env={**os.environ, **(env or {})})
         self.url = f"http://127.0.0.1:{self.port}"
 
     def wait_up(self) -> Worker:

@@ -64,9 +64,10 @@ def workers() -> Iterator[list[Worker]]:
         worker.stop()
 
 
-def _start(db: Database, started: list[Worker]) -> Worker:
-    """One more server process on ``db`` (3-second leases), up and answering."""
-    worker = Worker(db, 3.0)
+def _start(db: Database, started: list[Worker], *, slow: bool = False) -> Worker:
+    """One more server process on ``db`` (3-second leases), up and answering; ``slow``: each renewal batch
+    (500 subscriptions) takes 50 ms longer, so the test can kill it mid-run on any machine."""
+    worker = Worker(db, 3.0, env={"PAYSDK_TEST_RENEWAL_PAUSE": "0.05"} if slow else None)
     started.append(worker)
     return worker.wait_up()
 
@@ -159,7 +160,7 @@ def test_a_run_killed_midway_is_finished_by_a_restart_with_one_charge_per_period
     db: Database, workers: list[Worker]
 ) -> None:
     _subscribe(db, COUNT)
-    dying = _start(db, workers)
+    dying = _start(db, workers, slow=True)
     _make_due(db)
     _wait(lambda: _charged(db) >= 2000, "the run to charge its first batches")
     os.kill(dying.process.pid, signal.SIGKILL)

@@ -221,4 +221,5 @@ def test_upload_routes(db_url: str) -> None:
 
 async def test_the_sink_is_not_documented(asgi_client: httpx.AsyncClient) -> None:
     document = _json.loads((await asgi_client.get("/openapi.json")).content)
-    assert not [path for path in document["paths"] if "upload" in path]
+    assert not [path for path in document["paths"] if path.startswith("/_sandbox")]
+    assert SINK not in document["paths"]
