@@ -136,6 +136,28 @@ async def test_file_errors_name_the_file_or_the_column_and_charge_nothing(batch:
     assert batch.charges() == []
 
 
+async def test_malformed_multipart_framing_names_the_file_and_charges_nothing(batch: Batch) -> None:
+    (sub,) = await batch.subscriptions(1)
+    csv_part = b'--b\r\nContent-Disposition: form-data; name="file"\r\n\r\n' + _csv(f"{sub},1,r1") + b"\r\n"
+    bodies = {
+        "no Content-Disposition": b"--b\r\nX-Other: 1\r\n\r\nabc\r\n" + csv_part + b"--b--\r\n",
+        "two parts named file": csv_part + csv_part + b"--b--\r\n",
+        "ends before the closing boundary": csv_part,
+        "more than 16 parts": b"".join(
+            b'--b\r\nContent-Disposition: form-data; name="x"\r\n\r\n1\r\n' for _ in range(17)
+        )
+        + csv_part
+        + b"--b--\r\n",
+    }
+    for words, content in bodies.items():
+        headers = {**bearer(batch.token), "Content-Type": "multipart/form-data; boundary=b"}
+        response = await batch.client.post(PATH, content=content, headers=headers)
+        assert words in _problem(response, 400, "file"), words
+    boundless = {**bearer(batch.token), "Content-Type": "multipart/form-data"}
+    _problem(await batch.client.post(PATH, content=csv_part, headers=boundless), 400, "Content-Type")
+    assert batch.charges() == []
+
+
 async def test_malformed_rows_are_refused_by_row_and_column_never_a_5xx(batch: Batch) -> None:
     sub, other_plan_sub = await batch.subscriptions(2)
     huge = "9" * (10 * 1024 * 1024)  # 10 MB in one cell

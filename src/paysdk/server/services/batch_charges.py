@@ -1,8 +1,9 @@
 """Batch CSV charges (``POST /v1/subscriptions/charges/upload-csv``, D155-D157).
 
-* :func:`receive_file` reads the multipart body as it streams (python-multipart's parser, as the upload
-  sink does) and keeps only the part named ``file``, in a spooled temporary file (memory up to
-  :data:`SPOOL_BYTES`, disk beyond; the route's body is at most 16 MiB, D156).
+* :func:`receive_file` reads the multipart body as it streams (the reader every upload route shares,
+  :func:`paysdk.server.multipart.read_multipart`) and keeps only the part named ``file``, in a spooled
+  temporary file (memory up to :data:`SPOOL_BYTES`, disk beyond; the route's body is at most 16 MiB,
+  D156).
 * :func:`read_file` validates it with the shared reader (:func:`paysdk.contracts.charges_csv.scan`, the
   SDK's own rules): a file error is ``400`` naming ``file`` or the column; row errors are refused rows.
 * :func:`charge_rows` charges every valid row in the caller's transaction (one per file): a row's
@@ -23,8 +24,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import IO
 
-from python_multipart.exceptions import FormParserError
-from python_multipart.multipart import MultipartParser, parse_options_header
+from python_multipart.multipart import parse_options_header
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -33,6 +33,7 @@ from paysdk.contracts.charges_csv import BATCH_MAX_ROWS, ChargeRow, CsvFileError
 from paysdk.contracts.subscriptions import BatchChargeResult, BatchChargeRowResult
 from paysdk.server.db import to_cents
 from paysdk.server.errors import APIProblem
+from paysdk.server.multipart import read_multipart
 from paysdk.server.services import subscriptions
 from paysdk.server.services.wallet_tokens import Principal
 from paysdk.server.subscription_tables import BatchRowRow, PlanRow, SubscriptionRow
@@ -62,112 +63,56 @@ def file_problem(message: str, column: str = "file") -> APIProblem:
 
 
 class _FilePart:
-    """The parser's callbacks: the bytes of the part named ``file`` go to ``spool``; others are dropped."""
+    """The route's :class:`~paysdk.server.multipart.PartSink`: the bytes of the part named ``file`` go to
+    ``spool``; other parts are dropped; a second ``file`` part is refused."""
 
     def __init__(self, spool: IO[bytes]) -> None:
         self.spool = spool
-        self.parts = 0
-        self.header_bytes = 0
-        self.name = b""
-        self.value = b""
-        self.headers: list[tuple[bytes, bytes]] = []
-        self.current: bytes | None = None
         self.found = False
-        self.ended = False
+        self.current = False
 
-    def on_part_begin(self) -> None:
-        self.parts += 1
-        if self.parts > _MAX_PARTS:
-            raise file_problem(f"the multipart body holds more than {_MAX_PARTS} parts")
-        self.headers, self.header_bytes, self.current = [], 0, None
-
-    def _count(self, size: int) -> None:
-        self.header_bytes += size
-        if self.header_bytes > _MAX_HEADER_BYTES:
-            raise file_problem("a multipart part has too many header bytes")
-
-    def on_header_field(self, data: bytes, start: int, end: int) -> None:
-        self._count(end - start)
-        self.name += data[start:end]
-
-    def on_header_value(self, data: bytes, start: int, end: int) -> None:
-        self._count(end - start)
-        self.value += data[start:end]
-
-    def on_header_end(self) -> None:
-        self.headers.append((self.name.strip().lower(), self.value.strip()))
-        self.name = self.value = b""
-
-    def on_headers_finished(self) -> None:
-        name = b""
-        for header, value in self.headers:
-            if header == b"content-disposition":
-                _, params = parse_options_header(value)
-                name = params.get(b"name", b"")
-        if name == b"file":
+    def begin(self, number: int, name: str, filename: str | None, content_type: str | None) -> None:
+        self.current = name == "file"
+        if self.current:
             if self.found:
                 raise file_problem("the multipart body holds two parts named file")
             self.found = True
-        self.current = name
 
-    def on_part_data(self, data: bytes, start: int, end: int) -> None:
-        if self.current == b"file":
-            self.spool.write(data[start:end])
+    def data(self, chunk: bytes) -> None:
+        if self.current:
+            self.spool.write(chunk)
 
-    def on_part_end(self) -> None:
-        self.current = None
+    def end(self) -> None:
+        self.current = False
 
-    def on_end(self) -> None:
-        self.ended = True
+
+def _multipart_problem(message: str, field: str) -> APIProblem:
+    """Malformed multipart framing: ``400`` naming ``file`` (or ``Content-Type`` for its boundary)."""
+    if field == "Content-Type":
+        return APIProblem(400, None, f"Invalid batch charge file: {message}.", [(field, message)])
+    return file_problem(f"is in a malformed multipart body: {message}")
 
 
 async def receive_file(content_type: str | None, chunks: AsyncIterator[bytes]) -> IO[bytes]:
     """The ``file`` part of a multipart body, in a spooled temporary file positioned at its start (the
     caller closes it). ``400`` naming ``file`` for anything else: not multipart, malformed, no ``file``."""
-    media, params = parse_options_header(content_type or "")
+    media, _ = parse_options_header(content_type or "")
     if media.lower() != b"multipart/form-data":
-        async for _ in chunks:  # read (and drop) the body so the connection stays usable
+        async for _chunk in chunks:  # read (and drop) the body so the connection stays usable
             pass
         raise file_problem("must be sent as multipart/form-data, the CSV in a part named file")
-    boundary = params.get(b"boundary")
-    if not boundary:
-        raise APIProblem(
-            400,
-            None,
-            "Invalid batch charge file: multipart/form-data without a boundary.",
-            [("Content-Type", "multipart/form-data without a boundary parameter")],
-        )
     spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - caller closes
     try:
-        state = _FilePart(spool)
-        try:
-            parser = MultipartParser(
-                boundary,
-                {
-                    "on_part_begin": state.on_part_begin,
-                    "on_part_data": state.on_part_data,
-                    "on_part_end": state.on_part_end,
-                    "on_header_field": state.on_header_field,
-                    "on_header_value": state.on_header_value,
-                    "on_header_end": state.on_header_end,
-                    "on_headers_finished": state.on_headers_finished,
-                    "on_end": state.on_end,
-                },
-            )
-        except (FormParserError, ValueError) as exc:
-            raise file_problem(f"has an unusable multipart boundary ({exc})") from None
-        async for chunk in chunks:
-            if state.ended:
-                continue
-            try:
-                parser.write(chunk)
-            except APIProblem:
-                raise
-            except (FormParserError, ValueError) as exc:
-                raise file_problem(f"is in a broken multipart body ({exc})") from None
-        if not state.ended:
-            raise file_problem("is in a multipart body that ends before its closing boundary")
-        if not state.found:
+        sink = _FilePart(spool)
+        await read_multipart(
+            content_type,
+            chunks,
+            sink,
+            bad=_multipart_problem,
+            max_parts=_MAX_PARTS,
+            max_header_bytes=_MAX_HEADER_BYTES,
+        )
+        if not sink.found:
             raise file_problem("is missing: send the CSV in a multipart part named file")
         spool.seek(0)
         return spool
