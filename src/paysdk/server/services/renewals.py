@@ -19,9 +19,9 @@
   second attempt row or a second approved charge of one period: a batch that collides with another
   runner rolls back whole and is claimed again.
 * **Dunning** (D146), per plan: a declined attempt *n* emails ``subPayProblem``; it is retried
-  ``intervalAttempt`` hours later while *n* < ``dailyAttempts`` and the retry falls before the end of the
-  local day ``nextRenewalDate + graceDays``; otherwise the subscription becomes ``inactive``,
-  ``subscriptionSuspended`` is emailed (D147) and the ``subsCallback`` queued (D148).
+  ``intervalAttempt`` hours later while *n* < ``dailyAttempts`` and the run that would retry it falls
+  before the end of the local day ``nextRenewalDate + graceDays``; otherwise the subscription becomes
+  ``inactive``, ``subscriptionSuspended`` is emailed (D147) and the ``subsCallback`` queued (D148).
 """
 
 from __future__ import annotations
@@ -99,15 +99,19 @@ def ensure_schedule(session: Session, now: datetime) -> bool:
 
 def expire_ended(session: Session, now: datetime) -> int:
     """``active`` fixed-term subscriptions whose ``ends_on`` began (its local midnight) at or before
-    ``now`` become ``expired`` (``ended_at``: that midnight). Returns how many."""
+    ``now`` and whose every period was charged become ``expired`` (``ended_at``: that midnight); one
+    still owing a period (retries of an earlier one delayed it) is charged first. Returns how many."""
     horizon = now.astimezone(UTC).date() + timedelta(days=1)  # every zone's today is at most this
     rows = session.execute(
         select(SubscriptionRow.id, SubscriptionRow.ends_on, ClientRow.timezone)
         .join(ClientRow, ClientRow.id == SubscriptionRow.client_id)
+        .join(PlanRow, PlanRow.id == SubscriptionRow.plan_id)
         .where(
             SubscriptionRow.status == "active",
             SubscriptionRow.ends_on.is_not(None),
             SubscriptionRow.ends_on <= horizon,
+            # A period of the term still owed (its retries delayed the next) is charged first.
+            SubscriptionRow.period >= PlanRow.term,
         )
     ).all()
     params: list[dict[str, Any]] = []
@@ -193,7 +197,9 @@ def _retry_at(sub: _Due, plan: PlanRow, timezone: str, now: datetime, attempt: i
     retry = now + timedelta(hours=plan.interval_attempt_hours)
     if plan.grace_days is not None:
         end = local_midnight(sub.next_renewal_date + timedelta(days=plan.grace_days + 1), timezone)
-        if retry >= end:
+        # The retry is made by the first run at or after ``retry`` (the 12-hour grid, D170): that run, not
+        # the retry time, must fall inside the grace window.
+        if first_run_at(retry - timedelta(microseconds=1)) >= end:
             return None
     return retry
 
