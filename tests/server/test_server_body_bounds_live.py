@@ -179,6 +179,31 @@ async def test_four_concurrent_512_mb_bodies_leave_memory_flat_and_health_answer
     assert set(health) == {200}
 
 
+async def test_a_client_still_sending_after_the_413_reads_it_and_no_reset_loses_it(server: Server) -> None:
+    """The lingering close (``paysdk.server.connections``): the server shuts down its sending side and
+    drops what still comes, so a client that goes on sending for a while before it reads still finds
+    the whole answer. Without it the server's close, with the body's bytes unread, resets the
+    connection: the client's next write fails, and asyncio then drops the answer it had not read."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(
+        b"POST /transactions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
+        b"Content-Type: application/json\r\n\r\n"
+    )
+    frame = b"%x\r\n" % len(CHUNK) + CHUNK + b"\r\n"
+    sent, started = 0, time.monotonic()
+    # Past the 1 MiB limit, then on, slowly, for 3 seconds (longer than a fixed 2 s linger, which reset
+    # the connection under a slow client), without reading the answer meanwhile.
+    while sent < 4 * MAX_BODY_BYTES or time.monotonic() - started < 3.0:
+        writer.write(frame)
+        await writer.drain()
+        sent += len(CHUNK)
+        if sent >= 4 * MAX_BODY_BYTES:
+            await asyncio.sleep(0.05)
+    head, body = await asyncio.wait_for(_read_answer(reader), 10)
+    writer.close()
+    _assert_refused(Outcome(head, body, sent), 413, str(MAX_BODY_BYTES))
+
+
 def test_a_declared_length_over_the_limit_is_refused_before_any_byte(server: Server) -> None:
     with socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
         sock.sendall(

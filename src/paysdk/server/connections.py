@@ -6,6 +6,18 @@ for ever. :class:`HeadTimeoutProtocol` (uvicorn's h11 protocol plus one timer) c
 request head is not complete ``head_timeout`` seconds after the connection opened or its last answer
 finished, however many bytes trickled in meanwhile. Request bodies have their own bound
 (:data:`paysdk.server.bodies.BODY_TIMEOUT`, ``408``).
+
+**Lingering close.** A ``413`` or ``408`` is answered while the client is still sending its body, and the
+answer closes the connection. Closing a socket with unread bytes in its receive buffer makes the kernel
+send a reset, and a reset that reaches the client before it read the answer discards the answer from
+the client's buffer: the client sees ``connection reset`` instead of the ``413`` (seen under load). So,
+as nginx's ``lingering_close`` does, when the server closes a connection whose request body is still
+arriving it first shuts down its sending side (the client reads the answer, then end of file), reads
+and discards what still comes, and closes when the client closes (uvicorn's ``eof_received`` lets the
+transport close), when nothing came for :data:`LINGER_IDLE_SECONDS`, or after :data:`LINGER_SECONDS` in
+all (nginx's ``lingering_timeout`` and ``lingering_time``). A client still sending its body keeps the
+linger alive, so a slow client on a loaded machine reads its answer instead of a reset (a fixed 2 s linger
+lost a ``413`` on a loaded CI machine).
 """
 
 from __future__ import annotations
@@ -15,7 +27,60 @@ import asyncio
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HeadTimeoutProtocol", "protocol_with_head_timeout"]
+__all__ = ["LINGER_IDLE_SECONDS", "LINGER_SECONDS", "HeadTimeoutProtocol", "protocol_with_head_timeout"]
+
+#: The longest a closed connection whose request body was still arriving keeps reading (module doc).
+LINGER_SECONDS = 30.0
+#: ... and how long it waits for the next bytes before it closes (module doc).
+LINGER_IDLE_SECONDS = 5.0
+
+
+class _LingeringTransport:
+    """The connection's transport as uvicorn sees it: every call goes to the real one, except a
+    ``close()`` while the request body is still arriving, which lingers (module doc)."""
+
+    def __init__(self, real: asyncio.Transport, protocol: HeadTimeoutProtocol) -> None:
+        self._real = real
+        self._protocol = protocol
+        self.lingering = False
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._deadline = 0.0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._real, name)
+
+    def is_closing(self) -> bool:
+        return self.lingering or self._real.is_closing()
+
+    def close(self) -> None:
+        if (
+            self.lingering
+            or self._real.is_closing()
+            or self._protocol.conn.their_state is not h11.SEND_BODY
+            or not self._real.can_write_eof()
+        ):
+            self._real.close()
+            return
+        self.lingering = True
+        self._real.write_eof()  # the answer, then end of file: nothing the client reads is lost
+        self._real.resume_reading()
+        loop = self._protocol.loop
+        self._deadline = loop.time() + LINGER_SECONDS
+        self._idle_timer = loop.call_later(LINGER_IDLE_SECONDS, self._real.close)
+
+    def drained(self) -> None:
+        """Bytes came while lingering: wait for more, up to :data:`LINGER_SECONDS` in all."""
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        loop = self._protocol.loop
+        wait = min(LINGER_IDLE_SECONDS, self._deadline - loop.time())
+        self._idle_timer = loop.call_later(max(wait, 0.0), self._real.close)
+
+    def stop_lingering(self) -> None:
+        """The connection is gone: no timer left behind."""
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
 
 
 class HeadTimeoutProtocol(H11Protocol):
@@ -41,10 +106,14 @@ class HeadTimeoutProtocol(H11Protocol):
             self.transport.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        self._lingering_transport = _LingeringTransport(transport, self)
+        super().connection_made(self._lingering_transport)  # type: ignore[arg-type]
         self._arm_head_timer()
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering_transport.lingering:
+            self._lingering_transport.drained()  # the rest of a body the answer refused: dropped (module doc)
+            return
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:  # the head is complete: the request is running
             self._disarm_head_timer()
@@ -58,6 +127,7 @@ class HeadTimeoutProtocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_timer()
+        self._lingering_transport.stop_lingering()
         super().connection_lost(exc)
 
 
