@@ -16,6 +16,9 @@
 6. The scheduled charge process: N subscriptions (N = 10,000 and 100,000) made due at once, then ONE
    ``POST /_sandbox/clock/advance`` of 12 hours against the reference server (SQLite) charges all of
    them: charges per second, and the 100k/10k time ratio. Goal <= 11x (time grows linearly).
+7. A 50,000-row xlsx cardholder upload (``benchmarks/bench_cardholders.py``): rows/s (goal >= 5,000),
+   server peak RSS (goal < 200 MB), p99 delay from a row processed to its progress event at the client
+   (goal < 1 s).
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
@@ -552,6 +555,9 @@ def main() -> None:
     growth, speed = bench_upload()
     rows.append(("upload 200 MB peak RSS growth", f"{speed:.0f} MB/s", f"{growth:.1f} MB", "< 50 MB"))
 
+    from benchmarks.bench_cardholders import cardholder_rows  # bulk cardholder upload (issue 11, D186-D188)
+
+    rows.extend(cardholder_rows())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'figures':<30}  {'ratio':>8}  goal")
     for name, figures, ratio_text, goal in rows:

@@ -96,7 +96,11 @@ class _Response:
         self.status_code = exchange.status
         self.headers = Headers(exchange.response_headers)
         self.content_type = self.headers.get("content-type", "").lower()
-        self.data = exchange.response_body or None
+        self.data: Any = exchange.response_body or None  # bytes; the text of an event stream
+        if self.content_type.startswith("text/event-stream") and exchange.response_body:
+            self.data = exchange.response_body.decode(
+                "utf-8"
+            )  # an event stream is text (its schema: a string)
 
 
 @functools.lru_cache(maxsize=8)

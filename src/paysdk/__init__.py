@@ -80,6 +80,7 @@ from paysdk._errors import (
 if TYPE_CHECKING:
     from paysdk._backoffice_auth import BackofficeCredentials, BackofficeUser, backoffice_store_key
     from paysdk._client import AsyncClient, Client
+    from paysdk._deprecation import PaysdkDeprecationWarning
     from paysdk._environment import Environment
     from paysdk._file_upload import FileUpload
     from paysdk._pipeline import APIResponse, CallOptions, PostCallOptions, ResponseInfo
@@ -98,7 +99,9 @@ if TYPE_CHECKING:
     from paysdk._tokens import StoredTokens
     from paysdk._types import NOT_GIVEN, NotGiven
     from paysdk._wallet_auth import UserSession, WalletCredentials, wallet_store_key
+    from paysdk.contracts.reconciliation import ReconciliationReport
     from paysdk.contracts.subscriptions import Subscription, SubscriptionCharge, VerifyCard
+    from paysdk.contracts.terminal import CaptureMode, TerminalPayment, TerminalStatus
     from paysdk.resources.batch_charges import (
         BatchChargeReport,
         BatchChargeRow,
@@ -108,6 +111,7 @@ if TYPE_CHECKING:
         CsvValidationError,
         read_charges_csv,
     )
+    from paysdk.resources.cardholders import CardholderBatchResult
 
 #: Where each public name other than the errors lives. ``import paysdk`` loads only the exception tree:
 #: a name's module is imported the first time the name is used (``paysdk.Client``, ``from paysdk import
@@ -123,6 +127,7 @@ _LAZY: dict[str, str] = {
     "BackofficeUser": "paysdk._backoffice_auth",
     "backoffice_store_key": "paysdk._backoffice_auth",
     "FileUpload": "paysdk._file_upload",
+    "PaysdkDeprecationWarning": "paysdk._deprecation",
     "APIResponse": "paysdk._pipeline",
     "CallOptions": "paysdk._pipeline",
     "PostCallOptions": "paysdk._pipeline",
@@ -151,9 +156,14 @@ _LAZY: dict[str, str] = {
     "ChargesCsvPart": "paysdk.resources.batch_charges",
     "CsvValidationError": "paysdk.resources.batch_charges",
     "read_charges_csv": "paysdk.resources.batch_charges",
+    "CardholderBatchResult": "paysdk.resources.cardholders",
     "Subscription": "paysdk.contracts.subscriptions",
     "SubscriptionCharge": "paysdk.contracts.subscriptions",
     "VerifyCard": "paysdk.contracts.subscriptions",
+    "CaptureMode": "paysdk.contracts.terminal",
+    "TerminalPayment": "paysdk.contracts.terminal",
+    "TerminalStatus": "paysdk.contracts.terminal",
+    "ReconciliationReport": "paysdk.contracts.reconciliation",
 }
 
 __all__ = [
@@ -179,11 +189,13 @@ __all__ = [
     "CallbackBodyTooLargeError",
     "CallbackError",
     "CallbackPayloadError",
+    "CaptureMode",
     "CardAlreadyLinkedError",
     "CardNotActiveError",
     "CardNotFoundError",
     "CardNotFundableError",
     "CardPermissionDeniedError",
+    "CardholderBatchResult",
     "ChargesCsv",
     "ChargesCsvPart",
     "Client",
@@ -213,10 +225,12 @@ __all__ = [
     "PasswordMismatchError",
     "PasswordTooWeakError",
     "PaySDKError",
+    "PaysdkDeprecationWarning",
     "PermissionDeniedError",
     "PermissionNotFoundError",
     "PostCallOptions",
     "RateLimitError",
+    "ReconciliationReport",
     "RedisTokenStore",
     "RefreshTokenReusedError",
     "RequestError",
@@ -229,6 +243,8 @@ __all__ = [
     "StoredTokens",
     "Subscription",
     "SubscriptionCharge",
+    "TerminalPayment",
+    "TerminalStatus",
     "TokenExpiredError",
     "TokenInvalidError",
     "TokenRevokedError",

@@ -40,6 +40,7 @@ from paysdk._credentials import (
     needs_token_manager,
     recovery_codes,
 )
+from paysdk._deprecation import warn_once
 from paysdk._environment import Environment
 from paysdk._errors import AuthenticationError, ValidationError
 from paysdk._logging import LOGGER_NAME, setup_from_env
@@ -84,9 +85,13 @@ from paysdk._wallet_auth import (
 )
 from paysdk.resources._base import Parsed, Raw
 from paysdk.resources.alternative_payments import AlternativePayments, AsyncAlternativePayments
+from paysdk.resources.backoffice import AsyncBackoffice, Backoffice
+from paysdk.resources.onboarding import AsyncOnboarding, Onboarding
 from paysdk.resources.payment_links import AsyncPaymentLinks, PaymentLinks
+from paysdk.resources.reconciliation import AsyncReconciliation, Reconciliation
 from paysdk.resources.sandbox import AsyncSandbox, Sandbox
 from paysdk.resources.subscriptions import AsyncSubscriptions, Subscriptions
+from paysdk.resources.terminal import AsyncTerminal, Terminal
 from paysdk.resources.wallet import AsyncWallet, Wallet
 
 __all__ = ["AsyncClient", "AsyncClientWithRawResponse", "Client", "ClientWithRawResponse"]
@@ -248,6 +253,10 @@ class AsyncClientWithRawResponse:
         self.wallet: AsyncWallet[Raw] = AsyncWallet(client, raw=True)
         self.sandbox: AsyncSandbox[Raw] = AsyncSandbox(client, raw=True)
         self.subscriptions: AsyncSubscriptions[Raw] = AsyncSubscriptions(client, raw=True)
+        self.backoffice: AsyncBackoffice[Raw] = AsyncBackoffice(client, raw=True)
+        self.terminal: AsyncTerminal[Raw] = AsyncTerminal(client, raw=True)
+        self.reconciliation: AsyncReconciliation[Raw] = AsyncReconciliation(client, raw=True)
+        self.onboarding: AsyncOnboarding[Raw] = AsyncOnboarding(client, raw=True)
 
 
 class AsyncClient:
@@ -289,7 +298,7 @@ class AsyncClient:
     Every credential an operation can name is listed in :mod:`paysdk._credentials`.
 
     Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`wallet`, :attr:`sandbox`,
-    :attr:`subscriptions` (wallet application token, D138).
+    :attr:`subscriptions` (wallet application token, D138), :attr:`backoffice` (D184).
     Every method takes the per-call options ``timeout=``, ``extra_headers=`` and, on POSTs,
     ``idempotency_key=`` (:class:`~paysdk.CallOptions`). :attr:`with_raw_response` returns each call's
     answer metadata with its result; :attr:`last_response` holds the metadata of the last answer
@@ -301,6 +310,10 @@ class AsyncClient:
     wallet: AsyncWallet[Parsed]
     sandbox: AsyncSandbox[Parsed]
     subscriptions: AsyncSubscriptions[Parsed]
+    backoffice: AsyncBackoffice[Parsed]
+    terminal: AsyncTerminal[Parsed]
+    reconciliation: AsyncReconciliation[Parsed]
+    onboarding: AsyncOnboarding[Parsed]
     _raw_view: AsyncClientWithRawResponse | None
 
     def __init__(
@@ -351,6 +364,7 @@ class AsyncClient:
         #: Metadata of the last answer this client received (``None`` before any, or after a
         #: connection error). In concurrent code, prefer the attributes of the result or error.
         self.last_response: ResponseInfo | None = None
+        self._deprecations_seen: set[str] = set()  # operations warned about (D196)
         #: The token-managed credentials this client holds, by credential name.
         self._providers = self._make_token_providers()
         self._bind_resources()
@@ -370,6 +384,10 @@ class AsyncClient:
         self.wallet = AsyncWallet(self)
         self.sandbox = AsyncSandbox(self)
         self.subscriptions = AsyncSubscriptions(self)
+        self.backoffice = AsyncBackoffice(self)
+        self.terminal = AsyncTerminal(self)
+        self.reconciliation = AsyncReconciliation(self)
+        self.onboarding = AsyncOnboarding(self)
 
     def _make_token_providers(self) -> dict[str, AsyncTokenManager]:
         env, store = self._config.environment, self._token_store
@@ -567,6 +585,7 @@ class AsyncClient:
         info = None
         if isinstance(outcome, httpx.Response):
             info = response_info(op, outcome, attempts=attempt, elapsed=elapsed)
+            warn_once(self._deprecations_seen, op.method, op.path, outcome.headers)  # D196
         self.last_response = info
         secrets = (*config.secrets(), *credential_secrets(credential))
         result = result_from_outcome(
@@ -615,6 +634,10 @@ class ClientWithRawResponse:
         self.wallet: Wallet[Raw] = Wallet(client, raw=True)
         self.sandbox: Sandbox[Raw] = Sandbox(client, raw=True)
         self.subscriptions: Subscriptions[Raw] = Subscriptions(client, raw=True)
+        self.backoffice: Backoffice[Raw] = Backoffice(client, raw=True)
+        self.terminal: Terminal[Raw] = Terminal(client, raw=True)
+        self.reconciliation: Reconciliation[Raw] = Reconciliation(client, raw=True)
+        self.onboarding: Onboarding[Raw] = Onboarding(client, raw=True)
 
 
 class Client:
@@ -656,7 +679,7 @@ class Client:
     Every credential an operation can name is listed in :mod:`paysdk._credentials`.
 
     Resources: :attr:`payment_links`, :attr:`alternative_payments`, :attr:`wallet`, :attr:`sandbox`,
-    :attr:`subscriptions` (wallet application token, D138).
+    :attr:`subscriptions` (wallet application token, D138), :attr:`backoffice` (D184).
     Every method takes the per-call options ``timeout=``, ``extra_headers=`` and, on POSTs,
     ``idempotency_key=`` (:class:`~paysdk.CallOptions`). :attr:`with_raw_response` returns each call's
     answer metadata with its result; :attr:`last_response` holds the metadata of the last answer
@@ -668,6 +691,10 @@ class Client:
     wallet: Wallet[Parsed]
     sandbox: Sandbox[Parsed]
     subscriptions: Subscriptions[Parsed]
+    backoffice: Backoffice[Parsed]
+    terminal: Terminal[Parsed]
+    reconciliation: Reconciliation[Parsed]
+    onboarding: Onboarding[Parsed]
     _raw_view: ClientWithRawResponse | None
 
     def __init__(
@@ -718,6 +745,7 @@ class Client:
         #: Metadata of the last answer this client received (``None`` before any, or after a
         #: connection error). In concurrent code, prefer the attributes of the result or error.
         self.last_response: ResponseInfo | None = None
+        self._deprecations_seen: set[str] = set()  # operations warned about (D196)
         #: The token-managed credentials this client holds, by credential name.
         self._providers = self._make_token_providers()
         self._bind_resources()
@@ -737,6 +765,10 @@ class Client:
         self.wallet = Wallet(self)
         self.sandbox = Sandbox(self)
         self.subscriptions = Subscriptions(self)
+        self.backoffice = Backoffice(self)
+        self.terminal = Terminal(self)
+        self.reconciliation = Reconciliation(self)
+        self.onboarding = Onboarding(self)
 
     def _make_token_providers(self) -> dict[str, TokenManager]:
         env, store = self._config.environment, self._token_store
@@ -932,6 +964,7 @@ class Client:
         info = None
         if isinstance(outcome, httpx.Response):
             info = response_info(op, outcome, attempts=attempt, elapsed=elapsed)
+            warn_once(self._deprecations_seen, op.method, op.path, outcome.headers)  # D196
         self.last_response = info
         secrets = (*config.secrets(), *credential_secrets(credential))
         result = result_from_outcome(

@@ -51,6 +51,7 @@ import httpx
 import pydantic
 
 from paysdk import _json
+from paysdk._credentials import CredentialValue
 from paysdk._errors import APIError, PaySDKError, ResponseTooLargeError
 from paysdk._pipeline import (
     MAX_RETRY_AFTER,
@@ -132,6 +133,9 @@ class StreamOperation:
     read_timeout: float | None = None
     last_event_id: str | None = None
     policy: StreamPolicy = field(default_factory=lambda: StreamPolicy())
+    #: Called with the stream's progress each time a dropped connection is about to be reopened (after
+    #: the INFO line), e.g. to warn once that the service may resume elsewhere (D188, D221).
+    on_reconnect: Callable[[StreamProgress], None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,11 +308,17 @@ def stream_timeout(config: ClientConfig, read_timeout: float | None) -> httpx.Ti
     return httpx.Timeout(connect=base.connect, read=read_timeout, write=base.write, pool=base.pool)
 
 
-def stream_request(stream: StreamOperation, config: ClientConfig, progress: StreamProgress) -> httpx.Request:
+def stream_request(
+    stream: StreamOperation,
+    config: ClientConfig,
+    progress: StreamProgress,
+    credential: CredentialValue | None = None,
+) -> httpx.Request:
     """The request of one connection: ``Accept: text/event-stream``, ``Cache-Control: no-store``, and
-    ``Last-Event-ID`` once an id is known."""
+    ``Last-Event-ID`` once an id is known. ``credential``: the access token of a token-managed
+    credential (``backoffice_user``...), obtained by the shell for this connection."""
     op = dataclasses.replace(stream.op, timeout=stream_timeout(config, stream.read_timeout))
-    request = build_request(op, config, None, attempt=1)
+    request = build_request(op, config, None, attempt=1, credential=credential)
     request.headers["Accept"] = EVENT_STREAM
     request.headers["Cache-Control"] = "no-store"
     last = progress.last_event_id if progress.last_event_id is not None else stream.last_event_id

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeAlias, TypeVar, cast
 import httpx
 import pydantic
 
+from paysdk._credentials import credential_for, needs_token_manager, recovery_codes
+from paysdk._errors import AuthenticationError
 from paysdk._pipeline import buffered_response, unexpected_response
 from paysdk._sse import (
     ENDED,
@@ -114,8 +116,15 @@ class AsyncEventStream(Generic[E]):
     async def _run(client: AsyncClient, stream: StreamOperation, progress: StreamProgress) -> AsyncEventGen:
         config = client._config
         secrets = config.secrets()
+        # A token-managed credential (a backoffice user token...): a token per connection from the
+        # client's manager (refreshed when due), and one recovery after a 401 it can fix (D184, D221).
+        credential = credential_for(stream.op.auth)
+        tokens = client._token_provider(credential) if needs_token_manager(stream.op.auth) else None
+        codes = recovery_codes(credential, None)
+        recovered = False
         while True:
-            request = stream_request(stream, config, progress)
+            token = None if tokens is None else await tokens.token()
+            request = stream_request(stream, config, progress, token)
             outcome: StreamOutcome
             try:
                 response = await client._http.send(request, stream=True)
@@ -132,6 +141,7 @@ class AsyncEventStream(Generic[E]):
                         outcome = buffered_response(response, body[: config.max_response_bytes])
                     else:
                         progress.opened = True
+                        recovered = False
                         decoder = EventDecoder(stream.policy.max_event_bytes)
                         try:
                             async for chunk in response.aiter_bytes():
@@ -144,6 +154,17 @@ class AsyncEventStream(Generic[E]):
                             outcome = exc
                 finally:
                     await response.aclose()
+            if (
+                tokens is not None
+                and token is not None
+                and not recovered
+                and isinstance(outcome, httpx.Response)
+            ):
+                refused = final_error(stream, outcome, attempts=progress.failures + 1, secrets=secrets)
+                if isinstance(refused, AuthenticationError) and refused.own_code in codes:
+                    recovered = True
+                    await tokens.recover(token, refused)
+                    continue
             decision = reconnect_decision(
                 outcome, progress, config, stream.policy, rng=client._random, now=client._now
             )
@@ -155,6 +176,8 @@ class AsyncEventStream(Generic[E]):
             progress.failures += 1
             progress.reconnects += 1
             log_reconnect(stream, progress, decision)
+            if stream.on_reconnect is not None:
+                stream.on_reconnect(progress)
             await client._sleep(decision.delay)
 
 
@@ -206,8 +229,15 @@ class EventStream(Generic[E]):
     def _run(client: Client, stream: StreamOperation, progress: StreamProgress) -> EventGen:
         config = client._config
         secrets = config.secrets()
+        # A token-managed credential (a backoffice user token...): a token per connection from the
+        # client's manager (refreshed when due), and one recovery after a 401 it can fix (D184, D221).
+        credential = credential_for(stream.op.auth)
+        tokens = client._token_provider(credential) if needs_token_manager(stream.op.auth) else None
+        codes = recovery_codes(credential, None)
+        recovered = False
         while True:
-            request = stream_request(stream, config, progress)
+            token = None if tokens is None else tokens.token()
+            request = stream_request(stream, config, progress, token)
             outcome: StreamOutcome
             try:
                 response = client._http.send(request, stream=True)
@@ -224,6 +254,7 @@ class EventStream(Generic[E]):
                         outcome = buffered_response(response, body[: config.max_response_bytes])
                     else:
                         progress.opened = True
+                        recovered = False
                         decoder = EventDecoder(stream.policy.max_event_bytes)
                         try:
                             for chunk in response.iter_bytes():
@@ -236,6 +267,17 @@ class EventStream(Generic[E]):
                             outcome = exc
                 finally:
                     response.close()
+            if (
+                tokens is not None
+                and token is not None
+                and not recovered
+                and isinstance(outcome, httpx.Response)
+            ):
+                refused = final_error(stream, outcome, attempts=progress.failures + 1, secrets=secrets)
+                if isinstance(refused, AuthenticationError) and refused.own_code in codes:
+                    recovered = True
+                    tokens.recover(token, refused)
+                    continue
             decision = reconnect_decision(
                 outcome, progress, config, stream.policy, rng=client._random, now=client._now
             )
@@ -247,6 +289,8 @@ class EventStream(Generic[E]):
             progress.failures += 1
             progress.reconnects += 1
             log_reconnect(stream, progress, decision)
+            if stream.on_reconnect is not None:
+                stream.on_reconnect(progress)
             client._sleep(decision.delay)
 
 

@@ -35,7 +35,7 @@ __all__ = [
 
 PROFILE_FILE = "profiles.json"
 #: The keys a profile may hold. None of them is a secret.
-PROFILE_KEYS = ("base_url", "client", "merchant")
+PROFILE_KEYS = ("base_url", "client", "merchant", "backoffice_merchant", "backoffice_operator")
 
 
 def config_dir() -> Path:

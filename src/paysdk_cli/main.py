@@ -17,6 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from paysdk_cli._app import CONTEXT_SETTINGS
+from paysdk_cli._deprecations import deprecation_notices
 from paysdk_cli._state import DEFAULT_BASE_URL, DEFAULT_PROFILE, OutputFormat, State
 
 __all__ = ["FAMILIES", "app", "run"]
@@ -44,7 +45,32 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
         "app",
         "Subscriptions: verify a card to create one, cancel, change its email, payment history.",
     ),
+    "leads": (
+        "paysdk_cli.commands.onboarding",
+        "app",
+        "Merchant onboarding: a lead and its documents.",
+    ),
     "charges": ("paysdk_cli.commands.charges", "app", "Batch charges of subscriptions from a CSV file."),
+    "backoffice": (
+        "paysdk_cli.commands.backoffice",
+        "app",
+        "The backoffice session: the application's key and an operator's email and password.",
+    ),
+    "cardholders": (
+        "paysdk_cli.commands.cardholders",
+        "app",
+        "Cardholders: bulk upload with live progress, operator card association.",
+    ),
+    "terminal": (
+        "paysdk_cli.commands.terminal",
+        "app",
+        "Terminal (POS) payments with two-step capture.",
+    ),
+    "reconciliation": (
+        "paysdk_cli.commands.reconciliation",
+        "app",
+        "Reconcile the processor's daily settlement CSV with your settled terminal payments.",
+    ),
     "sandbox": ("paysdk_cli.commands.sandbox", "app", "Control plane of the local reference server."),
     "serve": ("paysdk_cli.commands.serve", "app", "Run the local reference server."),
 }
@@ -57,6 +83,7 @@ Exit codes:
   3  serve: the address is in use
   4  authentication (HTTP 401/403, or no merchant token / wallet key)
   5  charges upload: some rows not charged (refused, declined or unknown)
+     cardholders upload/progress: some rows failed
   6  the API refused the request (other HTTP 4xx)
   7  the API failed (HTTP 5xx, an off-contract answer) or could not be reached
 \b
@@ -161,6 +188,7 @@ def main(
     if output is None:
         output = OutputFormat.table if sys.stdout.isatty() else OutputFormat.json
     ctx.obj = State(profile=profile, base_url_option=base_url or None, output=output, verbose=verbose)
+    ctx.with_resource(deprecation_notices())  # one stderr notice per deprecated operation (D196)
     if verbose or "paysdk_cli._context" in sys.modules or os.environ.get("PAYSDK_LOG"):
         from paysdk_cli._context import configure_logging
 

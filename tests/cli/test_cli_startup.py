@@ -143,7 +143,19 @@ def test_command_tree() -> None:
         "plan",
         "subscriptions",
         "subscription",
+        "terminal",
+        "lead",
+        "deprecations",
+        "backoffice",
+        "processor",
     }
+    assert set(sandbox.commands["backoffice"].commands) == {"operator", "partner"}
+    assert set(sandbox.commands["processor"].commands) == {"secret", "settle", "pay-out", "feed"}
+    assert set(sandbox.commands["terminal"].commands) == {"affiliation", "show"}
+    assert set(load_family("terminal").commands) == {"create", "capture", "void", "refund"}
+    assert set(sandbox.commands["lead"].commands) == {"show", "approve", "reject"}
+    assert set(sandbox.commands["deprecations"].commands) == {"set", "clear", "list"}
+    assert set(load_family("leads").commands) == {"create", "upload"}
     assert set(sandbox.commands["plan"].commands) == {"create", "show"}
     assert set(sandbox.commands["subscriptions"].commands) == {"create"}
     assert set(load_family("subscriptions").commands) == {"verify-card", "cancel", "update-email", "history"}

@@ -163,6 +163,27 @@ def test_wallet_cards(live_server: str) -> None:
     assert merchant.signing_private_key not in out
 
 
+def test_terminal_payment(live_server: str) -> None:
+    env, sandbox = _merchant_env(live_server)
+    with sandbox:
+        out = _run("terminal_payment.py", env).stdout
+    assert "status=authorized" in out
+    assert "status=captured captured=72.50" in out
+    assert "refund refused before settlement" in out
+    assert "status=paid_out" in out
+    assert "status=paid_out refunded=12.50" in out
+
+
+def test_reconciliation(live_server: str) -> None:
+    env, sandbox = _merchant_env(live_server)
+    with sandbox:
+        out = _run("reconciliation.py", env).stdout
+    assert out.count("notification applied=True status=settled") == 2
+    assert "same notification again applied=False code=duplicate" in out
+    assert "matched=1 mismatch=1 unknown=1" in out
+    assert "expected 30.50, file says 30.00" in out
+
+
 def test_readme_python_snippets(live_server: str, tmp_path: Path) -> None:
     """The README's snippets as a reader runs them: ``"..."`` is the merchant token, the local address is
     the live server's, and the names the README leaves to the reader are set first (:data:`given`)."""
@@ -204,3 +225,17 @@ def test_batch_charges(live_server: str) -> None:
     assert "uploaded again: 3 charged rows answered with their earlier charge: True" in out
     assert out.count(": charged sch_") == 3
     assert "30.50" in out
+
+
+def test_onboarding(live_server: str) -> None:
+    env, sandbox = _merchant_env(live_server)
+    out = _run("onboarding.py", env).stdout
+    lead_id = out.split("lead=")[1].split()[0]
+    assert out.count("document=") == 3
+    slug = out.split("approved: client=")[1].split()[0]
+    uid = out.split("first payment link: uid=")[1].split()[0]
+    held = sandbox.sandbox.leads.get(lead_id)
+    assert (held.status, held.client_slug, len(held.documents)) == ("approved", slug, 3)
+    assert sandbox.sandbox.transaction(uid).amount == paysdk._json.loads(b"25.00")
+    assert env["PAYSDK_MERCHANT_TOKEN"] not in out
+    sandbox.close()

@@ -312,8 +312,27 @@ _ARGUMENTS: dict[str, Any] = {
     "sub_uid": "sub_1",
     "subscription_id": "sub_1",
     "file": b"subscriptionId,amount,reference\nsub_1,1.00,r-1\n",
+    "partner_id": "acme",
+    "cardholder_id": "usr_1",
+    "batch_id": "bat_1",
+    "affiliation": "1234567890",
+    "csv_file": b"settlementDate,paymentId,amount,currency\n2026-01-05,tpm_1,1.00,GTQ\n",
     "part": paysdk.read_charges_csv(b"subscriptionId,amount,reference\nsub_1,1.00,r-1\n").parts[0],
+    "currency": "GTQ",  # terminal payments
+    "terminal_id": "POS-1",
+    "card_number": "4242424242424242",
+    "expiry_month": 12,
+    "expiry_year": 2030,
+    "payment_id": "tpm_000000000000000000000001",
+    "business": {"legal_name": "Sol S.A.", "tax_id": "1234567-8"},
+    "contact": {"name": "Ana", "email": "ana@example.com"},
+    "country": "GT",
+    "channels": ["wa"],
+    "currencies": ["GTQ"],
+    "lead_id": "lead_1",
 }
+#: Arguments of one method that differ from :data:`_ARGUMENTS` (by method name), optional ones included.
+_PER_METHOD: dict[str, dict[str, Any]] = {"upload_document": {"file": b"%PDF-1.4\n", "file_name": "deed.pdf"}}
 
 
 def _template(key: str) -> tuple[str, re.Pattern[str], int]:
@@ -340,6 +359,9 @@ def _arguments(function: Any, session: Any) -> dict[str, Any]:
         if parameter.kind is inspect.Parameter.VAR_KEYWORD:  # the per-call options
             continue
         values[name] = session if name == "session" else _ARGUMENTS[name]
+    if "filename" in inspect.signature(function).parameters:  # bytes need a name that tells their kind
+        values["filename"] = "file.csv"
+    values.update(_PER_METHOD.get(function.__name__, {}))
     return values
 
 
@@ -362,12 +384,15 @@ def test_every_sdk_method_sends_the_operation_it_is_mapped_to(kind: str) -> None
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append((request.method, request.url.path))
-        if request.url.path == "/rest/auth/login":
+        if request.url.path in ("/rest/auth/login", "/cms/rest/app/auth/login", "/cms/rest/app/users/login"):
             return httpx.Response(200, json=_PAIR)
         raise _Sent
 
     environment = paysdk.Environment.local("http://testserver")
     wallet = paysdk.WalletCredentials("shop", bytes(32))
+    backoffice = paysdk.BackofficeCredentials(
+        "shop", bytes(32), user=paysdk.BackofficeUser("op@example.com", "pw")
+    )
     session = paysdk.UserSession.from_pair(TokenPair.model_validate(_PAIR["data"]), now=0)
     reached: dict[str, str | None] = {}
     names = [(key, name) for key, (_, reach) in _reaches().items() for name in reach.sdk]
@@ -379,6 +404,7 @@ def test_every_sdk_method_sends_the_operation_it_is_mapped_to(kind: str) -> None
                 merchant_token="t",
                 environment=environment,
                 wallet=wallet,
+                backoffice=backoffice,
                 transport=httpx.MockTransport(handler),
             ) as client:
                 method = _resolve(client, name)
@@ -391,6 +417,7 @@ def test_every_sdk_method_sends_the_operation_it_is_mapped_to(kind: str) -> None
                     merchant_token="t",
                     environment=environment,
                     wallet=wallet,
+                    backoffice=backoffice,
                     transport=httpx.MockTransport(handler),
                 ) as client:
                     method = _resolve(client, name)

@@ -74,6 +74,11 @@ from paysdk.resources._validation import (
     path_segment,
     validation_error_from,
 )
+from paysdk.resources.sandbox_backoffice import AsyncSandboxBackoffice, SandboxBackoffice
+from paysdk.resources.sandbox_deprecations import AsyncSandboxDeprecations, SandboxDeprecations
+from paysdk.resources.sandbox_onboarding import AsyncSandboxLeads, SandboxLeads
+from paysdk.resources.sandbox_processor import AsyncSandboxProcessor, SandboxProcessor
+from paysdk.resources.sandbox_terminal import AsyncSandboxTerminal, SandboxTerminal
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -676,6 +681,11 @@ class AsyncSandbox(AsyncResource[M]):
         self.uploads: AsyncUploads[M] = AsyncUploads(client, raw=raw)
         self.plans: AsyncPlans[M] = AsyncPlans(client, raw=raw)
         self.subscriptions: AsyncSandboxSubscriptions[M] = AsyncSandboxSubscriptions(client, raw=raw)
+        self.backoffice: AsyncSandboxBackoffice[M] = AsyncSandboxBackoffice(client, raw=raw)
+        self.terminal: AsyncSandboxTerminal[M] = AsyncSandboxTerminal(client, raw=raw)
+        self.processor: AsyncSandboxProcessor[M] = AsyncSandboxProcessor(client, raw=raw)
+        self.leads: AsyncSandboxLeads[M] = AsyncSandboxLeads(client, raw=raw)
+        self.deprecations: AsyncSandboxDeprecations[M] = AsyncSandboxDeprecations(client, raw=raw)
 
     def events(
         self,
@@ -769,6 +779,11 @@ class Sandbox(Resource[M]):
         self.uploads: Uploads[M] = Uploads(client, raw=raw)
         self.plans: Plans[M] = Plans(client, raw=raw)
         self.subscriptions: SandboxSubscriptions[M] = SandboxSubscriptions(client, raw=raw)
+        self.backoffice: SandboxBackoffice[M] = SandboxBackoffice(client, raw=raw)
+        self.terminal: SandboxTerminal[M] = SandboxTerminal(client, raw=raw)
+        self.processor: SandboxProcessor[M] = SandboxProcessor(client, raw=raw)
+        self.leads: SandboxLeads[M] = SandboxLeads(client, raw=raw)
+        self.deprecations: SandboxDeprecations[M] = SandboxDeprecations(client, raw=raw)
 
     def events(
         self,

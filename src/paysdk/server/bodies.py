@@ -79,10 +79,16 @@ UPLOAD_TIMEOUT = 600.0
 UPLOAD_ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", "/_sandbox/uploads"),
     ("POST", "/v1/subscriptions/charges/upload-csv"),
+    ("POST", "/cms/rest/app/partners/{partnerId}/cardholders/upload"),
+    ("POST", "/reports/payfac/conciliation/upload/{affiliation}"),
+    ("POST", "/leads/files/upload/{fileName}"),
 )
 #: Upload routes with a smaller bound than the server's ``upload_limit`` (exact paths): the batch charge
 #: CSV takes at most 16 MiB (D156: 5,000 rows never need more).
 UPLOAD_ROUTE_LIMITS: dict[tuple[str, str], int] = {("POST", "/v1/subscriptions/charges/upload-csv"): 16 << 20}
+#: An onboarding document takes at most 10 MiB (D195); a route with a ``{name}`` segment is matched as
+#: :data:`UPLOAD_ROUTES` are.
+UPLOAD_ROUTE_LIMITS[("POST", "/leads/files/upload/{fileName}")] = 10 << 20
 #: The body types an upload route takes (media types, lower case).
 UPLOAD_CONTENT_TYPES = (b"multipart/form-data", b"application/octet-stream")
 
@@ -90,6 +96,13 @@ _UPLOAD_EXACT = frozenset((method, path) for method, path in UPLOAD_ROUTES if "{
 _UPLOAD_PATTERNS = tuple(
     (method, re.compile(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(path)) + "/?"))
     for method, path in UPLOAD_ROUTES
+    if "{" in path
+)
+
+#: The bounds of :data:`UPLOAD_ROUTE_LIMITS` whose paths have a ``{name}`` segment, as patterns.
+_LIMIT_PATTERNS = tuple(
+    (method, re.compile(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(path)) + "/?"), limit)
+    for (method, path), limit in UPLOAD_ROUTE_LIMITS.items()
     if "{" in path
 )
 
@@ -205,6 +218,15 @@ class BodyBounds:
     def upload_limit_of(self, scope: Scope) -> int:
         """:attr:`upload_limit`, or the upload route's own smaller bound (:data:`UPLOAD_ROUTE_LIMITS`)."""
         own = UPLOAD_ROUTE_LIMITS.get((scope["method"], scope["path"].rstrip("/") or "/"))
+        if own is None and _LIMIT_PATTERNS:
+            own = next(
+                (
+                    n
+                    for m, pattern, n in _LIMIT_PATTERNS
+                    if m == scope["method"] and pattern.fullmatch(scope["path"])
+                ),
+                None,
+            )
         return self.upload_limit if own is None else min(own, self.upload_limit)
 
     def _enter(self, reader: BoundedReceive, loop: asyncio.AbstractEventLoop) -> None:

@@ -31,25 +31,47 @@ from fastapi import APIRouter
 from fastapi.routing import APIRoute
 from sqlalchemy.orm import DeclarativeBase
 
-from paysdk._environment import CHECKOUT_PREFIX, WALLET_PREFIX
-from paysdk.server import subscription_tables, wallet_tables
+from paysdk._environment import CHECKOUT_PREFIX, CMS_PREFIX, WALLET_PREFIX
+from paysdk.server import (
+    backoffice_tables,
+    cardholder_tables,
+    deprecation_tables,
+    onboarding_tables,
+    subscription_tables,
+    wallet_tables,
+)
 from paysdk.server.db import CORE_TABLES, Base
 from paysdk.server.routers import (
     alternative_payments,
+    backoffice,
     batch_charges,
+    cardholders,
     checkout,
+    onboarding,
     payment_links,
+    reconciliation,
     sandbox,
+    sandbox_backoffice,
+    sandbox_deprecations,
+    sandbox_onboarding,
+    sandbox_processor,
     sandbox_subscriptions,
+    sandbox_terminal,
     sandbox_wallet,
     subscriptions,
+    terminal,
     wallet_auth,
     wallet_cards,
     wallet_users,
+    webhooks,
 )
 from paysdk.server.scheduler import BUILTIN_KINDS, JobHandler
+from paysdk.server.services import cardholders as cardholders_service
 from paysdk.server.services import renewals
+from paysdk.server.services import terminal as terminal_service
 from paysdk.server.services import wallet_cards as wallet_cards_service
+from paysdk.server.terminal_tables import TERMINAL_RESET_ORDER
+from paysdk.server.webhooks_tables import ProcessorSecretRow
 
 __all__ = [
     "FAMILIES",
@@ -282,10 +304,109 @@ SUBSCRIPTIONS = Family(
     jobs={renewals.JOB_KIND: renewals.run_renewals},
 )
 
+_C = CMS_PREFIX
+BACKOFFICE = Family(
+    name="backoffice",
+    prefixes=(CMS_PREFIX,),
+    routers=((CMS_PREFIX, backoffice.router), (CMS_PREFIX, cardholders.router)),
+    # Children first: the cardholder batches reference partners (D184, D185).
+    tables=(*cardholder_tables.CARDHOLDER_RESET_ORDER, *backoffice_tables.BACKOFFICE_RESET_ORDER),
+    jobs={cardholders_service.JOB_KIND: cardholders_service.run_batch},
+    sdk_resources=("backoffice",),
+    cli_groups=("backoffice", "cardholders"),
+    operations={
+        f"POST {_C}/app/auth/login": _reach("backoffice.login", "backoffice login"),
+        f"POST {_C}/app/auth/refresh": _reach(no_sdk=Left.AUTOMATIC_REFRESH, no_cli=Left.AUTOMATIC_REFRESH),
+        f"POST {_C}/app/users/login": _reach("backoffice.login_user", "backoffice login"),
+        f"POST {_C}/app/users/refresh": _reach(no_sdk=Left.AUTOMATIC_REFRESH, no_cli=Left.AUTOMATIC_REFRESH),
+        f"POST {_C}/app/partners/{{partnerId}}/cardholders/{{cardholderId}}/cards/association": _reach(
+            "backoffice.associate_card", "cardholders associate-card"
+        ),
+        f"POST {_C}/app/partners/{{partnerId}}/cardholders/upload": _reach(
+            "backoffice.cardholders.upload", "cardholders upload"
+        ),
+        # The SDK's iterator, backoffice.cardholders.progress, is no coroutine (it opens the stream when
+        # iterated): its waiting twin stands for the operation here (D122).
+        f"GET {_C}/app/partners/{{partnerId}}/cardholders/batch/{{batchId}}/progress": Reach(
+            sdk=("backoffice.cardholders.wait",), cli=("cardholders progress", "cardholders upload")
+        ),
+    },
+)
+
+TERMINAL = Family(
+    name="terminal",
+    prefixes=("/terminal-payment",),
+    routers=(("", terminal.router),),
+    tables=TERMINAL_RESET_ORDER,
+    jobs={
+        terminal_service.SETTLEMENT_JOB: terminal_service.run_settlement,
+        terminal_service.LAPSE_JOB: terminal_service.lapse_authorization,
+    },
+    sdk_resources=("terminal",),
+    cli_groups=("terminal",),
+    operations={
+        "POST /terminal-payment": _reach("terminal.create", "terminal create"),
+        "PATCH /terminal-payment/{id}": Reach(
+            sdk=("terminal.capture", "terminal.void", "terminal.refund"),
+            cli=("terminal capture", "terminal void", "terminal refund"),
+        ),
+    },
+)
+
+WEBHOOKS = Family(
+    name="webhooks",
+    prefixes=("/webhooks",),
+    routers=(("", webhooks.router),),
+    kept_tables=(ProcessorSecretRow,),  # the processor secret survives resets (D193)
+    idempotent_posts=False,  # each notification and event carries its own id (D193, D240)
+    cli_groups=("sandbox",),  # played by "paysdk sandbox processor" (D193)
+    operations={
+        "POST /webhooks/settlements": _reach(no_sdk=Left.PROCESSOR_WEBHOOK, cli="sandbox processor settle"),
+        "POST /webhooks/processor-feed": _reach(no_sdk=Left.PROCESSOR_WEBHOOK, cli="sandbox processor feed"),
+    },
+)
+
+RECONCILIATION = Family(
+    name="reconciliation",
+    prefixes=("/reports",),
+    routers=(("", reconciliation.router),),
+    idempotent_posts=False,  # a report is computed, nothing is stored (D194, D241)
+    sdk_resources=("reconciliation",),
+    cli_groups=("reconciliation",),
+    operations={
+        "POST /reports/payfac/conciliation/upload/{affiliation}": _reach(
+            "reconciliation.upload", "reconciliation upload"
+        ),
+    },
+)
+
+ONBOARDING = Family(
+    name="onboarding",
+    prefixes=("/leads",),
+    routers=(("", onboarding.router),),
+    tables=onboarding_tables.ONBOARDING_RESET_ORDER,
+    sdk_resources=("onboarding",),
+    cli_groups=("leads",),
+    operations={
+        "POST /leads": _reach("onboarding.create_lead", "leads create"),
+        "POST /leads/files/upload/{fileName}": _reach("onboarding.upload_document", "leads upload"),
+    },
+)
+
 CONTROL_PLANE = Family(
     name="control plane",
     prefixes=("/_sandbox",),
-    routers=(("", sandbox.router), ("", sandbox_wallet.router), ("", sandbox_subscriptions.router)),
+    routers=(
+        ("", sandbox.router),
+        ("", sandbox_wallet.router),
+        ("", sandbox_subscriptions.router),
+        ("", sandbox_backoffice.router),
+        ("", sandbox_terminal.router),
+        ("", sandbox_processor.router),
+        ("", sandbox_onboarding.router),
+        ("", sandbox_deprecations.router),
+    ),
+    tables=(deprecation_tables.DeprecationRow,),
     idempotent_posts=False,
     public=False,
     sdk_resources=("sandbox",),
@@ -299,6 +420,11 @@ FAMILIES: tuple[Family, ...] = (
     CHECKOUT,
     WALLET,
     SUBSCRIPTIONS,
+    BACKOFFICE,
+    TERMINAL,
+    WEBHOOKS,
+    RECONCILIATION,
+    ONBOARDING,
     CONTROL_PLANE,
 )
 

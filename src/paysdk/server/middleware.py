@@ -76,7 +76,7 @@ from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
 from paysdk.server.errors import REQUEST_ID_SCOPE_KEY, APIProblem, ConnectionDropped
 from paysdk.server.families import FAMILIES, Family, honours_idempotency_key, idempotent_prefixes
-from paysdk.server.services import faults
+from paysdk.server.services import deprecations, faults
 from paysdk.server.services.transactions import virtual_now
 
 __all__ = [
@@ -460,11 +460,32 @@ _PREFLIGHT_HEADERS = {
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
+def _deprecation_headers(message: Message, scope: Scope, marks: deprecations.Marks) -> Message:
+    """``http.response.start`` with the headers of a marked operation (D196): the operation as
+    ``/openapi.json`` names it, from the route FastAPI matched (the fast lane's paths have no parameters)."""
+    route = scope.get("route")
+    template = getattr(route, "path", None) or scope["path"]
+    pairs = marks.get(f"{scope['method']} {template}")
+    if pairs is None:
+        return message
+    return {**message, "headers": [*message.get("headers", ()), *pairs]}
+
+
 class _Exchange:
     """One public request seen by :class:`ServerMiddleware`: the status for the log, the log entry
     written before the last body byte leaves, and the hook's CORS header (one ``send`` wrapper)."""
 
-    __slots__ = ("_layer", "_scope", "_send", "hook", "logged", "request_id", "started", "status")
+    __slots__ = (
+        "_layer",
+        "_scope",
+        "_send",
+        "deprecated",
+        "hook",
+        "logged",
+        "request_id",
+        "started",
+        "status",
+    )
 
     def __init__(
         self, layer: ServerMiddleware, scope: Scope, send: Send, hook: bool, request_id: str
@@ -477,6 +498,8 @@ class _Exchange:
         self.status = 500
         self.logged = False
         self.started = time.monotonic()
+        #: The deprecation marks of the database (D196): their headers go on a marked operation's answer.
+        self.deprecated: deprecations.Marks = {}
 
     async def record(self) -> None:
         if self.logged:
@@ -507,6 +530,8 @@ class _Exchange:
                     if bytes(k).lower() != b"access-control-allow-origin"
                 ]
                 message = {**message, "headers": headers + _CORS_HEADERS}
+            if self.deprecated:
+                message = _deprecation_headers(message, self._scope, self.deprecated)
             message = _stamp(message, self.request_id.encode("ascii"))
         elif kind == "http.response.body" and not message.get("more_body", False):
             # Written before the last byte leaves, so a client that got the answer finds it logged.
@@ -577,6 +602,9 @@ class ServerMiddleware:
                     await self.app(scope, receive, stamped)
             return
         exchange = _Exchange(self, scope, send, hook, request_id)
+        if deprecations.stale(self._fault_key):  # a look at most once a second (D255)
+            await self.context.run_brief(deprecations.load, self._fault_key)
+        exchange.deprecated = deprecations.headers_for(self._fault_key)
         try:
             await self._faults(scope, receive, exchange.send)
         except ClientDisconnect:  # mid-body: BoundedReceive logged it

@@ -3,8 +3,9 @@
 The body is parsed while it streams by python-multipart's ``MultipartParser`` (the parser FastAPI itself
 uses; Starlette's form reading would spool each file to a temporary file first). Each part is handed to a
 :class:`PartSink` as it arrives (its name, filename and content type, then its bytes), so a route decides
-what to keep: the upload sink (:mod:`paysdk.server.services.uploads`) only hashes, the batch charge
-upload (:mod:`paysdk.server.services.batch_charges`) keeps the part named ``file``.
+what to keep: the upload sink (:mod:`paysdk.server.services.uploads`) only hashes; the routes that take
+one file (batch charges, cardholder files, reconciliation) call :func:`receive_file_part`, which keeps
+the part named ``file`` in a spooled temporary file with its name, SHA-256 and size.
 
 Malformed framing (no boundary, broken framing, a part without a ``form-data`` ``Content-Disposition``
 or a name, a body that ends before its closing boundary, too many parts, too many header bytes) is the
@@ -14,16 +15,19 @@ epilogue after the closing boundary is ignored (RFC 2046).
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import tempfile
 from collections.abc import AsyncIterator, Callable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import IO, Protocol
 
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from paysdk.server.errors import APIProblem
 
-__all__ = ["Bad", "PartSink", "read_multipart", "text"]
+__all__ = ["Bad", "PartSink", "ReceivedFile", "read_multipart", "receive_file_part", "text"]
 
 #: ``bad(message, field)``: the route's ``400`` for malformed multipart.
 Bad = Callable[[str, str], APIProblem]
@@ -184,3 +188,96 @@ async def read_multipart(
     if not reader.parts:
         raise bad("the multipart body holds no part", "body")
     return reader.parts
+
+
+# ------------------------------------------------------------------------------ one file part
+
+
+@dataclass
+class ReceivedFile:
+    """The part ``file`` of an upload: its bytes (a spool positioned at 0), name, SHA-256 and size. The
+    receiver closes it (:meth:`close`)."""
+
+    spool: IO[bytes]
+    file_name: str
+    sha256: str
+    size: int
+
+    def close(self) -> None:
+        """Drop the spooled bytes."""
+        self.spool.close()
+
+
+class _FilePart:
+    """The sink of :func:`receive_file_part`: the part named ``file`` is spooled and hashed; other parts
+    are dropped; a second ``file`` part is refused."""
+
+    def __init__(self, spool: IO[bytes], problem: Callable[[str], APIProblem]) -> None:
+        self.spool = spool
+        self.problem = problem
+        self.found = False
+        self.current = False
+        self.file_name = ""
+        self.hash = hashlib.sha256()
+        self.size = 0
+
+    def begin(self, number: int, name: str, filename: str | None, content_type: str | None) -> None:
+        self.current = name == "file"
+        if self.current:
+            if self.found:
+                raise self.problem("appears twice: the multipart body holds two parts named file")
+            self.found = True
+            self.file_name = filename or ""
+
+    def data(self, chunk: bytes) -> None:
+        if self.current:
+            self.spool.write(chunk)
+            self.hash.update(chunk)
+            self.size += len(chunk)
+
+    def end(self) -> None:
+        self.current = False
+
+
+async def receive_file_part(
+    content_type: str | None,
+    chunks: AsyncIterator[bytes],
+    *,
+    title: str,
+    max_parts: int = 16,
+    max_header_bytes: int = 16 * 1024,
+    spool_bytes: int = 1 << 20,
+) -> ReceivedFile:
+    """The part named ``file`` of the multipart body ``chunks``, spooled (in memory up to ``spool_bytes``,
+    then on disk) and hashed while it streams; the caller closes it. ``400`` with ``ownCode`` null and the
+    message ``"<title>: ..."`` naming ``file`` when the body is not ``multipart/form-data`` (it is read to
+    its end first, so the connection stays usable), is malformed, holds no ``file`` part or two of them;
+    naming ``Content-Type`` for a missing or unusable boundary."""
+
+    def problem(message: str, field: str = "file") -> APIProblem:
+        text = f"{field} {message}" if field == "file" else message
+        return APIProblem(400, None, f"{title}: {text}.", [(field, message)])
+
+    def bad(message: str, field: str) -> APIProblem:
+        if field == "Content-Type":
+            return problem(message, field)
+        return problem(f"is in a malformed multipart body: {message}")
+
+    media, _ = parse_options_header(content_type or "")
+    if media.lower() != b"multipart/form-data":
+        async for _chunk in chunks:  # read (and drop) the body so the connection stays usable
+            pass
+        raise problem("must be sent as multipart/form-data, in a part named file")
+    spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=spool_bytes)  # noqa: SIM115 - the caller closes
+    try:
+        sink = _FilePart(spool, problem)
+        await read_multipart(
+            content_type, chunks, sink, bad=bad, max_parts=max_parts, max_header_bytes=max_header_bytes
+        )
+        if not sink.found:
+            raise problem("is missing: send the file in a multipart part named file")
+        spool.seek(0)
+        return ReceivedFile(spool, sink.file_name, sink.hash.hexdigest(), sink.size)
+    except BaseException:
+        spool.close()
+        raise

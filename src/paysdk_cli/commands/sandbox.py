@@ -15,6 +15,9 @@ from paysdk_cli._app import new_app
 from paysdk_cli._context import State, open_client, state
 from paysdk_cli._output import OutputFormat, emit, emit_event, info, mask, warn
 from paysdk_cli._params import parse_amount
+from paysdk_cli.commands import sandbox_backoffice, sandbox_processor, sandbox_terminal
+from paysdk_cli.commands import sandbox_deprecations as _sandbox_deprecations
+from paysdk_cli.commands import sandbox_onboarding as _sandbox_onboarding
 
 if TYPE_CHECKING:
     from paysdk.contracts.common import CurrencyCode
@@ -41,10 +44,15 @@ app.add_typer(users_app, name="users")
 app.add_typer(cards_app, name="cards")
 app.add_typer(linking_tokens_app, name="linking-tokens")
 app.add_typer(charges_app, name="charges")
+app.add_typer(sandbox_backoffice.app, name="backoffice")
 plan_app = new_app("Subscription plans: amount, interval, term and retry settings (D141).")
 subscriptions_app = new_app("Subscriptions in bulk, for tests and benchmarks (D142).")
 app.add_typer(plan_app, name="plan")
 app.add_typer(subscriptions_app, name="subscriptions")
+app.add_typer(sandbox_terminal.app, name="terminal")
+app.add_typer(sandbox_processor.app, name="processor")
+app.add_typer(_sandbox_onboarding.app, name="lead")
+app.add_typer(_sandbox_deprecations.app, name="deprecations")
 
 #: Wire names of a sandbox client's secrets: never in a table, masked in JSON unless --show-secrets.
 CLIENT_SECRETS = (

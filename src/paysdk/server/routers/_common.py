@@ -85,7 +85,12 @@ T = TypeVar("T")
 #: * ``wallet``: the application's access token or a cardholder's user access token (D37, D40);
 #: * ``signature``: none, the body carries the Ed25519 signature of the merchant slug (D36);
 #: * ``none``: no credentials at all.
-AuthKind = Literal["merchant", "hook-keys", "wallet-application", "wallet", "signature", "none"]
+#: * ``backoffice-application`` / ``backoffice-user``: the backoffice application or user access token on
+#:   ``{cms}`` (the other one is ``401 / 7106``, another surface's ``7102``; D184);
+AuthKind = Literal[
+    "merchant", "hook-keys", "wallet-application", "wallet", "signature", "none",
+    "backoffice-application", "backoffice-user",
+]  # fmt: skip
 
 #: The ``components.securitySchemes`` of ``/openapi.json`` (added by :mod:`paysdk.server.openapi`).
 SECURITY_SCHEMES: dict[str, dict[str, Any]] = {
@@ -101,6 +106,18 @@ SECURITY_SCHEMES: dict[str, dict[str, Any]] = {
         "scheme": "bearer",
         "bearerFormat": "JWT",
         "description": "The wallet application's access token (POST /rest/auth/login, D32, D33).",
+    },
+    "backofficeApplication": {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "JWT",
+        "description": "The backoffice application's access token (POST /cms/rest/app/auth/login, D105).",
+    },
+    "backofficeUser": {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "JWT",
+        "description": "A backoffice operator's access token (POST /cms/rest/app/users/login, D105).",
     },
     "walletUser": {
         "type": "http",
@@ -124,6 +141,16 @@ AUTH: dict[AuthKind, tuple[list[dict[str, list[str]]] | None, str | None]] = {
     "wallet": (
         [{"walletApplication": []}, {"walletUser": []}],
         "Bad, expired, revoked or wrong-type token (7102-7107).",
+    ),
+    "backoffice-application": (
+        [{"backofficeApplication": []}],
+        "Bad, expired, revoked or wrong-kind token (7102-7107): this route takes the backoffice application "
+        "token (D184).",
+    ),
+    "backoffice-user": (
+        [{"backofficeUser": []}],
+        "Bad, expired, revoked or wrong-kind token (7102-7107): this route takes the backoffice user token "
+        "(D184).",
     ),
     "signature": ([], None),
     "none": ([], None),
@@ -248,6 +275,15 @@ WALLET_ERRORS: dict[int, str] = {
     409: "Card not active (7302), currency mismatch (7305), not fundable (7307), already linked (7308).",
     422: "Insufficient funds (7303): nothing changed.",
     429: "Too many wrong OTP codes (7204).",
+}
+
+
+#: D1 error answers of the backoffice routes (D183, D184, D189).
+BACKOFFICE_ERRORS: dict[int, str] = {
+    400: "Malformed body or invalid field (ownCode null, naming it).",
+    401: "Bad, expired, revoked or wrong-kind token (7102-7107); login errors (7101, 7601, 7604, 7616).",
+    404: "Unknown partner, cardholder or card (ownCode null, naming partnerId, cardholderId or cardId).",
+    409: "The card belongs to another cardholder (ownCode null, naming cardId).",
 }
 
 

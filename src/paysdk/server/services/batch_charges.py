@@ -19,12 +19,10 @@
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import IO
 
-from python_multipart.multipart import parse_options_header
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -33,7 +31,7 @@ from paysdk.contracts.charges_csv import BATCH_MAX_ROWS, ChargeRow, CsvFileError
 from paysdk.contracts.subscriptions import BatchChargeResult, BatchChargeRowResult
 from paysdk.server.db import to_cents
 from paysdk.server.errors import APIProblem
-from paysdk.server.multipart import read_multipart
+from paysdk.server.multipart import receive_file_part
 from paysdk.server.services import subscriptions
 from paysdk.server.services.wallet_tokens import Principal
 from paysdk.server.subscription_tables import BatchRowRow, PlanRow, SubscriptionRow
@@ -62,63 +60,14 @@ def file_problem(message: str, column: str = "file") -> APIProblem:
     return APIProblem(400, None, f"Invalid batch charge file: {column} {message}.", [(column, message)])
 
 
-class _FilePart:
-    """The route's :class:`~paysdk.server.multipart.PartSink`: the bytes of the part named ``file`` go to
-    ``spool``; other parts are dropped; a second ``file`` part is refused."""
-
-    def __init__(self, spool: IO[bytes]) -> None:
-        self.spool = spool
-        self.found = False
-        self.current = False
-
-    def begin(self, number: int, name: str, filename: str | None, content_type: str | None) -> None:
-        self.current = name == "file"
-        if self.current:
-            if self.found:
-                raise file_problem("the multipart body holds two parts named file")
-            self.found = True
-
-    def data(self, chunk: bytes) -> None:
-        if self.current:
-            self.spool.write(chunk)
-
-    def end(self) -> None:
-        self.current = False
-
-
-def _multipart_problem(message: str, field: str) -> APIProblem:
-    """Malformed multipart framing: ``400`` naming ``file`` (or ``Content-Type`` for its boundary)."""
-    if field == "Content-Type":
-        return APIProblem(400, None, f"Invalid batch charge file: {message}.", [(field, message)])
-    return file_problem(f"is in a malformed multipart body: {message}")
-
-
 async def receive_file(content_type: str | None, chunks: AsyncIterator[bytes]) -> IO[bytes]:
     """The ``file`` part of a multipart body, in a spooled temporary file positioned at its start (the
-    caller closes it). ``400`` naming ``file`` for anything else: not multipart, malformed, no ``file``."""
-    media, _ = parse_options_header(content_type or "")
-    if media.lower() != b"multipart/form-data":
-        async for _chunk in chunks:  # read (and drop) the body so the connection stays usable
-            pass
-        raise file_problem("must be sent as multipart/form-data, the CSV in a part named file")
-    spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - caller closes
-    try:
-        sink = _FilePart(spool)
-        await read_multipart(
-            content_type,
-            chunks,
-            sink,
-            bad=_multipart_problem,
-            max_parts=_MAX_PARTS,
-            max_header_bytes=_MAX_HEADER_BYTES,
-        )
-        if not sink.found:
-            raise file_problem("is missing: send the CSV in a multipart part named file")
-        spool.seek(0)
-        return spool
-    except BaseException:
-        spool.close()
-        raise
+    caller closes it). ``400`` naming ``file`` for anything else: not multipart, malformed, no ``file``
+    (:func:`paysdk.server.multipart.receive_file_part`)."""
+    received = await receive_file_part(
+        content_type, chunks, title="Invalid batch charge file", spool_bytes=SPOOL_BYTES
+    )
+    return received.spool
 
 
 def read_file(spool: IO[bytes]) -> CsvScan | APIProblem:

@@ -53,6 +53,7 @@ class TestCardSpec:
 TEST_CARDS: tuple[TestCardSpec, ...] = (
     TestCardSpec("4242424242424242", "visa", "approved", "approved", "Approves."),
     TestCardSpec("5555555555554444", "mastercard", "approved", "approved", "Approves (Mastercard)."),
+    TestCardSpec("378282246310005", "amex", "approved", "approved", "Approves (Amex; terminal payout T+3)."),
     TestCardSpec(
         "4000000000000002",
         "visa",

@@ -340,6 +340,10 @@ def _new_card(
     )
 
 
+#: A new card row (the bulk cardholder upload issues virtual cards with it, D186).
+new_card = _new_card
+
+
 def _movement(
     session: Session,
     card: WalletCardRow,

@@ -64,6 +64,8 @@ __all__ = [
     "APP_ACCESS_TTL",
     "APP_REFRESH_TTL",
     "AUDIENCE",
+    "AUDIENCE_KINDS",
+    "BACKOFFICE_AUDIENCE",
     "DEFAULT_USER_ACCESS_TTL",
     "DEFAULT_USER_REFRESH_TTL",
     "Principal",
@@ -87,13 +89,25 @@ APP_REFRESH_TTL = 7 * 86400
 DEFAULT_USER_ACCESS_TTL = 900
 DEFAULT_USER_REFRESH_TTL = 30 * 86400
 AUDIENCE = "wallet"
-Kind = Literal["application", "user"]
+#: ``aud`` of the backoffice's tokens (D184): a wallet token is no backoffice token and the reverse.
+BACKOFFICE_AUDIENCE = "paysdk-cms"
+Kind = Literal["application", "user", "backoffice_app", "backoffice_user"]
+#: The token kinds of each audience (D184).
+AUDIENCE_KINDS: dict[str, tuple[str, ...]] = {
+    AUDIENCE: ("application", "user"),
+    BACKOFFICE_AUDIENCE: ("backoffice_app", "backoffice_user"),
+}
 _REQUIRED_STR = ("iss", "aud", "sub", "merchant", "kind", "token_use", "sid", "fam", "jti")
 
 
 def issuer(environment: str) -> str:
     """``iss`` of the environment's tokens (D33)."""
     return f"paysdk-wallet:{environment}"
+
+
+def audience_of(kind: str) -> str:
+    """``aud`` of a token of ``kind``: the backoffice's for its two kinds, else the wallet's (D184)."""
+    return BACKOFFICE_AUDIENCE if kind.startswith("backoffice_") else AUDIENCE
 
 
 def _other(environment: str) -> str:
@@ -182,7 +196,7 @@ class Principal:
     @property
     def is_application(self) -> bool:
         """The merchant's backend (application token)."""
-        return self.kind == "application"
+        return self.kind in ("application", "backoffice_app")
 
 
 def create_session(
@@ -221,10 +235,10 @@ def issue_pair(
     """A new access + refresh token of ``row``'s session and family; the refresh ``jti`` is recorded."""
     keys = server_keys(session, context)
     iat = int(now.timestamp())
-    subject = row.user_id if row.kind == "user" and row.user_id else row.merchant
+    subject = row.user_id if row.user_id else row.merchant
     base: dict[str, Any] = {
         "iss": issuer(context.environment),
-        "aud": AUDIENCE,
+        "aud": audience_of(row.kind),
         "sub": subject,
         "merchant": row.merchant,
         "kind": row.kind,
@@ -312,7 +326,12 @@ def _from_other_environment(
 
 
 def _checked_claims(
-    claims: Mapping[str, Any], context: ServerContext, now: datetime, token_use: str, field: str
+    claims: Mapping[str, Any],
+    context: ServerContext,
+    now: datetime,
+    token_use: str,
+    field: str,
+    audience: str = AUDIENCE,
 ) -> None:
     for name in _REQUIRED_STR:
         if not isinstance(claims.get(name), str) or not claims[name]:
@@ -327,9 +346,9 @@ def _checked_claims(
                 WalletCode.WRONG_ENVIRONMENT, "This token belongs to the other environment.", field
             )
         raise _invalid("The token has the wrong issuer.", field)
-    if claims["aud"] != AUDIENCE:
-        raise _invalid("The token has the wrong audience.", field)
-    if claims["token_use"] != token_use or claims["kind"] not in ("application", "user"):
+    if claims["aud"] != audience:  # another surface's token (D184): unknown here
+        raise _invalid("The token has the wrong audience: it is not a token of this API.", field)
+    if claims["token_use"] != token_use or claims["kind"] not in AUDIENCE_KINDS[audience]:
         raise _invalid("The token's use does not match its type.", field)
     if int(now.timestamp()) >= claims["exp"]:
         raise wallet_problem(WalletCode.TOKEN_EXPIRED, "The token has expired.", field, "expired")
@@ -363,18 +382,20 @@ def authenticate(
     *,
     field: str = "Authorization",
     kind: Kind | None = None,
+    audience: str = AUDIENCE,
 ) -> Principal:
-    """Verify an access token (see the module docstring); ``kind`` demands application or user (7106)."""
+    """Verify an access token (see the module docstring); ``kind`` demands application or user (7106);
+    ``audience``: the surface's (the wallet's by default; another surface's token is ``7102``, D184)."""
     claims = _verified(session, context, token, ACCESS_TOKEN_TYP, field)
-    _checked_claims(claims, context, now, "access", field)
+    _checked_claims(claims, context, now, "access", field, audience)
     if kind is not None and claims["kind"] != kind:
-        wanted = "the application token" if kind == "application" else "a user token"
+        wanted = "the application token" if kind in ("application", "backoffice_app") else "a user token"
         raise wallet_problem(
             WalletCode.WRONG_TOKEN_TYPE, f"This endpoint needs {wanted}.", field, "wrong token type"
         )
     row = _session_of(session, claims, field)
     return Principal(
-        kind="user" if row.kind == "user" else "application",
+        kind=row.kind,  # type: ignore[arg-type]  # one of AUDIENCE_KINDS (checked against the claims)
         client_id=row.client_id,
         merchant=row.merchant,
         user_id=row.user_id,
@@ -416,9 +437,13 @@ def refresh(
     """Rotate a refresh token (D35). A reuse revokes the family and *returns* the ``7105`` problem."""
     field = "refreshToken"
     claims = _verified(session, context, token, REFRESH_TOKEN_TYP, field)
-    _checked_claims(claims, context, now, "refresh", field)
+    _checked_claims(claims, context, now, "refresh", field, audience_of(kind))
     if claims["kind"] != kind:
-        wanted = "an application refresh token" if kind == "application" else "a user refresh token"
+        wanted = (
+            "an application refresh token"
+            if kind in ("application", "backoffice_app")
+            else "a user refresh token"
+        )
         raise wallet_problem(WalletCode.WRONG_TOKEN_TYPE, f"This endpoint needs {wanted}.", field)
     if merchant is not None and claims["merchant"] != merchant:
         raise wallet_problem(
@@ -454,7 +479,7 @@ def refresh(
 
 
 def _ttls(session: Session, row: WalletSessionRow) -> tuple[int, int]:
-    if row.kind == "application":
+    if row.kind in ("application", "backoffice_app"):
         return APP_ACCESS_TTL, APP_REFRESH_TTL
     settings = session.get(WalletClientKeyRow, row.client_id)
     if settings is None:
@@ -465,8 +490,14 @@ def _ttls(session: Session, row: WalletSessionRow) -> tuple[int, int]:
 # ------------------------------------------------------------------------------- application login
 
 
-def app_login(session: Session, context: ServerContext, now: datetime, body: AppLoginRequest) -> TokenPair:
-    """``POST /auth/login`` (D36)."""
+def app_login(
+    session: Session,
+    context: ServerContext,
+    now: datetime,
+    body: AppLoginRequest,
+    kind: Literal["application", "backoffice_app"] = "application",
+) -> TokenPair:
+    """``POST /auth/login`` (D36); with ``kind="backoffice_app"``, ``POST {cms}/app/auth/login`` (D105)."""
     client = (
         session.scalars(select(ClientRow).where(ClientRow.slug == body.merchant)).first()
         if valid_slug(body.merchant)
@@ -490,7 +521,7 @@ def app_login(session: Session, context: ServerContext, now: datetime, body: App
         raise wallet_problem(
             WalletCode.KEYS_EXPIRED, "The signature keys expired: rotate them and log in again.", "signature"
         )
-    row = create_session(session, context, now, "application", client.id, client.slug, None)
+    row = create_session(session, context, now, kind, client.id, client.slug, None)
     return issue_pair(session, context, now, row, APP_ACCESS_TTL, APP_REFRESH_TTL)
 
 

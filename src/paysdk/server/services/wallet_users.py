@@ -135,6 +135,13 @@ def _dummy_hash() -> str:
     return _DUMMY_HASH
 
 
+def unusable_hash() -> str:
+    """A password hash no password matches (of a forgotten random secret, made once per process), for
+    users created without a password (bulk cardholders, D186): no key derivation per user, and a login
+    against it costs what a real one does."""
+    return _dummy_hash()
+
+
 # ------------------------------------------------------------------------------------------ users
 
 

@@ -1,0 +1,299 @@
+"""Reconciliation (spec 4.4, D194, D241): the daily CSV's reader and validator, and the report's models.
+
+``POST /reports/payfac/conciliation/upload/{affiliation}`` takes the processor's daily settlement file and
+answers how its rows match the affiliation's settled terminal payments. The reader here is the one the
+SDK (before sending) and the reference server (after receiving) share: pure stdlib, it reads a binary
+file object once, a record at a time, hashing it as it goes.
+
+The layout (D194): UTF-8 (a BOM is allowed), comma-separated, RFC 4180 quoting, LF or CRLF. Row 1 is the
+header naming the columns ``settlementDate``, ``paymentId``, ``amount``, ``currency`` in any order, each
+once; any other column is an error of the whole file. At most :data:`MAX_ROWS` data rows. Each record
+after the header is a data row numbered from the header (row 1), blank lines skipped but counted; every
+error of a row is reported (row, field, message) and the row takes no part in matching (D241).
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import BinaryIO, Final
+
+from pydantic import Field
+
+from paysdk.contracts.common import DecimalNumber, WireModel
+
+__all__ = [
+    "COLUMNS",
+    "MAX_CELL_CHARS",
+    "MAX_FILE_BYTES",
+    "MAX_ROWS",
+    "AmountMismatchRow",
+    "InvalidRow",
+    "MatchedRow",
+    "MissingPayment",
+    "ReconciliationFileError",
+    "ReconciliationReport",
+    "ReconciliationRow",
+    "ReconciliationScan",
+    "UnknownRow",
+    "read_reconciliation_csv",
+]
+
+#: The header's columns (D194), every one required.
+COLUMNS: Final = ("settlementDate", "paymentId", "amount", "currency")
+#: Data rows of one file at most (D194).
+MAX_ROWS: Final = 100_000
+#: The largest file the server takes (the whole multipart body, D194).
+MAX_FILE_BYTES: Final = 16 << 20
+#: A longer cell is an error of its row (D241).
+MAX_CELL_CHARS: Final = 1024
+
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_PAYMENT = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_AMOUNT = re.compile(r"[0-9]{1,13}(?:\.[0-9]{1,2})?")
+_CURRENCY = re.compile(r"[A-Za-z]{3}")
+_BOM: Final = codecs.BOM_UTF8
+
+
+class ReconciliationFileError(ValueError):
+    """An error of the whole file (not UTF-8, no or a bad header, too many rows): no report is made.
+    ``column`` is ``"file"`` or the column concerned."""
+
+    def __init__(self, column: str, message: str) -> None:
+        super().__init__(f"{column}: {message}")
+        self.column = column
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class ReconciliationRow:
+    """A valid data row. ``currency`` upper case."""
+
+    row: int
+    settlement_date: date
+    payment_id: str
+    amount: Decimal
+    currency: str
+
+
+@dataclass(slots=True)
+class ReconciliationScan:
+    """What :func:`read_reconciliation_csv` found: the file's SHA-256, its data rows (blank lines not
+    counted), the valid rows and every row error ``(row, field, message)``, by row."""
+
+    sha256: str = ""
+    rows: int = 0
+    valid: list[ReconciliationRow] = field(default_factory=list)
+    errors: list[tuple[int, str, str]] = field(default_factory=list)
+
+
+class _Reader:
+    """The file's lines, decoded as UTF-8 and hashed as they are read."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.digest = hashlib.sha256()
+        self.line = 0
+        self.first = True
+
+    def __iter__(self) -> Iterator[str]:
+        for raw in self.stream:
+            self.digest.update(raw)
+            self.line += 1
+            if self.first:
+                self.first = False
+                if raw.startswith(_BOM):
+                    raw = raw[len(_BOM) :]
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ReconciliationFileError(
+                    "file", f"is not UTF-8 text (line {self.line}); save it as UTF-8"
+                ) from None
+
+
+def _columns(cells: list[str] | None) -> tuple[str, ...]:
+    if not cells or not any(cell.strip() for cell in cells):
+        raise ReconciliationFileError(
+            "file", "has no header row: row 1 must name the columns " + ", ".join(COLUMNS)
+        )
+    seen: list[str] = []
+    for cell in cells:
+        name = cell.strip()
+        if name not in COLUMNS:
+            shown = name if len(name) <= 40 else name[:40] + "..."
+            raise ReconciliationFileError(
+                shown or "file", f"is not a column of a reconciliation file (columns: {', '.join(COLUMNS)})"
+            )
+        if name in seen:
+            raise ReconciliationFileError(name, "appears twice in the header row")
+        seen.append(name)
+    for name in COLUMNS:
+        if name not in seen:
+            raise ReconciliationFileError(name, "is a required column missing from the header row")
+    return tuple(seen)
+
+
+def _check(
+    row: int, cells: list[str], columns: tuple[str, ...], errors: list[tuple[int, str, str]]
+) -> ReconciliationRow | None:
+    if len(cells) != len(columns):
+        errors.append((row, "row", f"the row has {len(cells)} cells, the header {len(columns)}"))
+        return None
+    before = len(errors)
+    values: dict[str, object] = {}
+    for name, raw in zip(columns, cells, strict=True):
+        cell = raw.strip()
+        if len(raw) > MAX_CELL_CHARS:
+            errors.append((row, name, f"is longer than {MAX_CELL_CHARS:,} characters"))
+        elif name == "settlementDate":
+            try:
+                if not _DATE.fullmatch(cell):
+                    raise ValueError
+                values[name] = date.fromisoformat(cell)
+            except ValueError:
+                errors.append((row, name, "must be a date YYYY-MM-DD"))
+        elif name == "paymentId":
+            if not _PAYMENT.fullmatch(cell):
+                errors.append((row, name, "must be a terminal payment id (1 to 64 of A-Z a-z 0-9 _ -)"))
+            else:
+                values[name] = cell
+        elif name == "amount":
+            if not _AMOUNT.fullmatch(cell):
+                errors.append(
+                    (row, name, "must be digits with at most 2 decimals (no sign, spaces or exponent)")
+                )
+            else:
+                values[name] = Decimal(cell)
+        elif not _CURRENCY.fullmatch(cell):
+            errors.append((row, name, "must be a three-letter currency code"))
+        else:
+            values[name] = cell.upper()
+    if len(errors) != before:
+        return None
+    return ReconciliationRow(
+        row,
+        values["settlementDate"],  # type: ignore[arg-type]
+        values["paymentId"],  # type: ignore[arg-type]
+        values["amount"],  # type: ignore[arg-type]
+        values["currency"],  # type: ignore[arg-type]
+    )
+
+
+def read_reconciliation_csv(stream: BinaryIO, *, max_rows: int = MAX_ROWS) -> ReconciliationScan:
+    """Read and validate a reconciliation file from ``stream``'s position, one record at a time.
+
+    Raises :class:`ReconciliationFileError` for an error of the whole file (not UTF-8, a missing,
+    unknown or repeated column, more than ``max_rows`` data rows). Row errors are in ``errors``: a row
+    with the wrong number of cells, a cell longer than :data:`MAX_CELL_CHARS`, a record ``csv`` refuses,
+    a bad date, payment id, amount or currency, and a payment named by an earlier row ("appears again").
+    A file with a header and no data rows is valid (a day without settlements).
+    """
+    lines = _Reader(stream)
+    reader = csv.reader(lines, strict=True)
+    scan = ReconciliationScan()
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        raise ReconciliationFileError("file", f"has an unreadable header row ({exc})") from None
+    columns = _columns(header)
+    first_row: dict[str, int] = {}
+    row = 1
+    while True:
+        row += 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            scan.rows += 1
+            scan.errors.append((row, "row", f"is not valid CSV ({exc})"))
+            continue
+        if not cells:
+            continue  # a blank line keeps its number
+        scan.rows += 1
+        if scan.rows > max_rows:
+            raise ReconciliationFileError("file", f"has more than {max_rows:,} data rows")
+        checked = _check(row, cells, columns, scan.errors)
+        if checked is None:
+            continue
+        earlier = first_row.get(checked.payment_id)
+        if earlier is not None:
+            scan.errors.append((row, "paymentId", f"appears again: row {earlier} names this payment"))
+            continue
+        first_row[checked.payment_id] = row
+        scan.valid.append(checked)
+    for _rest in lines:  # the rest of the file (after a csv error at its end) is hashed too
+        pass
+    scan.sha256 = lines.digest.hexdigest()
+    return scan
+
+
+# ------------------------------------------------------------------------------------ the report
+
+
+class MatchedRow(WireModel):
+    """A row whose payment settled that day with that amount, net of refunds, in that currency."""
+
+    row: int
+    payment_id: str
+
+
+class MissingPayment(WireModel):
+    """A payment of the affiliation settled on one of the file's dates that no row names."""
+
+    payment_id: str
+    settlement_date: date
+    amount: DecimalNumber
+    currency: str
+
+
+class UnknownRow(WireModel):
+    """A row naming no payment of the affiliation settled on that date in that currency (D241:
+    ``reason`` says which)."""
+
+    row: int
+    payment_id: str
+    reason: str = ""
+
+
+class AmountMismatchRow(WireModel):
+    """A row whose payment settled that day but for another amount (``expected``: captured less
+    refunded; ``actual``: the file's)."""
+
+    row: int
+    payment_id: str
+    expected: DecimalNumber
+    actual: DecimalNumber
+
+
+class InvalidRow(WireModel):
+    """An error of a row (every error of the row is listed): it takes no part in matching."""
+
+    row: int
+    field: str
+    message: str
+
+
+class ReconciliationReport(WireModel):
+    """The answer of ``POST /reports/payfac/conciliation/upload/{affiliation}`` (D194, D241)."""
+
+    affiliation: str
+    file_sha256: str
+    rows: int
+    matched: list[MatchedRow] = Field(default_factory=list)
+    missing: list[MissingPayment] = Field(default_factory=list)
+    unknown: list[UnknownRow] = Field(default_factory=list)
+    amount_mismatch: list[AmountMismatchRow] = Field(default_factory=list)
+    invalid: list[InvalidRow] = Field(default_factory=list)
+
+    @property
+    def all_matched(self) -> bool:
+        """Whether every row matched and no payment is missing."""
+        return not (self.missing or self.unknown or self.amount_mismatch or self.invalid)

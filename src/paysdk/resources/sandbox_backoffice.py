@@ -1,0 +1,134 @@
+"""The backoffice on the control plane, ``/_sandbox/backoffice/*`` (``client.sandbox.backoffice``;
+decisions D185, D200).
+
+Operators (backoffice users) and partners exist only through here: 4.4 shows no way to create them.
+Like the rest of ``client.sandbox`` these work only against the reference server (``paysdk serve``),
+need no credentials, answer bare models, and their POSTs are retried only when nothing was sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Unpack
+
+import pydantic
+
+from paysdk._pipeline import CallOptions, Operation, PostCallOptions, apply_call_options, list_of
+from paysdk.contracts.backoffice import (
+    Operator,
+    Partner,
+    SandboxOperatorCreate,
+    SandboxPartnerCardholderCreate,
+    SandboxPartnerCreate,
+)
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
+from paysdk.resources._validation import check_str, path_segment, validation_error_from
+
+if TYPE_CHECKING:
+    from paysdk._client import AsyncClient, Client
+
+__all__ = [
+    "AsyncSandboxBackoffice",
+    "SandboxBackoffice",
+    "create_operator_operation",
+    "create_partner_operation",
+    "enroll_cardholder_operation",
+    "operators_operation",
+    "partners_operation",
+]
+
+_ROOT = "/_sandbox/backoffice"
+
+
+def _op(
+    method: str, path: str, parse: Callable[[Any], Any], options: Mapping[str, Any] | None, **kwargs: Any
+) -> Operation[Any]:
+    op: Operation[Any] = Operation(
+        method=method, path=_ROOT + path, parse=parse, auth="none", uses_idempotency_keys=False, **kwargs
+    )
+    return apply_call_options(op, options) if options else op
+
+
+def _wire(model: type[pydantic.BaseModel], **fields: Any) -> dict[str, Any]:
+    try:
+        instance = model.model_validate(fields)
+    except pydantic.ValidationError as exc:
+        raise validation_error_from(exc) from None
+    return instance.model_dump(by_alias=True, exclude_none=True, mode="python")
+
+
+def create_operator_operation(
+    merchant: str, email: str, password: str | None = None, **options: Unpack[PostCallOptions]
+) -> Operation[Operator]:
+    """A backoffice operator of ``merchant`` (``POST /_sandbox/backoffice/operators``, D185). Without
+    ``password`` one is generated and shown once, in the answer's ``password``."""
+    body = _wire(SandboxOperatorCreate, merchant=merchant, email=email, password=password)
+    return _op("POST", "/operators", Operator.model_validate, options, json=body)
+
+
+def operators_operation(merchant: str, **options: Unpack[CallOptions]) -> Operation[list[Operator]]:
+    """The merchant's operators, oldest first, never a password (``GET /_sandbox/backoffice/operators``)."""
+    params = {"merchant": check_str(merchant, "merchant")}
+    return _op("GET", "/operators", list_of(Operator.model_validate), options, params=params)
+
+
+def create_partner_operation(
+    merchant: str, name: str, partner_id: str | None = None, **options: Unpack[PostCallOptions]
+) -> Operation[Partner]:
+    """A partner of ``merchant`` (``POST /_sandbox/backoffice/partners``, D185): a company whose
+    cardholders are managed together; ``partner_id`` (1-64 of ``[A-Za-z0-9_-]``) generated when
+    omitted."""
+    body = _wire(SandboxPartnerCreate, merchant=merchant, name=name, partner_id=partner_id)
+    return _op("POST", "/partners", Partner.model_validate, options, json=body)
+
+
+def partners_operation(merchant: str, **options: Unpack[CallOptions]) -> Operation[list[Partner]]:
+    """The merchant's partners, oldest first (``GET /_sandbox/backoffice/partners``)."""
+    params = {"merchant": check_str(merchant, "merchant")}
+    return _op("GET", "/partners", list_of(Partner.model_validate), options, params=params)
+
+
+def enroll_cardholder_operation(
+    merchant: str, partner_id: str, user_id: str, **options: Unpack[PostCallOptions]
+) -> Operation[dict[str, Any]]:
+    """Make an existing wallet user of ``merchant`` (``client.sandbox.create_user``) the partner's
+    cardholder (``POST /_sandbox/backoffice/partners/{partnerId}/cardholders``, D200). Answers
+    ``{"partnerId", "cardholderId", "merchant"}``."""
+    body = _wire(SandboxPartnerCardholderCreate, merchant=merchant, user_id=user_id)
+    path = f"/partners/{path_segment(partner_id, 'partner_id')}/cardholders"
+    return _op("POST", path, dict, options, json=body)
+
+
+# unasync: begin
+class AsyncSandboxBackoffice(AsyncResource[M]):
+    """Backoffice operators and partners on the control plane (``client.sandbox.backoffice``, D185)."""
+
+    create_operator = AsyncEndpoint(create_operator_operation)
+    operators = AsyncEndpoint(operators_operation)
+    create_partner = AsyncEndpoint(create_partner_operation)
+    partners = AsyncEndpoint(partners_operation)
+    enroll_cardholder = AsyncEndpoint(enroll_cardholder_operation)
+
+    def __init__(self, client: AsyncClient, *, raw: bool = False) -> None:
+        super().__init__(client, raw=raw)
+
+
+# unasync: end
+
+
+# unasync: generated begin
+# Generated by scripts/unasync.py from the async code above. Do not edit by hand.
+class SandboxBackoffice(Resource[M]):
+    """Backoffice operators and partners on the control plane (``client.sandbox.backoffice``, D185)."""
+
+    create_operator = Endpoint(create_operator_operation)
+    operators = Endpoint(operators_operation)
+    create_partner = Endpoint(create_partner_operation)
+    partners = Endpoint(partners_operation)
+    enroll_cardholder = Endpoint(enroll_cardholder_operation)
+
+    def __init__(self, client: Client, *, raw: bool = False) -> None:
+        super().__init__(client, raw=raw)
+
+
+# unasync: generated end

@@ -1,0 +1,279 @@
+"""Bulk cardholder upload and its progress stream on ``{cms_base_url}`` (spec 4.4, 6.5; decisions
+D185-D188, D210-D219). HTTP only; the logic is in :mod:`paysdk.server.services.cardholders`.
+
+* ``POST /app/partners/{partnerId}/cardholders/upload`` (backoffice user token, D184): the file in the
+  multipart part ``file`` (an upload route of :mod:`paysdk.server.bodies`). The file is received and read
+  whole before the token is checked in the transaction that stores the batch (a file fault is ``400``
+  either way, like the batch charge upload). ``202`` ``{"data": CardholderUpload}`` for a new batch,
+  ``200`` with ``duplicate: true`` for a file already sent for the partner (D187, D211).
+* ``GET /app/partners/{partnerId}/cardholders/batch/{batchId}/progress``: ``text/event-stream`` (D188),
+  ``Last-Event-ID`` (header, or ``?lastEventId=``) resumes. A ``stream_cut`` fault of the control plane
+  drops the connection after N events (tests of a reconnect).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fastapi import APIRouter, Request
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from paysdk.contracts.cardholders import COLUMNS, MAX_DATA_ROWS, CardholderUpload
+from paysdk.server.backoffice_tables import PartnerRow
+from paysdk.server.context import ServerContext, get_context
+from paysdk.server.errors import APIProblem
+from paysdk.server.routers._common import BACKOFFICE_ERRORS, bearer, data, only, route
+from paysdk.server.services import backoffice, faults
+from paysdk.server.services import cardholders as service
+
+__all__ = ["PROGRESS_PATH", "UPLOAD_PATH", "BatchStreamResponse", "router"]
+
+router = APIRouter(tags=["backoffice"])
+
+UPLOAD_PATH = "/app/partners/{partnerId}/cardholders/upload"
+PROGRESS_PATH = "/app/partners/{partnerId}/cardholders/batch/{batchId}/progress"
+
+_UPLOAD_ERRORS = {
+    **only(BACKOFFICE_ERRORS, 401),
+    400: "A file error (ownCode null, naming file or the column, with the row): not multipart, no file "
+    "part, a name not ending in .csv or .xlsx, content that does not match it, not UTF-8, broken quoting, "
+    "a corrupt workbook, a missing, unknown or repeated column, no data rows, more than 200,000 data "
+    "rows, a cell over 1,024 characters (D186, D210). No batch is made.",
+    404: "Unknown partner, or another merchant's (ownCode null, naming partnerId).",
+    413: "The body is larger than the upload bound (256 MiB, D110).",
+}
+_PROGRESS_ERRORS = {
+    **only(BACKOFFICE_ERRORS, 401),
+    400: "A Last-Event-ID that is not a whole number (ownCode null, naming Last-Event-ID).",
+    404: "Unknown partner or batch, or another partner's batch (ownCode null, naming partnerId or batchId).",
+}
+
+
+def _upload_declaration() -> dict[str, Any]:
+    kwargs = route(
+        "Upload a cardholder file (csv or xlsx) for a partner; rows are processed in the background",
+        auth="backoffice-user",
+        answer=CardholderUpload,
+        envelope=True,
+        status=202,
+        errors=_UPLOAD_ERRORS,
+    )
+    kwargs["responses"][200] = {
+        "description": "The same file was uploaded for this partner before: its first batch, "
+        "duplicate true, nothing created (D187).",
+        "model": kwargs["response_model"],
+    }
+    schema = {
+        "type": "object",
+        "required": ["file"],
+        "properties": {
+            "file": {
+                "contentMediaType": "application/octet-stream",
+                "description": "A .csv (UTF-8, BOM allowed, RFC 4180) or .xlsx (first worksheet) file named "
+                "by the part's filename; header row 1 with the columns "
+                + ", ".join(COLUMNS)
+                + f" (the first five required); at most {MAX_DATA_ROWS:,} data rows (D186).",
+            }
+        },
+    }
+    kwargs["openapi_extra"]["requestBody"] = {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": schema}},
+    }
+    return kwargs
+
+
+def _progress_declaration() -> dict[str, Any]:
+    kwargs = route(
+        "Stream a cardholder batch's progress (Server-Sent Events: progress, row-failed, done)",
+        auth="backoffice-user",
+        errors=_PROGRESS_ERRORS,
+    )
+    kwargs["responses"][200] = {
+        "description": "text/event-stream (D188): events progress {batchId, status, total, processed, "
+        "created, failed}, row-failed {row, externalId, field, message}, done {batchId, status, total, "
+        "processed, created, failed, cardsIssued}; id = the event's number within the batch; "
+        "Last-Event-ID resumes; a finished batch replays and closes.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+    kwargs["openapi_extra"]["parameters"] = [
+        {
+            "name": "Last-Event-ID",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string"},
+            "description": "Resume after this event id.",
+        },
+        {
+            "name": "lastEventId",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string"},
+            "description": "Resume after this event id (for clients that cannot set the header).",
+        },
+    ]
+    return kwargs
+
+
+def _partner(session: Session, context: ServerContext, token: str | None, partner_id: str) -> PartnerRow:
+    now = context.clock.now(session)
+    principal = backoffice.operator_principal(session, context, now, token)
+    partner = backoffice.partner_for(session, principal, partner_id)
+    session.expunge(partner)
+    return partner
+
+
+@router.post(UPLOAD_PATH, **_upload_declaration())
+async def upload(request: Request, partnerId: str) -> Response:
+    """Receive and check the file, store it as a batch and queue its job (D186, D187)."""
+    context = get_context(request)
+    token = bearer(request)
+    received = await service.receive_file(request.headers.get("content-type"), request.stream())
+    try:
+        problem: APIProblem | None = None
+        scanned: service.FileScan | None = None
+        try:
+            scanned = await asyncio.to_thread(service.scan_file, received)
+        except APIProblem as exc:
+            problem = exc
+
+        def work(session: Session) -> tuple[CardholderUpload, bool]:
+            partner = _partner(session, context, token, partnerId)
+            if problem is not None:
+                raise problem
+            assert scanned is not None
+            return service.accept_upload(session, context.clock.now(session), partner, received, scanned)
+
+        answer, created = await context.run(work)
+    finally:
+        received.close()
+    if created:
+        service.kick(context)
+    return data(answer, 202 if created else 200)
+
+
+def _last_event_id(request: Request) -> int:
+    raw = request.headers.get("last-event-id")
+    field = "Last-Event-ID"
+    if raw is None:
+        raw, field = request.query_params.get("lastEventId"), "lastEventId"
+    if raw is None or not raw.strip():
+        return 0
+    value = raw.strip()
+    if not value.isdigit() or len(value) > 12:
+        raise APIProblem(
+            400, None, f"Invalid {field}: must be an event id (a whole number).", [(field, "invalid")]
+        )
+    return int(value)
+
+
+@router.get(PROGRESS_PATH, **_progress_declaration())
+async def progress(request: Request, partnerId: str, batchId: str) -> Response:
+    """The batch's events after ``Last-Event-ID`` (D188), from the database: any process serves them."""
+    from paysdk.server.middleware import _abort_uvicorn_connection
+
+    context = get_context(request)
+    token = bearer(request)
+    after = _last_event_id(request)
+
+    def work(session: Session) -> str:
+        partner = _partner(session, context, token, partnerId)
+        return service.batch_of(session, partner, batchId).id
+
+    batch_id = await context.run(work)
+    cut = await context.run(faults.take_stream_fault, request.method, request.url.path)
+    return BatchStreamResponse(
+        service.event_stream(context, batch_id, after),
+        cut_after=None if cut is None else (cut.after_events or 0),
+        abort=_abort_uvicorn_connection,
+    )
+
+
+class BatchStreamResponse(Response):
+    """An event stream from ``chunks`` (:func:`~paysdk.server.services.cardholders.event_stream`): ends
+    when it ends, when the client goes, or when uvicorn shuts down (a dropped connection: the client
+    resumes elsewhere). ``cut_after``: drop the connection after that many events (a fault)."""
+
+    media_type = "text/event-stream; charset=utf-8"
+
+    def __init__(
+        self,
+        chunks: AsyncIterator[bytes],
+        *,
+        cut_after: int | None = None,
+        abort: Callable[[], bool] | None = None,
+    ) -> None:
+        super().__init__(media_type=self.media_type)
+        self.chunks = chunks
+        self.cut_after = cut_after
+        self.abort = abort
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from paysdk.server.events import _shutdown_probe
+
+        stopping = _shutdown_probe()
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    gone.set()
+                    return
+
+        watcher = asyncio.ensure_future(watch())
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", self.media_type.encode()),
+                    (b"cache-control", b"no-store"),
+                    (b"x-accel-buffering", b"no"),
+                ],
+            }
+        )
+        sent = 0
+        cut = False
+        step: asyncio.Future[bytes] | None = None
+        iterator = aiter(self.chunks)
+        try:
+            while not gone.is_set() and not stopping():
+                if step is None:
+                    step = asyncio.ensure_future(anext(iterator))
+                stop: asyncio.Future[Any] = asyncio.ensure_future(gone.wait())
+                pending: set[asyncio.Future[Any]] = {step, stop}
+                await asyncio.wait(pending, timeout=1.0, return_when="FIRST_COMPLETED")
+                stop.cancel()
+                if not step.done():
+                    continue  # look at the client and the server's shutdown again
+                finished, step = step, None
+                try:
+                    chunk = finished.result()
+                except StopAsyncIteration:
+                    break
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if chunk.startswith(b"id: "):
+                    sent += 1
+                    if self.cut_after is not None and sent >= self.cut_after:
+                        cut = True
+                        break
+        finally:
+            if step is not None:
+                step.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration, Exception):
+                    await step
+            with contextlib.suppress(Exception):
+                await self.chunks.aclose()  # type: ignore[attr-defined]
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watcher
+        if cut and self.abort is not None and self.abort():
+            return
+        if not gone.is_set():
+            await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -1,0 +1,70 @@
+"""The control plane's deprecation marks (D196, D253-D255): ``PUT``, ``DELETE`` and ``GET
+/_sandbox/deprecations``. See :mod:`paysdk.server.services.deprecations`. Not in ``/openapi.json``.
+
+``PUT {operation, deprecatedAt?, sunset?, link?}`` answers the mark; ``DELETE ?operation=`` removes one
+(every mark without it) and answers ``{"removed": n}``; ``GET`` lists them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from paysdk.contracts.deprecations import DeprecationSet
+from paysdk.server.bodies import read_json_object, validate
+from paysdk.server.context import get_context
+from paysdk.server.errors import JSONResponse
+from paysdk.server.services import deprecations
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/_sandbox", include_in_schema=False)
+
+_METHODS = frozenset({"get", "put", "post", "delete", "patch", "head", "options", "trace"})
+
+
+def _operations(request: Request) -> frozenset[str]:
+    """The public operations as ``/openapi.json`` names them (its schema is built once per app)."""
+    paths: dict[str, Any] = request.app.openapi().get("paths", {})
+    return frozenset(
+        f"{method.upper()} {path}" for path, item in paths.items() for method in item if method in _METHODS
+    )
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="python")
+    return dumped
+
+
+@router.put("/deprecations")
+async def put_deprecation(request: Request) -> Response:
+    """Mark an operation deprecated (again: replace its mark)."""
+    context = get_context(request)
+    spec = validate(DeprecationSet, await read_json_object(request))
+    known = _operations(request)
+
+    def work(session: Session) -> dict[str, Any]:
+        return _dump(deprecations.put(session, context.clock.now(session), spec, known))
+
+    return JSONResponse(await context.run(work))
+
+
+@router.delete("/deprecations")
+async def clear_deprecations(
+    request: Request, operation: Annotated[str | None, Query(max_length=300)] = None
+) -> Response:
+    """Remove one operation's mark, or all of them."""
+    context = get_context(request)
+    removed = await context.run(deprecations.clear, operation, _operations(request))
+    return JSONResponse({"removed": removed})
+
+
+@router.get("/deprecations")
+async def list_deprecations(request: Request) -> Response:
+    """Every marked operation."""
+    context = get_context(request)
+    marks = await context.run(deprecations.list_all)
+    return JSONResponse([_dump(mark) for mark in marks])

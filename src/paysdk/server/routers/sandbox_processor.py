@@ -1,0 +1,64 @@
+"""The control plane plays the processor (D193, D240): ``GET /_sandbox/processor`` shows the secret the
+processor signs with, ``POST /_sandbox/processor/settlements {paymentId, type, notificationId?, at?}``
+signs a settlement notification and ``POST /_sandbox/processor/feed {feedId?, events: [{type, paymentId,
+eventId?, at?}]}`` a feed batch, each delivered through the receiver's own code path
+(:mod:`paysdk.server.services.processor_webhooks`). Left out of ``/openapi.json``;
+never logged, faulted or idempotent, like the rest of ``/_sandbox``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from paysdk.contracts.processor_webhooks import SandboxFeed, SandboxSettlement
+from paysdk.server.bodies import read_json_object, validate
+from paysdk.server.context import get_context
+from paysdk.server.errors import JSONResponse
+from paysdk.server.services import processor_webhooks
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/_sandbox", include_in_schema=False)
+
+
+@router.get("/processor")
+async def processor(request: Request) -> Response:
+    """The processor secret (kept across resets) and the signature scheme."""
+    context = get_context(request)
+
+    def work(session: Any) -> Any:
+        return processor_webhooks.processor_info(session, context)
+
+    info = await context.run(work)
+    return JSONResponse(info.model_dump(by_alias=True, mode="python"))
+
+
+@router.post("/processor/settlements")
+async def deliver_settlement(request: Request) -> Response:
+    """Sign and deliver one settlement notification; the receiver's answer (or error) is the answer."""
+    context = get_context(request)
+    spec = validate(SandboxSettlement, await read_json_object(request))
+
+    def work(session: Any) -> Any:
+        now = context.clock.now(session)
+        return processor_webhooks.deliver_settlement(session, context, now, spec)
+
+    delivery = await context.run(work)
+    return JSONResponse(delivery.model_dump(by_alias=True, exclude_none=True, mode="python"))
+
+
+@router.post("/processor/feed")
+async def deliver_feed(request: Request) -> Response:
+    """Sign and deliver one feed batch; the receiver's answer (or error) is the answer."""
+    context = get_context(request)
+    spec = validate(SandboxFeed, await read_json_object(request))
+
+    def work(session: Any) -> Any:
+        now = context.clock.now(session)
+        return processor_webhooks.deliver_feed(session, context, now, spec)
+
+    delivery = await context.run(work)
+    return JSONResponse(delivery.model_dump(by_alias=True, exclude_none=True, mode="python"))

@@ -1,0 +1,336 @@
+"""``paysdk cardholders`` end to end against the reference server on a real socket (D186-D189, D221-D223).
+
+A merchant, an operator and a partner come from the control plane; the profile holds the backoffice
+merchant and operator (as ``paysdk backoffice login`` stores them), the signing key and the operator's
+password come from the environment. Output: plain lines on stderr (CliRunner's stderr is no terminal),
+the rich bar when forced, a table or NDJSON events on stdout; ``--report`` holds the failed rows with
+formula cells neutralised; a cut stream is resumed and warned about; ``progress`` reattaches.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import paysdk
+from paysdk.resources.cardholders import AFFINITY_WARNING
+from paysdk_cli._config import update_profile
+from paysdk_cli.commands import cardholders as cardholders_command
+
+from .conftest import run_cli
+
+pytestmark = pytest.mark.usefixtures("cli_server")
+
+HEADER = "externalId,username,email,firstName,lastName,issueCard"
+
+
+class Backoffice:
+    def __init__(self, url: str, slug: str, email: str, password: str, key: str, partner_id: str) -> None:
+        self.url, self.slug, self.email, self.password, self.key = url, slug, email, password, key
+        self.partner_id = partner_id
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"PAYSDK_WALLET_PRIVATE_KEY": self.key, "PAYSDK_BACKOFFICE_PASSWORD": self.password}
+
+    def sdk(self) -> paysdk.Client:
+        credentials = paysdk.BackofficeCredentials(
+            self.slug, self.key, user=paysdk.BackofficeUser(self.email, self.password)
+        )
+        return paysdk.Client(environment=paysdk.Environment.local(self.url), backoffice=credentials)
+
+
+def _control(url: str, path: str, body: dict[str, Any]) -> Any:
+    answer = httpx.post(url + path, json=body, timeout=30)
+    assert answer.status_code == 201, answer.text
+    return answer.json()
+
+
+@pytest.fixture
+def backoffice(cli_server: str) -> Backoffice:
+    with paysdk.Client(environment=paysdk.Environment.local(cli_server)) as sandbox:
+        merchant = sandbox.sandbox.create_client()
+    password = "operator-" + secrets.token_hex(8)
+    email = f"op-{secrets.token_hex(4)}@example.com"
+    _control(
+        cli_server,
+        "/_sandbox/backoffice/operators",
+        {"merchant": merchant.slug, "email": email, "password": password},
+    )
+    partner = _control(
+        cli_server, "/_sandbox/backoffice/partners", {"merchant": merchant.slug, "name": "Acme"}
+    )
+    update_profile("default", backoffice_merchant=merchant.slug, backoffice_operator=email)
+    assert merchant.signing_private_key is not None
+    return Backoffice(
+        cli_server, merchant.slug, email, password, merchant.signing_private_key, partner["partnerId"]
+    )
+
+
+def _file(tmp_path: Path, rows: int, *, bad: dict[int, str] | None = None, name: str = "holders.csv") -> Path:
+    """``rows`` data rows; ``bad`` maps a data row (from 1) to the email it gets instead of a valid one."""
+    tag = secrets.token_hex(3)
+    lines = [HEADER]
+    for number in range(1, rows + 1):
+        email = (bad or {}).get(number, f"h{number}-{tag}@example.com")
+        lines.append(
+            f"x-{tag}-{number},holder{number}{tag},{email},Ana,Holder,{'yes' if number == 1 else ''}"
+        )
+    path = tmp_path / name
+    path.write_text("\r\n".join(lines) + "\r\n")
+    return path
+
+
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_upload_all_created_exits_0_with_a_table_and_plain_progress_lines(
+    backoffice: Backoffice, tmp_path: Path
+) -> None:
+    path = _file(tmp_path, 4)
+    result = run_cli(
+        "-o",
+        "table",
+        "cardholders",
+        "upload",
+        str(path),
+        "--partner",
+        backoffice.partner_id,
+        env=backoffice.env,
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "Cardholder batch" in result.stdout
+    assert "created" in result.stdout
+    assert "Failed rows" not in result.stdout
+    assert "progress: " in result.stderr  # plain lines: stderr is not a terminal
+    assert "done: completed, 4/4 processed, 4 created, 0 failed, 1 cards issued" in result.stderr
+    assert backoffice.password not in result.stdout + result.stderr
+    assert backoffice.key not in result.stdout + result.stderr
+
+
+def test_some_rows_failed_exits_5_and_the_report_neutralises_formula_cells(
+    backoffice: Backoffice, tmp_path: Path
+) -> None:
+    path = _file(tmp_path, 5, bad={2: "not-an-email", 4: "=HYPERLINK(1)"})
+    report = tmp_path / "failed.csv"
+    result = run_cli(
+        "-o",
+        "table",
+        "cardholders",
+        "upload",
+        str(path),
+        "--partner",
+        backoffice.partner_id,
+        "--report",
+        str(report),
+        env=backoffice.env,
+    )
+    assert result.exit_code == 5, result.stderr
+    assert "Failed rows" in result.stdout
+    assert "row 3 failed: email:" in result.stderr
+    with report.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["row_number", "status", "error"]
+    assert [row[:2] for row in rows[1:]] == [["3", "failed"], ["5", "failed"]]
+    assert rows[1][2].startswith("email: ")
+    assert report.read_bytes().count(b"\r\n") == 3
+    for row in rows:
+        for cell in row:
+            assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
+
+
+def test_json_output_is_one_event_per_line_and_progress_reattaches(
+    backoffice: Backoffice, tmp_path: Path
+) -> None:
+    path = _file(tmp_path, 3, bad={1: "bad"})
+    queued = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "upload",
+        str(path),
+        "--partner",
+        backoffice.partner_id,
+        "--no-wait",
+        env=backoffice.env,
+    )
+    assert queued.exit_code == 0, queued.stderr
+    batch_id = json.loads(queued.stdout)["batchId"]
+
+    report = tmp_path / "r.csv"
+    result = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "progress",
+        batch_id,
+        "--partner",
+        backoffice.partner_id,
+        "--report",
+        str(report),
+        env=backoffice.env,
+    )
+    assert result.exit_code == 5, result.stderr
+    events = _json_lines(result.stdout)
+    assert [int(e["id"]) for e in events] == list(range(1, len(events) + 1))
+    assert events[-1]["event"] == "done"
+    assert events[-1]["data"]["batchId"] == batch_id
+    assert (events[-1]["data"]["created"], events[-1]["data"]["failed"]) == (2, 1)
+    assert [e["data"]["row"] for e in events if e["event"] == "row-failed"] == [2]
+    assert report.read_text().splitlines()[1].startswith("2,failed,email: ")
+
+    again = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "upload",
+        str(path),
+        "--partner",
+        backoffice.partner_id,
+        env=backoffice.env,
+    )
+    assert again.exit_code == 5
+    lines = _json_lines(again.stdout)
+    assert lines[0]["event"] == "upload"
+    assert (lines[0]["data"]["batchId"], lines[0]["data"]["duplicate"]) == (batch_id, True)
+    assert "uploaded before" in again.stderr
+
+
+def test_a_dropped_stream_is_resumed_with_a_warning_and_no_event_lost_or_repeated(
+    backoffice: Backoffice, tmp_path: Path
+) -> None:
+    path = _file(tmp_path, 6, bad={3: "x"})
+    with backoffice.sdk() as sdk:
+        answer = sdk.backoffice.cardholders.upload(backoffice.partner_id, path)
+        sdk.backoffice.cardholders.wait(backoffice.partner_id, answer.batch_id)
+        sdk.sandbox.add_fault("stream_cut", route="/cms/rest/app/partners/*", after_events=2)
+    result = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "progress",
+        answer.batch_id,
+        "--partner",
+        backoffice.partner_id,
+        env=backoffice.env,
+    )
+    assert result.exit_code == 5, result.stderr
+    events = _json_lines(result.stdout)
+    assert [int(e["id"]) for e in events] == list(range(1, len(events) + 1))
+    assert events[-1]["event"] == "done"
+    assert result.stderr.count("Warning: " + AFFINITY_WARNING) == 1
+    assert "reconnecting" in result.stderr
+
+
+def test_the_rich_bar_is_drawn_on_a_terminal(
+    backoffice: Backoffice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        cardholders_command, "_display_for", lambda st: cardholders_command._RichDisplay(force_terminal=True)
+    )
+    result = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "upload",
+        str(_file(tmp_path, 2)),
+        "--partner",
+        backoffice.partner_id,
+        env=backoffice.env,
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "Cardholders" in result.stderr
+    assert "\x1b[" in result.stderr  # drawn with terminal control sequences
+    assert "progress: " not in result.stderr
+    assert _json_lines(result.stdout)[-1]["event"] == "done"
+
+
+def test_usage_auth_and_api_errors_have_their_exit_codes(backoffice: Backoffice, tmp_path: Path) -> None:
+    wrong_kind = tmp_path / "holders.txt"
+    wrong_kind.write_text(HEADER + "\r\n")
+    result = run_cli(
+        "cardholders", "upload", str(wrong_kind), "--partner", backoffice.partner_id, env=backoffice.env
+    )
+    assert result.exit_code == 2, result.stderr
+    assert "filename" in result.stderr
+
+    result = run_cli(
+        "cardholders", "upload", str(_file(tmp_path, 1)), "--partner", "ptn_nobody", env=backoffice.env
+    )
+    assert result.exit_code == 6, result.stderr
+
+    result = run_cli(
+        "cardholders", "progress", "bat_missing", "--partner", backoffice.partner_id, env=backoffice.env
+    )
+    assert result.exit_code == 6, result.stderr
+
+    result = run_cli(
+        "cardholders",
+        "upload",
+        str(_file(tmp_path, 1)),
+        "--partner",
+        backoffice.partner_id,
+        "--report",
+        str(tmp_path / "no" / "r.csv"),
+        env=backoffice.env,
+    )
+    assert result.exit_code == 2
+    assert "no directory" in result.stderr
+
+    result = run_cli("cardholders", "progress", "bat_x", "--partner", backoffice.partner_id)  # no password
+    assert result.exit_code == 4, result.stderr
+
+
+def test_associate_card_links_an_unassigned_card(backoffice: Backoffice) -> None:
+    with paysdk.Client(environment=paysdk.Environment.local(backoffice.url)) as sandbox:
+        user = sandbox.sandbox.create_user(
+            backoffice.slug, "ana" + secrets.token_hex(3), "ana@example.com", "a-long-password"
+        )
+        card = sandbox.sandbox.create_stock_card(backoffice.slug)
+    _control(
+        backoffice.url,
+        f"/_sandbox/backoffice/partners/{backoffice.partner_id}/cardholders",
+        {"merchant": backoffice.slug, "userId": user.user_id},
+    )
+    result = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "associate-card",
+        user.user_id,
+        card.card_id,
+        "--partner",
+        backoffice.partner_id,
+        env=backoffice.env,
+    )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["cardId"] == card.card_id
+
+
+def test_ctrl_c_stops_following_with_130_and_says_how_to_reattach(
+    backoffice: Backoffice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(self: Any, data: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cardholders_command._Display, "progress", interrupted)
+    result = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "upload",
+        str(_file(tmp_path, 2)),
+        "--partner",
+        backoffice.partner_id,
+        env=backoffice.env,
+    )
+    assert result.exit_code == 130, result.stderr
+    batch_id = _json_lines(result.stdout)[0]["data"]["batchId"]
+    assert f"paysdk cardholders progress {batch_id} --partner {backoffice.partner_id}" in result.stderr

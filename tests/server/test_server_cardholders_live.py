@@ -1,0 +1,215 @@
+"""The cardholder progress stream over real sockets (D188): read live while the batch runs, cut by a
+``stream_cut`` fault and resumed with ``Last-Event-ID`` with nothing lost or repeated, and the
+two-instance test: two server processes on one PostgreSQL database (``jobs_worker.py``), the upload
+through one, the stream from the other (then resumed on the first), every event seen once."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+from cardholder_kit import (
+    JSON_TYPE,
+    Backoffice,
+    Event,
+    cardholders,
+    csv_file,
+    done,
+    parse_events,
+    person,
+    xlsx_file,
+)
+
+from paysdk.contracts.sandbox import SandboxClient
+from paysdk.server.db import Database
+
+WORKER = Path(__file__).with_name("jobs_worker.py")
+PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+async def _merchant(client: httpx.AsyncClient) -> SandboxClient:
+    made = await client.post("/_sandbox/clients", content=b"{}", headers=JSON_TYPE)
+    assert made.status_code == 201, made.text
+    return SandboxClient.model_validate(made.json())
+
+
+def _rows(count: int) -> list[list[object]]:
+    # Every 50th row fails (no email), so row-failed events interleave with progress.
+    return [
+        person(i) if i % 50 else [f"E{i}", f"u{i}", "", "A", "B", "", "", ""] for i in range(1, count + 1)
+    ]
+
+
+async def _read(
+    client: httpx.AsyncClient, path: str, token: str, last_event_id: int | None = None
+) -> tuple[list[Event], bool, list[float]]:
+    """Read the stream at ``path`` until it ends or is cut: ``(events, ended cleanly, arrival times)``."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if last_event_id is not None:
+        headers["Last-Event-ID"] = str(last_event_id)
+    buffer = ""
+    events: list[Event] = []
+    times: list[float] = []
+    clean = True
+    try:
+        async with client.stream("GET", path, headers=headers, timeout=60) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            async for text in response.aiter_text():
+                buffer += text
+                while "\n\n" in buffer:
+                    block, buffer = buffer.split("\n\n", 1)
+                    parsed = parse_events(block + "\n\n")
+                    events.extend(parsed)
+                    times.extend(time.time() for _ in parsed)
+    except (httpx.RemoteProtocolError, httpx.ReadError):
+        clean = False
+    return events, clean, times
+
+
+def _progress_path(partner: str, batch: str) -> str:
+    return f"/cms/rest/app/partners/{partner}/cardholders/batch/{batch}/progress"
+
+
+def _check_complete(events: list[Event], rows: int) -> None:
+    assert [e.id for e in events] == list(range(1, len(events) + 1)), "lost or repeated events"
+    final = done(events)
+    assert final["processed"] == rows
+    assert final["status"] == "completed"
+    assert final["failed"] == rows // 50 == sum(1 for e in events if e.event == "row-failed")
+    processed = [e.data["processed"] for e in events if e.event == "progress"]
+    assert processed == sorted(processed)
+    assert processed[-1] == rows
+
+
+async def test_live_stream_while_processing_then_cut_and_resumed(live_server: str, db_url: str) -> None:
+    async with httpx.AsyncClient(base_url=live_server) as client:
+        bo = Backoffice(client, await _merchant(client))
+        partner = await bo.partner()
+        token = await bo.token()
+        fault = await client.post(
+            "/_sandbox/faults",
+            content=json.dumps(
+                {"kind": "stream_cut", "route": "GET /cms/rest/app/partners/*", "count": 1, "afterEvents": 3}
+            ),
+            headers=JSON_TYPE,
+        )
+        assert fault.status_code == 201, fault.text
+        rows = 3000
+        answer = await bo.upload(partner, xlsx_file(_rows(rows)), "people.xlsx")
+        assert answer.status_code == 202
+        batch = answer.json()["data"]["batchId"]
+        first, clean, _ = await _read(client, _progress_path(partner, batch), token)
+        assert not clean
+        assert [e.id for e in first] == [1, 2, 3]
+        rest, clean, _ = await _read(client, _progress_path(partner, batch), token, first[-1].id)
+        assert clean
+        _check_complete(first + rest, rows)
+        # Live: at least one event arrived before the batch had finished.
+        assert any(e.event == "progress" and 0 < e.data["processed"] < rows for e in first + rest)
+        # Finished: a new connection replays everything and closes.
+        replay, clean, _ = await _read(client, _progress_path(partner, batch), token)
+        assert clean
+        assert replay == first + rest
+    assert len(cardholders(db_url, bo.merchant.slug)) == rows - rows // 50
+
+
+class _Process:
+    """A reference-server process (``jobs_worker.py``: the real app under uvicorn, ticker on)."""
+
+    def __init__(self, url: str) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.process = subprocess.Popen(
+            [sys.executable, str(WORKER), url, str(self.port), "30"], cwd=WORKER.parent
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 60
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the server process exited with {self.process.returncode}")
+            try:
+                if httpx.get(self.url + "/_sandbox/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the server process did not start")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def pg_database() -> Iterator[str]:
+    """A PostgreSQL database of this test only, with the server's schema; its URL."""
+    name = f"paysdk_chs_{os.getpid()}_{secrets.token_hex(4)}"
+    base, _, _ = PG_ADMIN_URL.rpartition("/")
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        db = Database(f"{base}/{name}")
+        try:
+            db.create_schema()
+            db.dispose()
+            yield f"{base}/{name}"
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.mark.postgres
+async def test_two_instances_upload_through_one_stream_from_the_other(pg_database: str) -> None:
+    one, two = _Process(pg_database), _Process(pg_database)
+    try:
+        async with (
+            httpx.AsyncClient(base_url=one.url) as first,
+            httpx.AsyncClient(base_url=two.url) as second,
+        ):
+            merchant = await _merchant(first)
+            uploader, streamer = Backoffice(first, merchant), Backoffice(second, merchant)
+            partner = await uploader.partner()
+            token = await uploader.token()
+            rows = 4000
+            answer = await uploader.upload(partner, csv_file(_rows(rows)), "people.csv", token)
+            assert answer.status_code == 202
+            batch = answer.json()["data"]["batchId"]
+            # The other instance streams it live; a cut there, the resume on the first instance.
+            cut = await second.post(
+                "/_sandbox/faults",
+                content=json.dumps(
+                    {"kind": "stream_cut", "route": "GET /cms/rest/app/*", "count": 1, "afterEvents": 4}
+                ),
+                headers=JSON_TYPE,
+            )
+            assert cut.status_code == 201, cut.text
+            seen, clean, _ = await _read(second, _progress_path(partner, batch), token)
+            assert not clean
+            assert len(seen) == 4
+            rest, clean, _ = await _read(first, _progress_path(partner, batch), token, seen[-1].id)
+            assert clean
+            _check_complete(seen + rest, rows)
+            # And the whole stream again from the second instance: the same events.
+            again, clean, _ = await _read(second, _progress_path(partner, batch), token)
+            assert clean
+            assert again == seen + rest
+            del streamer
+    finally:
+        one.stop()
+        two.stop()
+    assert len(cardholders(pg_database, merchant.slug)) == rows - rows // 50
