@@ -118,7 +118,7 @@ def test_upload_all_created_exits_0_with_a_table_and_plain_progress_lines(
 def test_some_rows_failed_exits_5_and_the_report_neutralises_formula_cells(
     backoffice: Backoffice, tmp_path: Path
 ) -> None:
-    path = _file(tmp_path, 5, bad={2: "not-an-email", 4: "=HYPERLINK(1)"})
+    path = _file(tmp_path, 5, bad={2: "not-an-email", 4: "@HYPERLINK(1)"})
     report = tmp_path / "failed.csv"
     result = run_cli(
         "-o",

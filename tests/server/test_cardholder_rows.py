@@ -9,6 +9,7 @@ from paysdk.contracts.cardholders import (
     CardholderRow,
     RowError,
     check_header,
+    formula_cell,
     is_blank,
     parse_row,
 )
@@ -55,7 +56,6 @@ def test_valid_row() -> None:
         (["e", "ana", "a@x.io", "A", "B", "12345"], "phone"),
         (["e", "ana", "a@x.io", "A", "B", "", "maybe"], "issueCard"),
         (["e", "ana", "a@x.io", "A", "B", "", "no", "alias"], "cardAlias"),
-        (["e", "ana", "a@x.io", '=HYPERLINK("x")', "B"], "firstName"),
         (["e", "ana", "a@x.io", "A", "B", "", "", "", "extra"], "file"),
     ],
 )
@@ -69,3 +69,15 @@ def test_row_errors(cells: list[str], field: str) -> None:
 def test_blank() -> None:
     assert is_blank(["", None, "  "])
     assert not is_blank(["", "x"])
+
+
+def test_formula_cells_name_their_column_and_row() -> None:
+    """D210: a text cell starting with ``=`` (after blanks) refuses the file, naming its column."""
+    found = formula_cell(HEADER, ["e", "ana", "a@x.io", ' =HYPERLINK("x")', "B"], 7)
+    assert found is not None
+    assert (found.field, found.row) == ("firstName", 7)
+    assert found.message == "row 7: a formula is not accepted; give the value itself"
+    beyond = formula_cell(HEADER[:5], ["e", "ana", "a@x.io", "A", "B", "=1+1"], 3)
+    assert beyond is not None
+    assert beyond.field == "file"
+    assert formula_cell(HEADER, ["e", "ana", "a@x.io", "A=B", "B", "+5511999990000", 1.0], 2) is None

@@ -77,7 +77,7 @@ async def test_every_row_error_kind_is_reported_with_its_row(bo: Backoffice) -> 
         ["E7", "u7", "u7@example.com", "A", "B", "555", "", ""],  # 8 phone
         ["E8", "u8", "u8@example.com", "A", "B", "", "perhaps", ""],  # 9 issueCard
         ["E9", "u9", "u9@example.com", "A", "B", "", "no", "Alias"],  # 10 cardAlias without a card
-        ["E10", "u10", "u10@example.com", "=1+1", "B", "", "", ""],  # 11 formula
+        ["E10", "u10", "u10@example.com", "A", "B", "", "", "x"],  # 11 cardAlias without a card
         ["", "", "", "", "", "", "", ""],  # 12 blank: skipped, keeps its number
         ["E1", "other", "other@example.com", "A", "B", "", "", ""],  # 13 externalId of row 2
         ["E13", "U1", "x13@example.com", "A", "B", "", "", ""],  # 14 username of row 2 (case folded)
@@ -97,12 +97,11 @@ async def test_every_row_error_kind_is_reported_with_its_row(bo: Backoffice) -> 
         8: "phone",
         9: "issueCard",
         10: "cardAlias",
-        11: "firstName",
+        11: "cardAlias",
         13: "externalId",
         14: "username",
         15: "email",
     }
-    assert found[11][1].startswith("a formula")
     assert found[13][1] == found[14][1] == "already exists"
     rowfailed = [e.data for e in events if e.event == "row-failed"]
     assert {d["row"]: d["externalId"] for d in rowfailed}[3] is None
@@ -295,19 +294,20 @@ async def test_heartbeat_while_queued_and_a_runner_that_lost_the_batch_rolls_bac
     assert processed == [0, 25, 50, 75, 100]
 
 
-async def test_a_formula_cell_fails_its_row_in_csv_and_xlsx(bo: Backoffice) -> None:
-    """D210: a text cell starting with ``=`` (CSV injection) fails its row, naming the column; the other
-    rows are created."""
+async def test_a_formula_cell_refuses_the_whole_file_in_csv_and_xlsx(bo: Backoffice, db_url: str) -> None:
+    """D210: a text cell starting with ``=`` (CSV injection, leading blanks ignored) refuses the whole
+    file at upload: ``400`` naming the column and the row, no batch, no cardholder."""
     partner = await bo.partner()
     for kind in ("csv", "xlsx"):
-        rows = [
-            person(1, prefix=kind),
-            [*person(2, prefix=kind)[:3], " =HYPERLINK(1)", "B"],
-            person(3, prefix=kind),
-        ]
-        content = csv_file(rows) if kind == "csv" else xlsx_file(rows)
-        answer = await bo.upload(partner, content, f"f.{kind}")
-        events = await bo.progress(partner, _data(answer)["batchId"])
-        assert failures(events)[3][0] == "firstName"
-        assert failures(events)[3][1].startswith("a formula")
-        assert done(events)["created"] == 2
+        for cells, field in (
+            ([*person(2, prefix=kind)[:3], " =HYPERLINK(1)", "B"], "firstName"),
+            ([*person(2, prefix=kind), "=1+1"], "file"),  # beyond the header
+        ):
+            rows = [person(1, prefix=kind), cells, person(3, prefix=kind)]
+            content = csv_file(rows) if kind == "csv" else xlsx_file(rows)
+            answer = await bo.upload(partner, content, f"f.{kind}")
+            assert answer.status_code == 400, answer.text
+            [detail] = answer.json()["details"]
+            assert detail["field"] == field
+            assert detail["message"].startswith("row 3: a formula is not accepted"), detail
+    assert cardholders(db_url, bo.merchant.slug) == {}

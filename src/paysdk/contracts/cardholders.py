@@ -47,6 +47,7 @@ __all__ = [
     "RowError",
     "RowFailed",
     "check_header",
+    "formula_cell",
     "is_blank",
     "parse_bool",
     "parse_row",
@@ -80,7 +81,8 @@ _PLAIN_EMAIL = re.compile(
     r"[A-Za-z0-9._%+!#$&'*/=?^`{|}~-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z0-9-]{1,63}"
 )
 _PLAIN_USERNAME = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?")
-#: D210: a cell starting with ``=`` is a spreadsheet formula, refused in every column (a row failure).
+#: D210: a cell starting with ``=`` (leading blanks ignored) is a spreadsheet formula: the upload
+#: refuses the whole file, naming the column and the row (CSV injection is malformed input, not data).
 _FORMULA_START: Final = "="
 
 
@@ -163,6 +165,16 @@ def _text(cell: object) -> str:
     return str(cell).strip()
 
 
+def formula_cell(header: Sequence[str], cells: Sequence[object], row: int) -> CardholderFileError | None:
+    """The :class:`CardholderFileError` of data row ``row`` when one of its cells is a spreadsheet formula
+    (D210: it starts with ``=``), naming its column (``file`` beyond the header); ``None`` otherwise."""
+    for index, cell in enumerate(cells):
+        if isinstance(cell, str) and cell.lstrip().startswith(_FORMULA_START):
+            field = header[index] if index < len(header) else "file"
+            return CardholderFileError(field, "a formula is not accepted; give the value itself", row)
+    return None
+
+
 def is_blank(cells: Sequence[object]) -> bool:
     """Whether every cell of a row is empty (such a row is skipped, keeping its number)."""
     return all(not _text(cell) for cell in cells)
@@ -202,9 +214,6 @@ def parse_row(header: Sequence[str], cells: Sequence[object], row: int) -> Cardh
     def fail(field: str, message: str) -> RowError:
         return RowError(row, field, message, external)
 
-    for name in COLUMNS:
-        if values.get(name, "").startswith(_FORMULA_START):
-            return fail(name, "a formula is not accepted; give the value itself")
     for name in REQUIRED_COLUMNS:
         if not values.get(name):
             return fail(name, "is required")

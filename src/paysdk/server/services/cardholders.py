@@ -57,6 +57,7 @@ from paysdk.contracts.cardholders import (
     RowError,
     RowFailed,
     check_header,
+    formula_cell,
     is_blank,
     parse_row,
 )
@@ -290,6 +291,9 @@ def scan_file(received: ReceivedFile) -> FileScan:
             last = row
             if is_blank(cells):
                 continue
+            formula = formula_cell(header, cells, row)
+            if formula is not None:
+                raise formula
             total += 1
             if total > MAX_DATA_ROWS:
                 raise CardholderFileError("file", f"has more than {MAX_DATA_ROWS:,} data rows", row)
