@@ -115,7 +115,7 @@ def _results(response: httpx.Response) -> list[tuple[int, str, str | None]]:
 
 async def test_file_errors_name_the_file_or_the_column_and_charge_nothing(batch: Batch) -> None:
     (sub,) = await batch.subscriptions()
-    junk = secrets.token_bytes(4096) + b"\xff\xfe\x00"
+    junk = b"\xff\xfe\x00" + secrets.token_bytes(4096)  # never UTF-8, whatever the random bytes
     assert "UTF-8" in _problem(await batch.upload(junk), 400, "file")
     latin = "subscriptionId,amount,reference,description\n" + f"{sub},1,r1,café\n"
     assert "UTF-8" in _problem(await batch.upload(latin.encode("latin-1")), 400, "file")

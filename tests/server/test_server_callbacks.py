@@ -108,7 +108,9 @@ async def test_receiver_down_then_up_is_retried_at_1_2_4_minutes(
     assert first[0].status_code is None
     assert first[0].error
     assert first[0].next_attempt_at is not None
-    assert abs((first[0].next_attempt_at - first[0].at) - timedelta(minutes=1)) < timedelta(seconds=1)
+    # The next attempt counts from the attempt's start; ``at`` is its end, which a connection refused
+    # slowly on a loaded machine delays by seconds (seen on CI: 2.7 s).
+    assert abs((first[0].next_attempt_at - first[0].at) - timedelta(minutes=1)) < timedelta(seconds=5)
     await advance(asgi_client, 59)
     assert len(await attempts(asgi_client, link["uid"])) == 1
     await advance(asgi_client, 2 * 60 + 1)  # t = 3 min: attempts at 1 and 3 minutes, both refused
@@ -119,7 +121,7 @@ async def test_receiver_down_then_up_is_retried_at_1_2_4_minutes(
     assert [row.status_code for row in rows] == [None, None, None, 200]
     offsets = [(row.at - rows[0].at).total_seconds() for row in rows]
     for actual, expected in zip(offsets, [0, 60, 180, 420], strict=True):
-        assert abs(actual - expected) < 2, offsets
+        assert abs(actual - expected) < 5, offsets
     assert rows[-1].final
     assert len(callback_sink.received) == 1
     await advance(asgi_client, 86400)
