@@ -66,6 +66,7 @@ from paysdk._errors import (
 from paysdk._redact import MASK, SENSITIVE_HEADERS, is_sensitive_name
 from paysdk._secret import Secret
 from paysdk._types import NOT_GIVEN, NotGiven
+from paysdk._version import __version__
 
 if TYPE_CHECKING:  # paysdk._uploads is imported by the first upload, not by ``import paysdk``
     from paysdk._uploads import UploadBody, UploadStream
@@ -129,16 +130,6 @@ REQUEST_ID_HEADER: Final = "x-request-id"
 REPLAYED_HEADER: Final = "idempotent-replayed"
 
 
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("paysdk")
-    except Exception:  # pragma: no cover - not installed (running from a source tree)
-        return "0.1.0"
-
-
-__version__: Final = _version()
 USER_AGENT: Final = f"paysdk/{__version__} python/{platform.python_version()}"
 
 
