@@ -401,8 +401,8 @@ def test_the_cli_and_server_install_serves_and_makes_a_payment_link(dist: Dist, 
     assert "Traceback" not in err
 
 
-def _wait_healthy(server: subprocess.Popen[str], url: str) -> None:
-    deadline = time.monotonic() + 60
+def _wait_healthy(server: subprocess.Popen[str], url: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
             _, err = server.communicate()
@@ -413,4 +413,50 @@ def _wait_healthy(server: subprocess.Popen[str], url: str) -> None:
         except httpx.TransportError:
             pass
         time.sleep(0.1)
-    pytest.fail("paysdk serve did not become healthy in 60 s")
+    pytest.fail(f"paysdk serve did not become healthy in {timeout:g} s")
+
+
+def test_pipx_runs_the_server_with_no_python_project_around(dist: Dist, tmp_path: Path) -> None:
+    """docs/packaging.md's one command for a merchant's CI: ``pipx run --spec 'paysdk[cli,server]' paysdk
+    serve``, here with the built wheel as the spec, from an empty directory, pipx's home in ``tmp_path``."""
+    workdir = tmp_path / "ci-job"
+    workdir.mkdir()
+    env = _clean_env(
+        PIPX_HOME=str(tmp_path / "pipx-home"),
+        PIPX_BIN_DIR=str(tmp_path / "pipx-bin"),
+        PIPX_MAN_DIR=str(tmp_path / "pipx-man"),
+    )
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "pipx", "run", "--spec", f"{dist.wheel}[cli,server]", "paysdk"]
+    server = subprocess.Popen(
+        [*command, "serve", "--port", str(port), "--db", f"sqlite:///{tmp_path / 'ci.db'}"],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_healthy(server, url, timeout=INSTALL_TIMEOUT)  # the first run installs the package
+        created = httpx.post(f"{url}/_sandbox/clients", json={"slug": "ci-shop"}, timeout=10)
+        assert created.status_code == 201, created.text
+        listed = subprocess.run(
+            [*command, "--base-url", url, "-o", "json", "sandbox", "clients", "show", "ci-shop"],
+            capture_output=True,
+            text=True,
+            cwd=workdir,
+            env={**env, "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"},
+            timeout=120,
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert json.loads(listed.stdout)["slug"] == "ci-shop"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            _, err = server.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            _, err = server.communicate()
+    assert server.returncode == 0, err[-3000:]
+    assert list(workdir.iterdir()) == []  # nothing written where the job runs
