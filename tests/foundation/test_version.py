@@ -8,6 +8,9 @@ import sys
 import tomllib
 from pathlib import Path
 
+import httpx
+import pytest
+
 import paysdk
 from paysdk._pipeline import USER_AGENT
 
@@ -30,7 +33,9 @@ def test_the_version_is_written_once_and_pyproject_reads_it() -> None:
     # no other file of the package spells a version out
     for path in (ROOT / "src").rglob("*.py"):
         if path != VERSION_FILE:
-            assert not re.search(r"__version__\s*(:\s*\w+\s*)?=\s*['\"]", path.read_text()), path
+            text = path.read_text()
+            assert not re.search(r"__version__\s*(:\s*\w+\s*)?=\s*['\"]", text), path
+            assert f'"{_written_version()}"' not in text, path
 
 
 def test_the_package_and_its_user_agent_carry_it() -> None:
@@ -58,3 +63,10 @@ def test_the_changelog_keeps_a_changelog_and_has_this_version() -> None:
     # every entry sits under one of Keep a Changelog's change types
     for heading in re.findall(r"^### (.+)$", changelog, flags=re.M):
         assert heading in ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"), heading
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+async def test_the_reference_servers_openapi_document_carries_it(asgi_client: httpx.AsyncClient) -> None:
+    answer = await asgi_client.get("/openapi.json")
+    assert answer.status_code == 200
+    assert answer.json()["info"]["version"] == _written_version()

@@ -144,9 +144,11 @@ def create_app(
                     await task
             database.dispose()
 
+    from paysdk._version import __version__  # the package's one version (D290)
+
     app = FastAPI(
         title="paysdk reference server",
-        version="0.1.0",
+        version=__version__,
         description=_DESCRIPTION,
         lifespan=lifespan,
         docs_url="/docs",
