@@ -113,6 +113,8 @@ def test_sandbox_commands_send_the_profile_token(exposed: str, memory_keyring: M
     reread = httpx.get(f"{exposed}/_sandbox/clients/acme", headers={"Paysdk-Control-Token": TOKEN}).json()
     assert reread["sandboxToken"] == "****"
 
+    assert _json("sandbox", "processor", "secret", "--show-secrets")["secret"].startswith("psec_")
+    assert _json("sandbox", "processor", "secret")["secret"] == "****"
     assert run_cli("sandbox", "reset").exit_code == 0
     assert _json("sandbox", "clients", "show", "acme", code=6).exit_code == 6
 

@@ -164,7 +164,7 @@ async def _call(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-@pytest.mark.covers("sandbox.reveal_client")
+@pytest.mark.covers("sandbox.reveal_client", "sandbox.processor.reveal_secret")
 @pytest.mark.parametrize("kind", ["sync", "async"])
 async def test_sandbox_over_a_socket_with_the_token_from_the_environment(
     kind: str, exposed_server: str, monkeypatch: pytest.MonkeyPatch
@@ -178,6 +178,10 @@ async def test_sandbox_over_a_socket_with_the_token_from_the_environment(
         revealed = await _call(client.sandbox.reveal_client("acme"))
         assert revealed.production_token == created.production_token
         assert revealed.callback_header_value == created.callback_header_value
+        assert (await _call(client.sandbox.processor.secret())).secret == "****"
+        secret = (await _call(client.sandbox.processor.reveal_secret())).secret
+        assert secret.startswith("psec_")
+        assert TOKEN not in repr(client)
         await _call(client.sandbox.reset())
         with pytest.raises(paysdk.NotFoundError):
             await _call(client.sandbox.reveal_client("acme"))

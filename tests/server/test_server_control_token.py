@@ -19,7 +19,13 @@ from typing import Any
 import httpx
 import pytest
 
-from paysdk.server.control_token import ControlPlaneAccess, control_token_digest, is_loopback_host
+from paysdk.server.control_token import (
+    ControlPlaneAccess,
+    ControlTokenRefused,
+    control_token_digest,
+    is_loopback_host,
+    startup_control_token,
+)
 
 HEADER = "Paysdk-Control-Token"
 TOKEN = "team-sandbox-7f3c9a1e5b2d4c86"
@@ -334,3 +340,33 @@ def test_access_checks_the_digest_shape() -> None:
         ControlPlaneAccess(b"short")
     with pytest.raises(ValueError, match="empty"):
         control_token_digest("  ")
+
+
+def test_python_m_paysdk_server_applies_the_same_rule(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "paysdk.server", "--host", "0.0.0.0", "--port", str(_free_port())],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--insecure-control-plane" in done.stderr
+    assert "--generate-control-token" in done.stderr
+
+
+def test_startup_rule_in_process() -> None:
+    assert startup_control_token("127.0.0.1", None, environ={}) == (None, [])
+    assert startup_control_token("0.0.0.0", " given ", environ={}) == ("given", [])
+    assert startup_control_token("0.0.0.0", None, environ={"PAYSDK_CONTROL_TOKEN": TOKEN}) == (TOKEN, [])
+    token, lines = startup_control_token("localhost", None, generate=True, environ={})
+    assert token is not None
+    assert lines == [line for line in lines if token in line]
+    assert len(lines) == 1
+    with pytest.raises(ControlTokenRefused, match="not both"):
+        startup_control_token("0.0.0.0", "x", generate=True, environ={})
+    with pytest.raises(ControlTokenRefused, match="empty"):
+        startup_control_token("0.0.0.0", "  ", environ={})
+    insecure_token, warned = startup_control_token("192.168.1.20", None, insecure=True, environ={})
+    assert insecure_token is None
+    assert warned[0].startswith("WARNING:")

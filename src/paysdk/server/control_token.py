@@ -22,6 +22,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import os
+import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from starlette.types import Scope
@@ -33,9 +36,11 @@ __all__ = [
     "CONTROL_TOKEN_ENV",
     "CONTROL_TOKEN_HEADER",
     "ControlPlaneAccess",
+    "ControlTokenRefused",
     "control_token_digest",
     "is_loopback_host",
     "mask",
+    "startup_control_token",
 ]
 
 #: The request header the control token travels in.
@@ -119,3 +124,52 @@ class ControlPlaneAccess:
                 [(CONTROL_TOKEN_HEADER, "wrong token")],
             )
         return None
+
+
+class ControlTokenRefused(ValueError):
+    """The server must not start as asked (a usage error, exit 2): the message is one line."""
+
+
+def startup_control_token(
+    host: str,
+    given: str | None,
+    *,
+    generate: bool = False,
+    insecure: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[str | None, list[str]]:
+    """The control token to serve with, and the lines to print once at start (stderr), as ``paysdk
+    serve`` and ``python -m paysdk.server`` decide them (D271).
+
+    ``given`` (``--control-token``) wins over ``$PAYSDK_CONTROL_TOKEN``; ``generate`` makes a random one
+    (printed once). A non-loopback ``host`` with no token raises :class:`ControlTokenRefused` naming the
+    three ways out, unless ``insecure``, which is warned about; on loopback nothing is required.
+    """
+    env = os.environ if environ is None else environ
+    token = given if given is not None else env.get(CONTROL_TOKEN_ENV) or None
+    if token is not None and not token.strip():
+        raise ControlTokenRefused("--control-token: must not be empty")
+    if generate and token is not None:
+        raise ControlTokenRefused(
+            f"give either --control-token (or {CONTROL_TOKEN_ENV}) or --generate-control-token, not both"
+        )
+    lines: list[str] = []
+    if generate:
+        token = secrets.token_urlsafe(32)
+        lines.append(
+            f"Control token (shown once; send it in the {CONTROL_TOKEN_HEADER} header, "
+            f"or set {CONTROL_TOKEN_ENV}): {token}"
+        )
+    if token is None and not is_loopback_host(host):
+        if not insecure:
+            raise ControlTokenRefused(
+                f"refusing to serve the control plane (/_sandbox) on the non-loopback address {host} "
+                f"without a control token: pass --control-token TOKEN (or set {CONTROL_TOKEN_ENV}), "
+                "--generate-control-token, or --insecure-control-plane"
+            )
+        lines.append(
+            f"WARNING: the control plane (/_sandbox) is open to anyone who reaches {host}: it can reset "
+            "the database and mint merchants, users and cards (--insecure-control-plane). "
+            "Use --control-token or --generate-control-token on a shared network."
+        )
+    return (token.strip() if token is not None else None), lines

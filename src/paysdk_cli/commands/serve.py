@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -117,39 +116,12 @@ def _control_token(
     """The control token to serve with and the lines to print at start (stderr), or a ``CLIError``
     (exit 2) for a non-loopback ``host`` without a token and without ``--insecure-control-plane`` (D271).
     """
-    from paysdk.server.control_token import is_loopback_host
+    from paysdk.server.control_token import ControlTokenRefused, startup_control_token
 
-    token = given if given is not None else os.environ.get(CONTROL_TOKEN_ENV) or None
-    if token is not None and not token.strip():
-        raise typer.BadParameter("must not be empty", param_hint="--control-token")
-    if generate and token is not None:
-        raise CLIError(
-            f"give either --control-token (or {CONTROL_TOKEN_ENV}) or --generate-control-token, not both",
-            ExitCode.USAGE,
-        )
-    lines: list[str] = []
-    if generate:
-        import secrets
-
-        token = secrets.token_urlsafe(32)
-        lines.append(
-            f"Control token (shown once; send it in the Paysdk-Control-Token header, "
-            f"or set {CONTROL_TOKEN_ENV}): {token}"
-        )
-    if token is None and not is_loopback_host(host):
-        if not insecure:
-            raise CLIError(
-                f"refusing to serve the control plane (/_sandbox) on the non-loopback address {host} "
-                f"without a control token: pass --control-token TOKEN (or set {CONTROL_TOKEN_ENV}), "
-                "--generate-control-token, or --insecure-control-plane",
-                ExitCode.USAGE,
-            )
-        lines.append(
-            f"WARNING: the control plane (/_sandbox) is open to anyone who reaches {host}: it can reset "
-            "the database and mint merchants, users and cards (--insecure-control-plane). "
-            "Use --control-token or --generate-control-token on a shared network."
-        )
-    return token, lines
+    try:
+        return startup_control_token(host, given, generate=generate, insecure=insecure)
+    except ControlTokenRefused as exc:
+        raise CLIError(str(exc), ExitCode.USAGE) from None
 
 
 def serve(
