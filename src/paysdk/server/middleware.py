@@ -579,6 +579,8 @@ class ServerMiddleware:
             return
         request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
         refused = self.context.addresses.refusal(scope)  # allowed host, control plane (D91, D92)
+        if refused is None and self.context.control.guarded:
+            refused = self.context.control.refusal(scope)  # the control token (D270)
         if refused is None:
             limit = self.body_bounds.limit_for(scope)  # larger on upload routes (D110)
             if declared_too_large(scope, limit):
