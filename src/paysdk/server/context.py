@@ -127,6 +127,9 @@ class ServerContext:
         self.group_commit = GroupCommit(self)
         #: The live feed of ``GET /_sandbox/events`` (:mod:`paysdk.server.events`).
         self.events = EventFeed()
+        #: ``fn(session)`` run in one transaction after each ``POST /_sandbox/reset`` (a seed's restore,
+        #: :mod:`paysdk.server.seed`).
+        self.after_reset: list[Callable[[Any], None]] = []
 
     def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(session, *args)`` in one database transaction (blocking; use :meth:`run` from async)."""

@@ -74,6 +74,18 @@ def _check_address_free(host: str, port: int) -> None:
             ) from None
 
 
+def _check_seed(path: str | None) -> None:
+    """A usage error naming the file, entry and field, before anything starts, for a bad seed file."""
+    if path is None:
+        return
+    from paysdk.contracts.seed import SeedError, read_seed
+
+    try:
+        read_seed(path)
+    except SeedError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--seed") from None
+
+
 def _stop_on_sigterm() -> None:
     """SIGTERM stops the server as Ctrl-C does: a clean shutdown, exit 0.
 
@@ -174,6 +186,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    seed: Annotated[
+        str | None,
+        typer.Option(
+            "--seed",
+            metavar="FILE",
+            help="Load merchants, wallet users, cards and keys from this JSON (or YAML) file at start; "
+            "/_sandbox/reset restores it. The database is emptied first. See docs/testing.md.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the local reference server.
 
@@ -183,6 +205,7 @@ def serve(
     Point the other commands at it with --base-url http://HOST:PORT (127.0.0.1:8000 is the default).
     """
     _check_database_url(db)
+    _check_seed(seed)
     _check_address_free(host, port)
     try:
         from paysdk.server import serve as run_server
@@ -197,16 +220,23 @@ def serve(
         "upload_limit": None if upload_limit is None else upload_limit << 20,  # MiB -> bytes
     }
     options: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
+    if seed is not None:
+        options["seed"] = seed
+    from paysdk.contracts.seed import SeedError
+
     with contextlib.suppress(KeyboardInterrupt):
-        run_server(
-            host=host,
-            port=port,
-            database_url=db,
-            environment=environment.value,
-            public_url=public_url,
-            allowed_hosts=allowed_host or (),
-            **options,
-        )
+        try:
+            run_server(
+                host=host,
+                port=port,
+                database_url=db,
+                environment=environment.value,
+                public_url=public_url,
+                allowed_hosts=allowed_host or (),
+                **options,
+            )
+        except SeedError as exc:  # what only the server checks (a timezone, a callback URL): nothing started
+            raise typer.BadParameter(str(exc), param_hint="--seed") from None
 
 
 app = new_app(group=False)
