@@ -88,10 +88,13 @@ def _mode(config: pytest.Config) -> Any:
 @pytest.fixture(scope="session")
 def paysdk_server(pytestconfig: pytest.Config) -> Iterator[SandboxServer]:
     """The reference server, started once for the session (see the module docstring)."""
+    problem = None
     try:
         server = SandboxServer(_mode(pytestconfig), seed=_seed_path(pytestconfig)).start()
     except (ServerDependenciesMissing, SeedError) as exc:
-        pytest.fail(str(exc), pytrace=False)
+        problem = str(exc)
+    if problem is not None:  # outside the except block: one line, no chained traceback
+        pytest.fail(problem, pytrace=False)
     try:
         yield server
     finally:
