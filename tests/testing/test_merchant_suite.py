@@ -1,5 +1,6 @@
 """examples/merchant_suite, a merchant's own suite on the paysdk fixtures, run as its author would: pytest
-in a subprocess, in process (asyncio strict mode, its pytest.ini) and over a socket (auto mode)."""
+in a subprocess, in process (asyncio strict mode, its pytest.ini) and over a socket (auto mode), under
+``python -X dev -W error::ResourceWarning`` as CI runs the other examples."""
 
 from __future__ import annotations
 
@@ -54,5 +55,6 @@ def test_the_example_suite_passes(options: list[str]) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "ResourceWarning" not in done.stdout + done.stderr  # every client and socket closed
     summary = done.stdout.strip().splitlines()[-1]
     assert re.fullmatch(rf"=+ {expected} passed in [\d.]+s( \([\d:]+\))? =+", summary), summary
