@@ -119,8 +119,10 @@ def test_the_async_transport_works_from_several_event_loops(paysdk_server: Sandb
     assert asyncio.run(health()) == "ok"  # a new loop: the app still runs on the portal's own
 
 
-def test_sync_client_in_process(paysdk_client: paysdk.Client, paysdk_merchant: SandboxClient) -> None:
-    assert paysdk_client._http._transport is not None  # the portal, not the network
+def test_sync_client_in_process(
+    paysdk_server: SandboxServer, paysdk_client: paysdk.Client, paysdk_merchant: SandboxClient
+) -> None:
+    assert paysdk_server.url == "http://testserver"  # no socket answers there: only the portal can
     link = paysdk_client.payment_links.create(
         amount=Decimal("12.34"), user_id=PHONE, channel="wa", client=paysdk_merchant.slug
     )
@@ -152,6 +154,31 @@ def test_server_sent_events_stream_live_through_the_sync_transport(
                 break
     assert "event: request" in seen
     assert link.uid
+
+
+def test_server_sent_events_through_the_sync_sdk(
+    paysdk_client: paysdk.Client, paysdk_merchant: SandboxClient
+) -> None:
+    """The SDK's blocking event stream (``client.sandbox.events()``) in process: events arrive while the
+    stream stays open; another thread makes the requests."""
+    stop = threading.Event()
+
+    def traffic() -> None:
+        while not stop.is_set():
+            paysdk_client.payment_links.create(
+                amount=Decimal("2.00"), user_id=PHONE, channel="wa", client=paysdk_merchant.slug
+            )
+            stop.wait(0.2)
+
+    worker = threading.Thread(target=traffic, daemon=True)
+    worker.start()
+    try:
+        with paysdk_client.sandbox.events(path="/transactions", read_timeout=10, max_reconnects=0) as stream:
+            events = [event for _, event in zip(range(2), stream, strict=False)]
+    finally:
+        stop.set()
+        worker.join(10)
+    assert [event.event for event in events] == ["request", "request"]
 
 
 async def test_server_sent_events_through_the_async_sdk(

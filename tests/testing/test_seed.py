@@ -65,6 +65,11 @@ def test_a_valid_seed_parses_with_exact_money() -> None:
     assert "hp" not in repr(seed.merchants[0])
     assert TOKEN not in repr(seed.merchants[0])
     assert "secret-pass" not in repr(seed.users[0])
+    for shown in (str(seed), repr(seed), str(seed.merchants[0]), str(seed.users[0])):
+        assert TOKEN not in shown
+        assert KEY not in shown
+        assert "secret-pass" not in shown
+        assert "'hp'" not in shown
 
 
 @pytest.mark.parametrize(

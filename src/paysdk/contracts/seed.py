@@ -111,6 +111,8 @@ class SeedMerchant(_SeedModel):
     def __repr__(self) -> str:  # tokens and keys never show
         return f"SeedMerchant(slug={self.slug!r})"
 
+    __str__ = __repr__
+
 
 class SeedUser(_SeedModel):
     """A wallet user (cardholder) of ``merchant``; ``id`` optional (``usr_...`` generated otherwise)."""
@@ -122,8 +124,10 @@ class SeedUser(_SeedModel):
     password: str = Field(min_length=8, max_length=1024)
     profile: UserProfile | None = None
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # the password never shows
         return f"SeedUser(merchant={self.merchant!r}, username={self.username!r})"
+
+    __str__ = __repr__
 
 
 class SeedCard(_SeedModel):
