@@ -17,10 +17,12 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+import paysdk
 from paysdk import _json
 from paysdk.contracts.seed import SeedError, SeedFile, parse_seed, read_seed
 from paysdk.server.seed import install_seed
 from paysdk.server.wallet_tables import WalletCardRow, WalletMovementRow, WalletUserRow
+from paysdk.testing import SandboxServer
 
 TOKEN = "ab" * 32
 KEY = "GS9iWYId25yxE2URxA0fYb6YbkQi2Hnj80NAUC60jVw="
@@ -305,3 +307,22 @@ def test_serve_loads_the_seed_and_reset_restores_it(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     assert proc.returncode == 0
+
+
+def test_sandbox_server_with_a_seed_on_each_database(db_url: str) -> None:
+    with SandboxServer(database_url=db_url, seed=_seed()) as server:
+        assert server.seeded_merchant("shop").sandbox_token == TOKEN
+        generated = server.seeded_merchant("other").sandbox_token
+        assert generated == server.seeded.merchant("other").sandbox_token
+        server.create_merchant(slug="extra")
+        server.clock.advance(3600)
+        server.reset()
+        with pytest.raises(paysdk.NotFoundError):
+            server.sandbox.get_client("extra")
+        assert server.seeded_merchant("other").sandbox_token == generated
+        assert server.clock.state().offset_seconds == 0
+        with server.client(TOKEN) as client:
+            link = client.payment_links.create(
+                amount=Decimal("10.00"), user_id="+50255550123", channel="wa", client="shop"
+            )
+        assert server.sandbox.transaction(link.uid).client == "shop"
