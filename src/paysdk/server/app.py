@@ -194,20 +194,21 @@ def serve(
     public_url: str | None = None,
     allowed_hosts: Iterable[str] = (),
     *,
+    seed: str | None = None,
     body_timeout: float = BODY_TIMEOUT,
     keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT,
     upload_limit: int = MAX_UPLOAD_BYTES,
-    seed: str | None = None,
 ) -> None:
     """Run the server with uvicorn until interrupted (``python -m paysdk.server``, ``paysdk serve``).
+
+    ``seed``: a seed file loaded at start and restored by every reset (:mod:`paysdk.server.seed`; a bad
+    one raises :class:`~paysdk.contracts.seed.SeedError` before anything listens).
 
     ``public_url`` and ``allowed_hosts``: as :func:`create_app` (default: URLs on the address a
     request reached, i.e. ``http://<host>:<port>`` it listens on). ``body_timeout``: seconds a request
     body may take (``408`` after, D85). ``keep_alive_timeout``: seconds a connection may wait for a
     request head, before its first request or after an answer, however many bytes trickle in meanwhile;
     then it is closed (D86). ``upload_limit``: bytes an upload route's body may hold (``413`` past it, D110).
-    ``seed``: a seed file loaded at start and restored by every reset (:mod:`paysdk.server.seed`; a bad
-    one raises :class:`~paysdk.contracts.seed.SeedError` before anything listens).
     """
     import uvicorn
 
@@ -221,11 +222,11 @@ def serve(
         body_timeout=body_timeout,
         upload_limit=upload_limit,
     )
-    if seed is not None:
+    log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
+    if seed is not None:  # before uvicorn binds: a seed the server refuses starts nothing
         from paysdk.server.seed import install_seed
 
         install_seed(app, seed)
-    log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
     uvicorn.run(
         app,
         host=host,

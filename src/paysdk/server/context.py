@@ -123,13 +123,13 @@ class ServerContext:
         self.clock = clock or Clock()
         self.http_transport = http_transport
         self.callback_timeout = callback_timeout
+        #: ``fn(session)`` run in one transaction after each ``POST /_sandbox/reset`` (a seed's restore,
+        #: :mod:`paysdk.server.seed`).
+        self.after_reset: list[Callable[[Any], None]] = []
         self.scheduler: Scheduler  # set by create_app
         self.group_commit = GroupCommit(self)
         #: The live feed of ``GET /_sandbox/events`` (:mod:`paysdk.server.events`).
         self.events = EventFeed()
-        #: ``fn(session)`` run in one transaction after each ``POST /_sandbox/reset`` (a seed's restore,
-        #: :mod:`paysdk.server.seed`).
-        self.after_reset: list[Callable[[Any], None]] = []
 
     def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(session, *args)`` in one database transaction (blocking; use :meth:`run` from async)."""
