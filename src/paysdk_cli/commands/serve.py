@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from paysdk_cli._app import new_app
+from paysdk_cli._app import PaysdkCommand, new_app
 from paysdk_cli._errors import CLIError, ExitCode
 
 __all__ = ["app"]
@@ -155,6 +155,16 @@ def serve(
             callback=_checked_address,
         ),
     ] = None,
+    seed: Annotated[
+        str | None,
+        typer.Option(
+            "--seed",
+            metavar="FILE",
+            help="Load merchants, wallet users, cards and keys from this JSON (or YAML) file at start; "
+            "/_sandbox/reset restores it. The database is emptied first. See docs/testing.md.",
+            show_default=False,
+        ),
+    ] = None,
     body_timeout: Annotated[
         float | None,
         typer.Option(
@@ -186,16 +196,6 @@ def serve(
             show_default=False,
         ),
     ] = None,
-    seed: Annotated[
-        str | None,
-        typer.Option(
-            "--seed",
-            metavar="FILE",
-            help="Load merchants, wallet users, cards and keys from this JSON (or YAML) file at start; "
-            "/_sandbox/reset restores it. The database is emptied first. See docs/testing.md.",
-            show_default=False,
-        ),
-    ] = None,
 ) -> None:
     """Run the local reference server.
 
@@ -204,8 +204,8 @@ def serve(
 
     Point the other commands at it with --base-url http://HOST:PORT (127.0.0.1:8000 is the default).
     """
-    _check_database_url(db)
     _check_seed(seed)
+    _check_database_url(db)
     _check_address_free(host, port)
     try:
         from paysdk.server import serve as run_server
@@ -222,22 +222,30 @@ def serve(
     options: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
     if seed is not None:
         options["seed"] = seed
-    from paysdk.contracts.seed import SeedError
-
     with contextlib.suppress(KeyboardInterrupt):
+        run_server(
+            host=host,
+            port=port,
+            database_url=db,
+            environment=environment.value,
+            public_url=public_url,
+            allowed_hosts=allowed_host or (),
+            **options,
+        )
+
+
+class _ServeCommand(PaysdkCommand):
+    """``serve``: a seed file only the server can refuse (a timezone, a callback URL) is a usage error of
+    ``--seed`` too; nothing was started."""
+
+    def invoke(self, ctx: Any) -> Any:
+        from paysdk.contracts.seed import SeedError
+
         try:
-            run_server(
-                host=host,
-                port=port,
-                database_url=db,
-                environment=environment.value,
-                public_url=public_url,
-                allowed_hosts=allowed_host or (),
-                **options,
-            )
-        except SeedError as exc:  # what only the server checks (a timezone, a callback URL): nothing started
+            return super().invoke(ctx)
+        except SeedError as exc:
             raise typer.BadParameter(str(exc), param_hint="--seed") from None
 
 
 app = new_app(group=False)
-app.command("serve")(serve)
+app.command("serve", cls=_ServeCommand)(serve)
