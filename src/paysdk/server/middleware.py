@@ -60,10 +60,10 @@ from types import FrameType
 from typing import Any, cast
 from urllib.parse import unquote_plus
 
-from sqlalchemy import Table, delete, insert, select
+from sqlalchemy import Table, bindparam, delete, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
@@ -384,48 +384,90 @@ class _Stored:
     body: bytes = b""
 
 
-def _begin(session: Session, context: ServerContext, scope_hash: str, body_hash: str) -> _Stored:
-    now = context.clock.now(session)
-    row = session.get(IdempotencyRow, scope_hash, with_for_update=True)
-    if row is not None and row.expires_at <= now:
-        session.delete(row)
-        session.flush()
-        row = None
-    if row is None:
-        try:
-            with session.begin_nested():  # a savepoint: a lost insert race leaves the transaction usable
-                session.add(
-                    IdempotencyRow(
-                        scope=scope_hash,
-                        body_sha256=body_hash,
-                        state="in_progress",
-                        created_at=now,
-                        expires_at=now + IDEMPOTENCY_TTL,
-                    )
-                )
-        except IntegrityError:
-            return _Stored("in_progress")
-        return _Stored("proceed")
-    if row.body_sha256 != body_hash:
+_IDEMPOTENCY = cast(Table, IdempotencyRow.__table__)
+_STORED = Statement(
+    select(
+        _IDEMPOTENCY.c.body_sha256,
+        _IDEMPOTENCY.c.state,
+        _IDEMPOTENCY.c.status_code,
+        _IDEMPOTENCY.c.content_type,
+        _IDEMPOTENCY.c.response_body,
+        _IDEMPOTENCY.c.expires_at,
+    )
+    .where(_IDEMPOTENCY.c.scope == bindparam("key"))
+    .with_for_update()
+)
+_FORGET = delete(_IDEMPOTENCY).where(_IDEMPOTENCY.c.scope == bindparam("key"))  # rare: plain Core
+_NEW_KEY_COLUMNS = ("scope", "body_sha256", "state", "created_at", "expires_at")
+#: The first request of a key: ``INSERT ... ON CONFLICT DO NOTHING`` (a concurrent first request of the
+#: same key, committed meanwhile, makes the row count 0: "in progress"), per dialect.
+_CLAIM = {
+    "sqlite": Statement(sqlite_insert(_IDEMPOTENCY).on_conflict_do_nothing(), _NEW_KEY_COLUMNS),
+    "postgresql": Statement(
+        postgresql_insert(_IDEMPOTENCY).on_conflict_do_nothing().returning(_IDEMPOTENCY.c.scope),
+        _NEW_KEY_COLUMNS,
+    ),
+}
+_DONE = Statement(
+    update(_IDEMPOTENCY)
+    .where(_IDEMPOTENCY.c.scope == bindparam("key"))
+    .values(
+        state="done",
+        status_code=bindparam("code"),
+        content_type=bindparam("ctype"),
+        response_body=bindparam("answer"),
+    )
+)
+
+
+def _begin(connection: Connection, context: ServerContext, scope_hash: str, body_hash: str) -> _Stored:
+    """Claim an ``Idempotency-Key`` (Core, in a group commit on SQLite, D259): proceed, replay, mismatch
+    or in progress."""
+    now = virtual_now(connection, context.clock)
+    rows = _STORED.rows(connection, {"key": scope_hash})
+    if rows and rows[0][5] <= now:  # expired: forgotten, and this request is a first one again
+        connection.execute(_FORGET, {"key": scope_hash})
+        rows = []
+    if not rows:
+        claim = _CLAIM[connection.dialect.name]
+        params = {
+            "scope": scope_hash,
+            "body_sha256": body_hash,
+            "state": "in_progress",
+            "created_at": now,
+            "expires_at": now + IDEMPOTENCY_TTL,
+        }
+        # SQLite's row count; PostgreSQL's RETURNING (psycopg's row count of an upsert is not reliable)
+        claimed = (
+            claim.run(connection, params) == 1
+            if connection.dialect.name == "sqlite"
+            else bool(claim.rows(connection, params))
+        )
+        return _Stored("proceed" if claimed else "in_progress")
+    stored_hash, state, status, content_type, body, _expires = rows[0]
+    if stored_hash != body_hash:
         return _Stored("mismatch")
-    if row.state != "done" or row.status_code is None:
+    if state != "done" or status is None:
         return _Stored("in_progress")
-    return _Stored("replay", row.status_code, row.content_type, (row.response_body or "").encode("latin-1"))
+    return _Stored("replay", status, content_type, (body or "").encode("latin-1"))
 
 
 def _finish(
-    session: Session, scope_hash: str, status: int | None, content_type: str | None, body: bytes
+    connection: Connection, scope_hash: str, status: int | None, content_type: str | None, body: bytes
 ) -> None:
+    """Store the answer of a key's request (a ``5xx`` or no answer forgets the key instead)."""
     if status is None or status >= 500:
-        session.execute(delete(IdempotencyRow).where(IdempotencyRow.scope == scope_hash))
+        connection.execute(_FORGET, {"key": scope_hash})
         return
-    row = session.get(IdempotencyRow, scope_hash)
-    if row is None:
-        return
-    row.state = "done"
-    row.status_code = status
-    row.content_type = content_type
-    row.response_body = body.decode("latin-1")
+    _DONE.run(
+        connection,
+        {
+            "key": scope_hash,
+            "code": status,
+            "ctype": content_type,
+            "answer": body.decode("latin-1"),
+        },
+    )
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -686,7 +728,7 @@ class ServerMiddleware:
             )
         ).hexdigest()
         body_hash = hashlib.sha256(body).hexdigest()
-        stored = await self.context.run(_begin, self.context, scope_hash, body_hash)
+        stored = await self.context.group_commit.call(_begin, self.context, scope_hash, body_hash)
         if stored.verdict == "mismatch":  # the IETF Idempotency-Key draft: 422, not 409 (D17)
             problem = APIProblem(
                 422,
@@ -744,17 +786,19 @@ class ServerMiddleware:
                 if not message.get("more_body", False) and not stored:
                     # Stored before the last byte leaves: a retry after this answer always replays it.
                     stored = True
-                    await self.context.run(_finish, scope_hash, status, content_type, b"".join(chunks))
+                    await self.context.group_commit.call(
+                        _finish, scope_hash, status, content_type, b"".join(chunks)
+                    )
             await send(message)
 
         try:
             await self._dispatch(scope, replay_receive, capture)
         except BaseException:
             if not stored:
-                await self.context.run(_finish, scope_hash, None, None, b"")
+                await self.context.group_commit.call(_finish, scope_hash, None, None, b"")
             raise
         if not stored:
-            await self.context.run(_finish, scope_hash, status, content_type, b"".join(chunks))
+            await self.context.group_commit.call(_finish, scope_hash, status, content_type, b"".join(chunks))
 
     # -- the fast lane
 

@@ -1,0 +1,283 @@
+"""The fast path of the wallet ledger: ``POST /cards/{cardId}/funds`` in Core, in group commits (D256-D259).
+
+The rules are those of :func:`paysdk.server.services.wallet_cards.funds` (D40-D43), unchanged; only the
+way to the database differs:
+
+* One conditional statement decides and applies: ``UPDATE wallet_cards SET balance = balance + :d WHERE
+  id = :id AND <the rule holds> RETURNING balance, pending_debits, pending_credits, status``. A withdrawal's
+  rule is ``status = 'active' AND balance - pending_debits >= :a`` (pending debits respected); an add's is
+  ``balance + :a <= MAX_UNITS``. No row back means nothing changed, and the refusal is then told apart
+  (``7302`` card not active, ``7303`` insufficient funds, ``7001`` too large) by reading the card again.
+  The movement is written in the same transaction with the ``balance`` the statement returned as its
+  ``balanceAfter``: a card's balance is always the sum of its movements.
+* No ORM session, no read-modify-write: the token's session row, the card's fixed columns and the clock
+  offset are read with small Core statements (:class:`paysdk.server.context.Statement`, compiled once,
+  run on the DBAPI cursor on SQLite), and the signature of a token already seen is not verified again
+  (:data:`paysdk.server.services.wallet_tokens.VERIFIED`, D257).
+* Group commit (D258): every fund operation is one call of the server's
+  :class:`paysdk.server.context.GroupCommit`, on SQLite and on PostgreSQL alike, so the operations that
+  arrive together are applied in arrival order in ONE transaction (one ``COMMIT``, one ``fsync``), each
+  in its own savepoint when they must run one by one; each caller gets its own answer or its own error,
+  and a failing operation rolls back alone. The movement inserts are collected and written together at the
+  end of the batch (one multi-row ``INSERT``).
+* Anything out of the ordinary (no bearer, a token that does not verify, the server's key not yet
+  loaded) returns :data:`SLOW`: the router then serves the request the ordinary way
+  (:func:`paysdk.server.routers._common.authed` + :func:`.wallet_cards.funds`), which gives the exact
+  refusal (``7102``, ``7106``, ``7107``...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, cast
+
+from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy.engine import Connection
+
+from paysdk import _jwt
+from paysdk.contracts.wallet import ACCESS_TOKEN_TYP, Card, FundsRequest, FundsResult, Movement, WalletCode
+from paysdk.server.context import ServerContext, Statement, batch_cached
+from paysdk.server.errors import APIProblem
+from paysdk.server.services import wallet_tokens
+from paysdk.server.services.transactions import virtual_now
+from paysdk.server.services.wallet_common import (
+    MAX_UNITS,
+    from_units,
+    new_id,
+    to_units,
+    valid_id,
+    wallet_problem,
+)
+from paysdk.server.wallet_tables import WalletCardRow, WalletMovementRow, WalletSessionRow
+
+__all__ = ["SLOW", "Slow", "fund"]
+
+
+class Slow:
+    """The marker :func:`fund` returns when the request must be served the ordinary way."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SLOW"
+
+
+SLOW: Final = Slow()
+
+_CARDS = cast(Table, WalletCardRow.__table__)
+_MOVEMENTS = cast(Table, WalletMovementRow.__table__)
+_SESSIONS = cast(Table, WalletSessionRow.__table__)
+_FIELD = "Authorization"
+
+_SESSION = Statement(
+    select(
+        _SESSIONS.c.kind,
+        _SESSIONS.c.client_id,
+        _SESSIONS.c.merchant,
+        _SESSIONS.c.user_id,
+        _SESSIONS.c.family_id,
+        _SESSIONS.c.revoked_reason,
+    ).where(_SESSIONS.c.id == bindparam("sid"))
+)
+_CARD = Statement(
+    select(
+        _CARDS.c.client_id,
+        _CARDS.c.type,
+        _CARDS.c.status,
+        _CARDS.c.currency,
+        _CARDS.c.masked_pan,
+        _CARDS.c.holder_id,
+        _CARDS.c.merchant,
+        _CARDS.c.alias,
+        _CARDS.c.created_at,
+        _CARDS.c.balance,
+        _CARDS.c.pending_debits,
+    ).where(_CARDS.c.id == bindparam("card"))
+)
+_RETURNED = (_CARDS.c.balance, _CARDS.c.pending_debits, _CARDS.c.pending_credits, _CARDS.c.status)
+_CREDIT = update(_CARDS).where(
+    _CARDS.c.id == bindparam("card"), _CARDS.c.balance + bindparam("units") <= MAX_UNITS
+)
+_CREDIT = _CREDIT.values(balance=_CARDS.c.balance + bindparam("units")).returning(*_RETURNED)
+_DEBIT = update(_CARDS).where(
+    _CARDS.c.id == bindparam("card"),
+    _CARDS.c.status == "active",
+    _CARDS.c.balance - _CARDS.c.pending_debits >= bindparam("units"),
+)
+_DEBIT = _DEBIT.values(balance=_CARDS.c.balance - bindparam("units")).returning(*_RETURNED)
+_MOVEMENT_COLUMNS = (
+    "id",
+    "card_id",
+    "type",
+    "direction",
+    "amount",
+    "balance_after",
+    "currency",
+    "reference",
+    "counterpart_card_id",
+    "transfer_id",
+    "created_at",
+)
+_INSERT_MOVEMENT = Statement(insert(_MOVEMENTS), _MOVEMENT_COLUMNS)
+
+
+class _Returning(Statement):
+    """A guarded ``UPDATE ... RETURNING`` of integer and text columns (no result processing needed)."""
+
+    def returned(self, connection: Connection, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The one row the update returned, or ``None`` when its condition did not hold."""
+        if connection.dialect.name != "sqlite":
+            row = connection.execute(self.statement, params).first()
+            return tuple(row) if row is not None else None
+        compiled = self._compile(connection.dialect)
+        raw = connection.connection.driver_connection
+        assert raw is not None
+        found = raw.execute(compiled.sql, self._values(compiled, params)).fetchone()
+        return tuple(found) if found is not None else None
+
+
+_CREDIT_STATEMENT = _Returning(_CREDIT)
+_DEBIT_STATEMENT = _Returning(_DEBIT)
+
+
+@dataclass(frozen=True, slots=True)
+class _Caller:
+    client_id: int
+    is_application: bool
+
+
+def _principal(connection: Connection, context: ServerContext, now: datetime, token: str) -> _Caller | Slow:
+    """What :func:`paysdk.server.services.wallet_tokens.authenticate` checks, in Core; :data:`SLOW` when
+    the token does not verify with the cached key (the ordinary path then names the exact refusal)."""
+    keys = wallet_tokens.cached_server_keys(context)
+    if keys is None:
+        return SLOW
+    try:
+        claims = wallet_tokens.verified_claims(token, ACCESS_TOKEN_TYP, keys)
+    except _jwt.JWTError:
+        return SLOW
+    wallet_tokens.check_claims(claims, context, now, "access", _FIELD)
+    sid = claims["sid"]
+    rows = batch_cached(connection, ("wallet_session", sid), lambda: _SESSION.rows(connection, {"sid": sid}))
+    if not rows:
+        raise wallet_tokens.invalid_token("The token names no session.", _FIELD)
+    kind, client_id, merchant, user_id, family_id, revoked = rows[0]
+    if (
+        family_id != claims["fam"]
+        or kind != claims["kind"]
+        or merchant != claims["merchant"]
+        or (user_id or merchant) != claims["sub"]
+    ):
+        raise wallet_tokens.invalid_token("The token names no session.", _FIELD)
+    if revoked is not None:
+        raise wallet_problem(WalletCode.TOKEN_REVOKED, "The token has been revoked.", _FIELD, "revoked")
+    return _Caller(int(client_id), kind in ("application", "backoffice_app"))
+
+
+def _not_found() -> APIProblem:
+    return wallet_problem(WalletCode.CARD_NOT_FOUND, "Card not found.", "cardId", "not found")
+
+
+def _not_active(status: str) -> APIProblem:
+    return wallet_problem(WalletCode.CARD_NOT_ACTIVE, f"The card is {status}.", "cardId", f"card is {status}")
+
+
+def fund(
+    connection: Connection, context: ServerContext, token: str | None, card_id: str, body: FundsRequest
+) -> FundsResult | Slow:
+    """``POST /cards/{cardId}/funds`` (application token): an atomic add or a guarded withdrawal, in the
+    order of checks of :func:`.wallet_cards.funds`; :data:`SLOW` to be served the ordinary way."""
+    if not token:
+        return SLOW
+    now = virtual_now(connection, context.clock)
+    caller = _principal(connection, context, now, token)
+    if isinstance(caller, Slow):
+        return SLOW
+    if not caller.is_application:
+        raise wallet_problem(
+            WalletCode.WRONG_TOKEN_TYPE,
+            "This endpoint needs the application token.",
+            "Authorization",
+            "wrong token type",
+        )
+    found = _CARD.rows(connection, {"card": card_id}) if valid_id(card_id) else []
+    if not found or found[0][0] != caller.client_id:
+        raise _not_found()
+    _client, type_, _status, currency, masked_pan, holder_id, merchant, alias, created_at, _b, _p = found[0]
+    if type_ == "linked":
+        raise wallet_problem(
+            WalletCode.CARD_NOT_FUNDABLE, "A linked third-party card holds no funds in the wallet.", "cardId"
+        )
+    units = to_units(body.amount)
+    params = {"card": card_id, "units": units}
+    if body.operation == "add":
+        returned = _CREDIT_STATEMENT.returned(connection, params)
+        if returned is None:
+            raise wallet_problem(
+                WalletCode.INVALID_AMOUNT,
+                "The amount would take the balance beyond the maximum.",
+                "amount",
+                "too large",
+            )
+        type_name, direction = "fund", "credit"
+    else:
+        returned = _DEBIT_STATEMENT.returned(connection, params)
+        if returned is None:
+            again = _CARD.rows(connection, {"card": card_id})
+            status = again[0][2] if again else "inactive"
+            if status != "active":
+                raise _not_active(status)
+            raise wallet_problem(
+                WalletCode.INSUFFICIENT_FUNDS,
+                "Insufficient funds: nothing was withdrawn.",
+                "amount",
+                "exceeds the available balance",
+            )
+        type_name, direction = "withdrawal", "debit"
+    balance, pending_debits, pending_credits, status = returned
+    movement_id = new_id("mov")
+    _INSERT_MOVEMENT.insert(
+        connection,
+        {
+            "id": movement_id,
+            "card_id": card_id,
+            "type": type_name,
+            "direction": direction,
+            "amount": units,
+            "balance_after": balance,
+            "currency": currency,
+            "reference": body.reference,
+            "counterpart_card_id": None,
+            "transfer_id": None,
+            "created_at": now,
+        },
+    )
+    card = Card(
+        card_id=card_id,
+        masked_pan=masked_pan,
+        type=type_,
+        status=status,
+        currency=currency,
+        balance=from_units(balance),
+        available_balance=from_units(balance - pending_debits),
+        pending_debits=from_units(pending_debits),
+        pending_credits=from_units(pending_credits),
+        holder_id=holder_id,
+        merchant=merchant,
+        alias=alias,
+        created_at=created_at,
+    )
+    movement = Movement(
+        movement_id=movement_id,
+        card_id=card_id,
+        type=type_name,
+        direction=direction,
+        amount=from_units(units),
+        balance_after=from_units(balance),
+        currency=currency,
+        reference=body.reference,
+        counterpart_card_id=None,
+        created_at=now,
+    )
+    return FundsResult(card=card, movement=movement)
