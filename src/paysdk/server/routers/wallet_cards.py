@@ -34,6 +34,7 @@ from paysdk.contracts.wallet import (
     TransferResult,
 )
 from paysdk.server.context import ServerContext, get_context
+from paysdk.server.ledger_batches import ledger_batches
 from paysdk.server.routers._common import WALLET_ERRORS, authed, bearer, data, header, only, route
 from paysdk.server.services import wallet_cards as cards
 from paysdk.server.services import wallet_ledger as ledger
@@ -426,10 +427,10 @@ async def funds(request: Request, card_id: CardId) -> Response:
     """Atomic add, or a withdrawal guarded by the available balance (``422 / 7303``).
 
     Served by the ledger's fast path (:func:`paysdk.server.services.wallet_ledger.fund`, one conditional
-    statement in a group commit, D256-D258); the ordinary path when it answers ``SLOW``."""
+    statement, in batched commits, D256-D258); the ordinary path when it answers ``SLOW``."""
     body = parse_wallet_body(FundsRequest, await request.body())
     context = get_context(request)
-    fast = await context.group_commit.call(ledger.fund, context, bearer(request), card_id, body)
+    fast = await ledger_batches(context).fund(bearer(request), card_id, body)
     if not isinstance(fast, ledger.Slow):
         return data(fast)
 
