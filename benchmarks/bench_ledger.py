@@ -168,8 +168,10 @@ def ledger_rows() -> list[tuple[str, str, str, str]]:
     for database, goal in (("sqlite", 1000), ("postgresql", 500)):
         for cards in (1, 100):
             run = bench_ledger(database, cards=cards)
-            if run.movements_missing or run.unbalanced:
-                raise SystemExit(f"ledger {database}/{cards}: movements do not match the operations: {run}")
+            if run.lost or run.movements_missing or run.unbalanced:
+                raise SystemExit(
+                    f"ledger {database}/{cards}: lost updates or movements unlike the operations: {run}"
+                )
             where = "one card" if cards == 1 else "100 cards"
             name = "SQLite" if database == "sqlite" else "PostgreSQL"
             rows.append(
