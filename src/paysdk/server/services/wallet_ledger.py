@@ -4,14 +4,15 @@ The rules are those of :func:`paysdk.server.services.wallet_cards.funds` (D40-D4
 way to the database differs:
 
 * One conditional statement decides and applies: ``UPDATE wallet_cards SET balance = balance + :d WHERE
-  id = :id AND <the rule holds> RETURNING balance, pending_debits, pending_credits, status``. A withdrawal's
-  rule is ``status = 'active' AND balance - pending_debits >= :a`` (pending debits respected); an add's is
-  ``balance + :a <= MAX_UNITS``. No row back means nothing changed, and the refusal is then told apart
-  (``7302`` card not active, ``7303`` insufficient funds, ``7001`` too large) by reading the card again.
+  id = :card AND client_id = :client AND type <> 'linked' AND <the rule holds> RETURNING <the card>``. A
+  withdrawal's rule is ``status = 'active' AND balance - pending_debits >= :a`` (pending debits
+  respected); an add's is ``balance + :a <= MAX_UNITS``. No row back means nothing changed, and the
+  refusal is then told apart by reading the card (``7301`` not found or another merchant's, ``7307``
+  linked, ``7302`` not active, ``7303`` insufficient funds, ``7304`` beyond the maximum balance).
   The movement is written in the same transaction with the ``balance`` the statement returned as its
   ``balanceAfter``: a card's balance is always the sum of its movements.
-* No ORM session, no read-modify-write: the token's session row, the card's fixed columns and the clock
-  offset are read with small Core statements (:class:`paysdk.server.context.Statement`, compiled once,
+* No ORM session, no read-modify-write: the token's session row and the clock offset are read (once per
+  batch) with small Core statements (:class:`paysdk.server.context.Statement`, compiled once,
   run on the DBAPI cursor on SQLite), and the signature of a token already seen is not verified again
   (:data:`paysdk.server.services.wallet_tokens.VERIFIED`, D257).
 * Group commit (D258): every fund operation is one call of the server's
@@ -81,31 +82,42 @@ _SESSION = Statement(
     ).where(_SESSIONS.c.id == bindparam("sid"))
 )
 _CARD = Statement(
-    select(
-        _CARDS.c.client_id,
-        _CARDS.c.type,
-        _CARDS.c.status,
-        _CARDS.c.currency,
-        _CARDS.c.masked_pan,
-        _CARDS.c.holder_id,
-        _CARDS.c.merchant,
-        _CARDS.c.alias,
-        _CARDS.c.created_at,
-        _CARDS.c.balance,
-        _CARDS.c.pending_debits,
-    ).where(_CARDS.c.id == bindparam("card"))
+    select(_CARDS.c.client_id, _CARDS.c.type, _CARDS.c.status).where(_CARDS.c.id == bindparam("card"))
 )
-_RETURNED = (_CARDS.c.balance, _CARDS.c.pending_debits, _CARDS.c.pending_credits, _CARDS.c.status)
-_CREDIT = update(_CARDS).where(
-    _CARDS.c.id == bindparam("card"), _CARDS.c.balance + bindparam("units") <= MAX_UNITS
+#: What the guarded update answers: the card as it is after the operation.
+_RETURNED = (
+    _CARDS.c.balance,
+    _CARDS.c.pending_debits,
+    _CARDS.c.pending_credits,
+    _CARDS.c.status,
+    _CARDS.c.type,
+    _CARDS.c.currency,
+    _CARDS.c.masked_pan,
+    _CARDS.c.holder_id,
+    _CARDS.c.merchant,
+    _CARDS.c.alias,
+    _CARDS.c.created_at,
 )
-_CREDIT = _CREDIT.values(balance=_CARDS.c.balance + bindparam("units")).returning(*_RETURNED)
-_DEBIT = update(_CARDS).where(
+#: The card is the caller's merchant's and holds money here (not linked): checked by the update itself.
+_OURS = (
     _CARDS.c.id == bindparam("card"),
-    _CARDS.c.status == "active",
-    _CARDS.c.balance - _CARDS.c.pending_debits >= bindparam("units"),
+    _CARDS.c.client_id == bindparam("client"),
+    _CARDS.c.type != "linked",
 )
-_DEBIT = _DEBIT.values(balance=_CARDS.c.balance - bindparam("units")).returning(*_RETURNED)
+_CREDIT = (
+    update(_CARDS)
+    .where(*_OURS, _CARDS.c.balance + bindparam("units") <= MAX_UNITS)
+    .values(balance=_CARDS.c.balance + bindparam("units"))
+    .returning(*_RETURNED)
+)
+_DEBIT = (
+    update(_CARDS)
+    .where(
+        *_OURS, _CARDS.c.status == "active", _CARDS.c.balance - _CARDS.c.pending_debits >= bindparam("units")
+    )
+    .values(balance=_CARDS.c.balance - bindparam("units"))
+    .returning(*_RETURNED)
+)
 _MOVEMENT_COLUMNS = (
     "id",
     "card_id",
@@ -123,7 +135,23 @@ _INSERT_MOVEMENT = Statement(insert(_MOVEMENTS), _MOVEMENT_COLUMNS)
 
 
 class _Returning(Statement):
-    """A guarded ``UPDATE ... RETURNING`` of integer and text columns (no result processing needed)."""
+    """A guarded ``UPDATE ... RETURNING``: on SQLite run on the DBAPI cursor like the other
+    :class:`~paysdk.server.context.Statement` s, its returned values processed as SQLAlchemy would."""
+
+    def __init__(self, statement: Any) -> None:
+        super().__init__(statement)
+        self._processors: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+
+    def _results(self, dialect: Any) -> tuple[Any, ...]:
+        cached = self._processors.get(id(dialect))
+        if cached is not None and cached[0] is dialect:
+            return cached[1]
+        columns = self.statement.returning_column_descriptions
+        processors = tuple(
+            column["expr"].type.dialect_impl(dialect).result_processor(dialect, None) for column in columns
+        )
+        self._processors[id(dialect)] = (dialect, processors)
+        return processors
 
     def returned(self, connection: Connection, params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The one row the update returned, or ``None`` when its condition did not hold."""
@@ -134,7 +162,12 @@ class _Returning(Statement):
         raw = connection.connection.driver_connection
         assert raw is not None
         found = raw.execute(compiled.sql, self._values(compiled, params)).fetchone()
-        return tuple(found) if found is not None else None
+        if found is None:
+            return None
+        return tuple(
+            value if process is None or value is None else process(value)
+            for value, process in zip(found, self._results(connection.dialect), strict=True)
+        )
 
 
 _CREDIT_STATEMENT = _Returning(_CREDIT)
@@ -201,41 +234,52 @@ def fund(
             "Authorization",
             "wrong token type",
         )
-    found = _CARD.rows(connection, {"card": card_id}) if valid_id(card_id) else []
-    if not found or found[0][0] != caller.client_id:
+    if not valid_id(card_id):
         raise _not_found()
-    _client, type_, _status, currency, masked_pan, holder_id, merchant, alias, created_at, _b, _p = found[0]
-    if type_ == "linked":
-        raise wallet_problem(
-            WalletCode.CARD_NOT_FUNDABLE, "A linked third-party card holds no funds in the wallet.", "cardId"
-        )
     units = to_units(body.amount)
-    params = {"card": card_id, "units": units}
-    if body.operation == "add":
-        returned = _CREDIT_STATEMENT.returned(connection, params)
-        if returned is None:
+    params = {"card": card_id, "client": caller.client_id, "units": units}
+    adding = body.operation == "add"
+    returned = (_CREDIT_STATEMENT if adding else _DEBIT_STATEMENT).returned(connection, params)
+    if returned is None:  # nothing changed: say why, in the ordinary path's order of checks
+        found = _CARD.rows(connection, {"card": card_id})
+        if not found or found[0][0] != caller.client_id:
+            raise _not_found()
+        _client, kind, status = found[0]
+        if kind == "linked":
+            raise wallet_problem(
+                WalletCode.CARD_NOT_FUNDABLE,
+                "A linked third-party card holds no funds in the wallet.",
+                "cardId",
+            )
+        if adding:
             raise wallet_problem(
                 WalletCode.INVALID_AMOUNT,
                 "The amount would take the balance beyond the maximum.",
                 "amount",
                 "too large",
             )
-        type_name, direction = "fund", "credit"
-    else:
-        returned = _DEBIT_STATEMENT.returned(connection, params)
-        if returned is None:
-            again = _CARD.rows(connection, {"card": card_id})
-            status = again[0][2] if again else "inactive"
-            if status != "active":
-                raise _not_active(status)
-            raise wallet_problem(
-                WalletCode.INSUFFICIENT_FUNDS,
-                "Insufficient funds: nothing was withdrawn.",
-                "amount",
-                "exceeds the available balance",
-            )
-        type_name, direction = "withdrawal", "debit"
-    balance, pending_debits, pending_credits, status = returned
+        if status != "active":
+            raise _not_active(status)
+        raise wallet_problem(
+            WalletCode.INSUFFICIENT_FUNDS,
+            "Insufficient funds: nothing was withdrawn.",
+            "amount",
+            "exceeds the available balance",
+        )
+    type_name, direction = ("fund", "credit") if adding else ("withdrawal", "debit")
+    (
+        balance,
+        pending_debits,
+        pending_credits,
+        status,
+        type_,
+        currency,
+        masked_pan,
+        holder_id,
+        merchant,
+        alias,
+        created_at,
+    ) = returned
     movement_id = new_id("mov")
     _INSERT_MOVEMENT.insert(
         connection,
