@@ -35,6 +35,7 @@ from typing import Any, Final, cast
 
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql import Update
 
 from paysdk import _jwt
 from paysdk.contracts.wallet import ACCESS_TOKEN_TYP, Card, FundsRequest, FundsResult, Movement, WalletCode
@@ -138,15 +139,16 @@ class _Returning(Statement):
     """A guarded ``UPDATE ... RETURNING``: on SQLite run on the DBAPI cursor like the other
     :class:`~paysdk.server.context.Statement` s, its returned values processed as SQLAlchemy would."""
 
-    def __init__(self, statement: Any) -> None:
+    def __init__(self, statement: Update) -> None:
         super().__init__(statement)
+        self._update = statement
         self._processors: dict[int, tuple[Any, tuple[Any, ...]]] = {}
 
     def _results(self, dialect: Any) -> tuple[Any, ...]:
         cached = self._processors.get(id(dialect))
         if cached is not None and cached[0] is dialect:
             return cached[1]
-        columns = self.statement.returning_column_descriptions
+        columns = self._update.returning_column_descriptions
         processors = tuple(
             column["expr"].type.dialect_impl(dialect).result_processor(dialect, None) for column in columns
         )
