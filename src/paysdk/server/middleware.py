@@ -420,30 +420,32 @@ _DONE = Statement(
 )
 
 
+def _claimed(connection: Connection, params: dict[str, Any]) -> bool:
+    """``INSERT ... ON CONFLICT DO NOTHING`` of a new key: whether this request inserted it. SQLite's row
+    count; PostgreSQL's ``RETURNING`` (psycopg's row count of an upsert is not reliable)."""
+    claim = _CLAIM[connection.dialect.name]
+    if connection.dialect.name == "sqlite":
+        return claim.run(connection, params) == 1
+    return bool(claim.rows(connection, params))
+
+
 def _begin(connection: Connection, context: ServerContext, scope_hash: str, body_hash: str) -> _Stored:
-    """Claim an ``Idempotency-Key`` (Core, in a group commit on SQLite, D259): proceed, replay, mismatch
-    or in progress."""
+    """Claim an ``Idempotency-Key`` (Core, in the group commit, D259): proceed, replay, mismatch or in
+    progress. A new key (the common case) is one statement; a known one is then read (and locked)."""
     now = virtual_now(connection, context.clock)
+    params = {
+        "scope": scope_hash,
+        "body_sha256": body_hash,
+        "state": "in_progress",
+        "created_at": now,
+        "expires_at": now + IDEMPOTENCY_TTL,
+    }
+    if _claimed(connection, params):
+        return _Stored("proceed")
     rows = _STORED.rows(connection, {"key": scope_hash})
-    if rows and rows[0][5] <= now:  # expired: forgotten, and this request is a first one again
+    if not rows or rows[0][5] <= now:  # expired (or just forgotten): this request is a first one again
         connection.execute(_FORGET, {"key": scope_hash})
-        rows = []
-    if not rows:
-        claim = _CLAIM[connection.dialect.name]
-        params = {
-            "scope": scope_hash,
-            "body_sha256": body_hash,
-            "state": "in_progress",
-            "created_at": now,
-            "expires_at": now + IDEMPOTENCY_TTL,
-        }
-        # SQLite's row count; PostgreSQL's RETURNING (psycopg's row count of an upsert is not reliable)
-        claimed = (
-            claim.run(connection, params) == 1
-            if connection.dialect.name == "sqlite"
-            else bool(claim.rows(connection, params))
-        )
-        return _Stored("proceed" if claimed else "in_progress")
+        return _Stored("proceed" if _claimed(connection, params) else "in_progress")
     stored_hash, state, status, content_type, body, _expires = rows[0]
     if stored_hash != body_hash:
         return _Stored("mismatch")
@@ -459,7 +461,9 @@ def _finish(
     if status is None or status >= 500:
         connection.execute(_FORGET, {"key": scope_hash})
         return
-    _DONE.run(
+    # In a group-commit batch the update is collected and written with the batch's others (one
+    # ``executemany``) before its commit, which the answer awaits.
+    _DONE.insert(
         connection,
         {
             "key": scope_hash,
