@@ -136,13 +136,15 @@ _INSERT_MOVEMENT = Statement(insert(_MOVEMENTS), _MOVEMENT_COLUMNS)
 
 
 class _Returning(Statement):
-    """A guarded ``UPDATE ... RETURNING``: on SQLite run on the DBAPI cursor like the other
-    :class:`~paysdk.server.context.Statement` s, its returned values processed as SQLAlchemy would."""
+    """A guarded ``UPDATE ... RETURNING`` run on the DBAPI cursor (compiled once by SQLAlchemy for the
+    connection's dialect, as :class:`~paysdk.server.context.Statement` does on SQLite; on PostgreSQL too),
+    its returned values processed as SQLAlchemy would (aware UTC datetimes)."""
 
     def __init__(self, statement: Update) -> None:
         super().__init__(statement)
         self._update = statement
         self._processors: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+        self._pg: dict[int, tuple[Any, str, Any]] = {}
 
     def _results(self, dialect: Any) -> tuple[Any, ...]:
         cached = self._processors.get(id(dialect))
@@ -155,20 +157,33 @@ class _Returning(Statement):
         self._processors[id(dialect)] = (dialect, processors)
         return processors
 
+    def _named(self, dialect: Any) -> tuple[str, Any]:
+        cached = self._pg.get(id(dialect))
+        if cached is not None and cached[0] is dialect:
+            return cached[1], cached[2]
+        compiled = self._update.compile(dialect=dialect)
+        self._pg[id(dialect)] = (dialect, str(compiled), compiled)
+        return str(compiled), compiled
+
     def returned(self, connection: Connection, params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The one row the update returned, or ``None`` when its condition did not hold."""
-        if connection.dialect.name != "sqlite":
-            row = connection.execute(self.statement, params).first()
-            return tuple(row) if row is not None else None
-        compiled = self._compile(connection.dialect)
+        dialect = connection.dialect
         raw = connection.connection.driver_connection
         assert raw is not None
-        found = raw.execute(compiled.sql, self._values(compiled, params)).fetchone()
+        if dialect.name == "postgresql":  # psycopg's cursor, named parameters (it adapts the values)
+            sql, compiled_pg = self._named(dialect)
+            found = raw.execute(sql, compiled_pg.construct_params(params)).fetchone()
+        elif dialect.name == "sqlite":
+            compiled = self._compile(dialect)
+            found = raw.execute(compiled.sql, self._values(compiled, params)).fetchone()
+        else:  # pragma: no cover - the server runs on SQLite or PostgreSQL
+            row = connection.execute(self.statement, params).first()
+            return tuple(row) if row is not None else None
         if found is None:
             return None
         return tuple(
             value if process is None or value is None else process(value)
-            for value, process in zip(found, self._results(connection.dialect), strict=True)
+            for value, process in zip(found, self._results(dialect), strict=True)
         )
 
 
