@@ -7,13 +7,17 @@ import asyncio
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import nacl.signing
 import pytest
 from fastapi import FastAPI
 
 from paysdk import _jwt
 from paysdk.contracts.wallet import ACCESS_TOKEN_TYP, FundsRequest, FundsResult
+from paysdk.server import create_app
+from paysdk.server.families import FAMILIES
 from paysdk.server.ledger_batches import ledger_batches
+from paysdk.server.middleware import parametrized_lane
 from paysdk.server.services import wallet_cards, wallet_ledger, wallet_tokens
 from paysdk.server.services.wallet_tokens import VerifiedTokens
 
@@ -249,6 +253,8 @@ def test_the_cache_honours_expiry_and_its_bound() -> None:
     now[0] = 1503.0
     assert cache.get("t2", ACCESS_TOKEN_TYP, verify) is None  # expired: dropped
     assert cache.get("t4", ACCESS_TOKEN_TYP, verify) == {"exp": 1504}
+    cache.put("late", ACCESS_TOKEN_TYP, verify, {"exp": 1503})  # expired already: not remembered
+    assert cache.get("late", ACCESS_TOKEN_TYP, verify) is None
     cache.clear()
     assert len(cache) == 0
 
@@ -266,3 +272,51 @@ def test_verified_claims_verifies_once_and_refuses_forgeries() -> None:
     forged = _jwt.encode_jwt(other, {"exp": 2**40, "jti": "once"}, typ=ACCESS_TOKEN_TYP, kid="k")
     with pytest.raises(_jwt.JWTError):
         wallet_tokens.verified_claims(forged, ACCESS_TOKEN_TYP, keys)
+
+
+# ------------------------------------------------------------------------- the parametrized lane (D261)
+
+
+def test_the_funds_route_is_the_only_parametrized_lane() -> None:
+    lanes = parametrized_lane(FAMILIES)
+    assert [(method, regex.pattern, route.path) for method, regex, route, _lane in lanes] == [
+        ("POST", "^/rest/cards/(?P<cardId>[^/]+)/funds$", "/cards/{cardId}/funds")
+    ]
+
+
+async def test_the_lane_answers_as_fastapi_routing_does(kit: Kit, db_url: str) -> None:
+    """The same requests through the lane (``kit``'s app) and through FastAPI's routing (another app over
+    the same database, fast lane off): the same status, body shape and effect."""
+    routed = create_app(db_url, start_ticker=False)
+    (layer,) = routed.user_middleware
+    layer.kwargs["fast_lane"] = {}  # before the first request, when the middleware stack is built
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=routed), base_url="http://testserver"
+        ) as client:
+            other = Kit(client, kit.merchant)
+            card_id = await _card(kit, "10")
+            token = await kit.app()
+            cases: list[tuple[str, Any]] = [
+                (f"/cards/{card_id}/funds", {"operation": "withdraw", "amount": 1}),
+                (f"/cards/{card_id}/funds", {"operation": "withdraw", "amount": 100}),
+                (f"/cards/{card_id}/funds", {"operation": "add", "amount": "1"}),
+                (f"/cards/{card_id}/funds", {"operation": "steal", "amount": 1}),
+                ("/cards/crd_000000000000000000000000/funds", {"operation": "add", "amount": 1}),
+                (f"/cards/{card_id}/funds/", {"operation": "add", "amount": 1}),
+                (f"/cards/{card_id}/fund", {"operation": "add", "amount": 1}),
+            ]
+            for path, payload in cases:
+                laned = await kit.post(path, payload, token)
+                plain = await other.post(path, payload, token)
+                assert laned.status_code == plain.status_code, (path, laned.text, plain.text)
+                if laned.status_code == 200:
+                    one, two = body(laned)["data"], body(plain)["data"]
+                    assert one["movement"]["amount"] == two["movement"]["amount"]
+                    step = one["movement"]["amount"]  # applied in turn: the second after the first
+                    assert abs(one["card"]["balance"] - two["card"]["balance"]) == step
+                else:
+                    assert laned.content == plain.content, path
+            assert (await kit.card(card_id))["balance"] == 8
+    finally:
+        routed.state.paysdk.db.dispose()

@@ -35,7 +35,16 @@ from paysdk.contracts.wallet import (
 )
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.ledger_batches import ledger_batches
-from paysdk.server.routers._common import WALLET_ERRORS, authed, bearer, data, header, only, route
+from paysdk.server.routers._common import (
+    WALLET_ERRORS,
+    authed,
+    bearer,
+    data,
+    header,
+    lane,
+    only,
+    route,
+)
 from paysdk.server.services import wallet_cards as cards
 from paysdk.server.services import wallet_ledger as ledger
 from paysdk.server.services.wallet_common import parse_date, parse_wallet_body
@@ -427,7 +436,8 @@ async def funds(request: Request, card_id: CardId) -> Response:
     """Atomic add, or a withdrawal guarded by the available balance (``422 / 7303``).
 
     Served by the ledger's fast path (:func:`paysdk.server.services.wallet_ledger.fund`, one conditional
-    statement, in batched commits, D256-D258); the ordinary path when it answers ``SLOW``."""
+    statement, in batched commits, D256-D258); the ordinary path when it answers ``SLOW``. The server's
+    middleware hands the request to :func:`funds_lane` without FastAPI's routing (D261)."""
     body = parse_wallet_body(FundsRequest, await request.body())
     context = get_context(request)
     fast = await ledger_batches(context).fund(bearer(request), card_id, body)
@@ -438,6 +448,14 @@ async def funds(request: Request, card_id: CardId) -> Response:
         return cards.funds(session, now, who, card_id, body)
 
     return data(await authed(request, work))
+
+
+async def funds_lane(request: Request) -> Response:
+    """:func:`funds` as the middleware's parametrized fast lane calls it (the card from the path)."""
+    return await funds(request, request.path_params["cardId"])
+
+
+lane(funds, funds_lane)
 
 
 @router.post(

@@ -320,7 +320,10 @@ class VerifiedTokens:
         return dict(claims)
 
     def put(self, token: str, typ: str, verify: Mapping[str, Any], claims: Mapping[str, Any]) -> None:
-        """Remember claims whose signature just verified with ``verify``."""
+        """Remember claims whose signature just verified with ``verify`` (not when already expired)."""
+        exp = claims.get("exp")
+        if not isinstance(exp, int) or exp <= self._wall():
+            return
         with self._lock:
             self._entries[(token, typ)] = (verify, dict(claims))
             self._entries.move_to_end((token, typ))
