@@ -51,6 +51,7 @@ import hashlib
 import inspect
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -60,13 +61,16 @@ from types import FrameType
 from typing import Any, cast
 from urllib.parse import unquote_plus
 
-from sqlalchemy import Table, delete, insert, select
+from fastapi.routing import APIRoute
+from sqlalchemy import Table, bindparam, delete, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from starlette.convertors import StringConvertor
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk._redact import MASK, is_sensitive_name
@@ -76,6 +80,7 @@ from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
 from paysdk.server.errors import REQUEST_ID_SCOPE_KEY, APIProblem, ConnectionDropped
 from paysdk.server.families import FAMILIES, Family, honours_idempotency_key, idempotent_prefixes
+from paysdk.server.routers._common import LANE_ATTRIBUTE
 from paysdk.server.services import deprecations, faults
 from paysdk.server.services.transactions import virtual_now
 
@@ -384,48 +389,112 @@ class _Stored:
     body: bytes = b""
 
 
-def _begin(session: Session, context: ServerContext, scope_hash: str, body_hash: str) -> _Stored:
-    now = context.clock.now(session)
-    row = session.get(IdempotencyRow, scope_hash, with_for_update=True)
-    if row is not None and row.expires_at <= now:
-        session.delete(row)
-        session.flush()
-        row = None
-    if row is None:
-        try:
-            with session.begin_nested():  # a savepoint: a lost insert race leaves the transaction usable
-                session.add(
-                    IdempotencyRow(
-                        scope=scope_hash,
-                        body_sha256=body_hash,
-                        state="in_progress",
-                        created_at=now,
-                        expires_at=now + IDEMPOTENCY_TTL,
-                    )
-                )
-        except IntegrityError:
-            return _Stored("in_progress")
+_IDEMPOTENCY = cast(Table, IdempotencyRow.__table__)
+_STORED = Statement(
+    select(
+        _IDEMPOTENCY.c.body_sha256,
+        _IDEMPOTENCY.c.state,
+        _IDEMPOTENCY.c.status_code,
+        _IDEMPOTENCY.c.content_type,
+        _IDEMPOTENCY.c.response_body,
+        _IDEMPOTENCY.c.expires_at,
+    )
+    .where(_IDEMPOTENCY.c.scope == bindparam("key"))
+    .with_for_update()
+)
+_FORGET = delete(_IDEMPOTENCY).where(_IDEMPOTENCY.c.scope == bindparam("key"))  # rare: plain Core
+_NEW_KEY_COLUMNS = ("scope", "body_sha256", "state", "created_at", "expires_at")
+#: The first request of a key: ``INSERT ... ON CONFLICT DO NOTHING`` (a concurrent first request of the
+#: same key, committed meanwhile, makes the row count 0: "in progress"), per dialect.
+_CLAIM = {
+    "sqlite": Statement(sqlite_insert(_IDEMPOTENCY).on_conflict_do_nothing(), _NEW_KEY_COLUMNS),
+    "postgresql": Statement(
+        postgresql_insert(_IDEMPOTENCY).on_conflict_do_nothing().returning(_IDEMPOTENCY.c.scope),
+        _NEW_KEY_COLUMNS,
+    ),
+}
+_DONE = Statement(
+    update(_IDEMPOTENCY)
+    .where(_IDEMPOTENCY.c.scope == bindparam("key"))
+    .values(
+        state="done",
+        status_code=bindparam("code"),
+        content_type=bindparam("ctype"),
+        response_body=bindparam("answer"),
+    )
+)
+
+
+_PG_CLAIM: dict[int, tuple[Any, str, dict[str, Any]]] = {}
+
+
+def _claimed(connection: Connection, params: dict[str, Any]) -> bool:
+    """``INSERT ... ON CONFLICT DO NOTHING`` of a new key: whether this request inserted it. SQLite's row
+    count; PostgreSQL's ``RETURNING`` (psycopg's row count of an upsert is not reliable), run on psycopg's
+    cursor with the statement compiled once (what :class:`Statement` does on SQLite)."""
+    dialect = connection.dialect
+    claim = _CLAIM.get(dialect.name)
+    if claim is None:  # pragma: no cover - the server runs on SQLite or PostgreSQL
+        raise RuntimeError(f"no idempotency claim for {dialect.name}")
+    if dialect.name == "sqlite":
+        return claim.run(connection, params) == 1
+    cached = _PG_CLAIM.get(id(dialect))
+    if cached is None or cached[0] is not dialect:
+        compiled = claim.statement.compile(dialect=dialect, column_keys=list(_NEW_KEY_COLUMNS))
+        cached = _PG_CLAIM[id(dialect)] = (dialect, str(compiled), dict(compiled._bind_processors))
+    _dialect, sql, processors = cached
+    values = {
+        name: processors[name](value) if name in processors and value is not None else value
+        for name, value in params.items()
+    }
+    raw = connection.connection.driver_connection
+    assert raw is not None
+    return raw.execute(sql, values).fetchone() is not None
+
+
+def _begin(connection: Connection, context: ServerContext, scope_hash: str, body_hash: str) -> _Stored:
+    """Claim an ``Idempotency-Key`` (Core, in the group commit, D259): proceed, replay, mismatch or in
+    progress. A new key (the common case) is one statement; a known one is then read (and locked)."""
+    now = virtual_now(connection, context.clock)
+    params = {
+        "scope": scope_hash,
+        "body_sha256": body_hash,
+        "state": "in_progress",
+        "created_at": now,
+        "expires_at": now + IDEMPOTENCY_TTL,
+    }
+    if _claimed(connection, params):
         return _Stored("proceed")
-    if row.body_sha256 != body_hash:
+    rows = _STORED.rows(connection, {"key": scope_hash})
+    if not rows or rows[0][5] <= now:  # expired (or just forgotten): this request is a first one again
+        connection.execute(_FORGET, {"key": scope_hash})
+        return _Stored("proceed" if _claimed(connection, params) else "in_progress")
+    stored_hash, state, status, content_type, body, _expires = rows[0]
+    if stored_hash != body_hash:
         return _Stored("mismatch")
-    if row.state != "done" or row.status_code is None:
+    if state != "done" or status is None:
         return _Stored("in_progress")
-    return _Stored("replay", row.status_code, row.content_type, (row.response_body or "").encode("latin-1"))
+    return _Stored("replay", status, content_type, (body or "").encode("latin-1"))
 
 
 def _finish(
-    session: Session, scope_hash: str, status: int | None, content_type: str | None, body: bytes
+    connection: Connection, scope_hash: str, status: int | None, content_type: str | None, body: bytes
 ) -> None:
+    """Store the answer of a key's request (a ``5xx`` or no answer forgets the key instead)."""
     if status is None or status >= 500:
-        session.execute(delete(IdempotencyRow).where(IdempotencyRow.scope == scope_hash))
+        connection.execute(_FORGET, {"key": scope_hash})
         return
-    row = session.get(IdempotencyRow, scope_hash)
-    if row is None:
-        return
-    row.state = "done"
-    row.status_code = status
-    row.content_type = content_type
-    row.response_body = body.decode("latin-1")
+    # In a group-commit batch the update is collected and written with the batch's others (one
+    # ``executemany``) before its commit, which the answer awaits.
+    _DONE.insert(
+        connection,
+        {
+            "key": scope_hash,
+            "code": status,
+            "ctype": content_type,
+            "answer": body.decode("latin-1"),
+        },
+    )
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -455,6 +524,26 @@ _PREFLIGHT_HEADERS = {
 
 
 # ------------------------------------------------------------------------------------ the one layer
+
+
+def parametrized_lane(families: Sequence[Family]) -> list[tuple[str, re.Pattern[str], APIRoute, Endpoint]]:
+    """``(method, path regex, route, lane)`` of the routes with string path parameters whose handler
+    names a lane (:func:`paysdk.server.routers._common.lane`), in the families' order (D261). A hot
+    route with a parameter (``POST /rest/cards/{cardId}/funds``) is then handed to its lane without
+    FastAPI's routing, which tries every route before it (the largest part of such a request's cost)."""
+    lanes: list[tuple[str, re.Pattern[str], APIRoute, Endpoint]] = []
+    for family in families:
+        for mount, router in family.routers:
+            for route in router.routes:
+                lane = getattr(getattr(route, "endpoint", None), LANE_ATTRIBUTE, None)
+                if lane is None or not isinstance(route, APIRoute):
+                    continue
+                regex, _format, convertors = compile_path(mount + route.path)
+                if not all(isinstance(convertor, StringConvertor) for convertor in convertors.values()):
+                    raise ValueError(f"{family.name}: lane route {route.path} has non-string parameters")
+                lanes.extend((method, regex, route, lane) for method in sorted(route.methods or ()))
+    return lanes
+
 
 #: An endpoint of the fast lane: the FastAPI route handler itself, ``handler(request) -> Response``.
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -570,6 +659,8 @@ class ServerMiddleware:
         self._sink = _LogSink(context)
         self._fault_key = faults.database_key(context.db.engine.url)
         self._fast_lane = dict(fast_lane or {})
+        # Part of the fast lane, and off with it (the equivalence tests turn it off to compare).
+        self._param_lane = parametrized_lane(families) if self._fast_lane else []
         self._handler_source = exception_handlers if exception_handlers is not None else {}
         self._handlers: tuple[dict[Any, Any], dict[int, Any]] | None = None
 
@@ -688,7 +779,7 @@ class ServerMiddleware:
             )
         ).hexdigest()
         body_hash = hashlib.sha256(body).hexdigest()
-        stored = await self.context.run(_begin, self.context, scope_hash, body_hash)
+        stored = await self.context.group_commit.call(_begin, self.context, scope_hash, body_hash)
         if stored.verdict == "mismatch":  # the IETF Idempotency-Key draft: 422, not 409 (D17)
             problem = APIProblem(
                 422,
@@ -746,22 +837,26 @@ class ServerMiddleware:
                 if not message.get("more_body", False) and not stored:
                     # Stored before the last byte leaves: a retry after this answer always replays it.
                     stored = True
-                    await self.context.run(_finish, scope_hash, status, content_type, b"".join(chunks))
+                    await self.context.group_commit.call(
+                        _finish, scope_hash, status, content_type, b"".join(chunks)
+                    )
             await send(message)
 
         try:
             await self._dispatch(scope, replay_receive, capture)
         except BaseException:
             if not stored:
-                await self.context.run(_finish, scope_hash, None, None, b"")
+                await self.context.group_commit.call(_finish, scope_hash, None, None, b"")
             raise
         if not stored:
-            await self.context.run(_finish, scope_hash, status, content_type, b"".join(chunks))
+            await self.context.group_commit.call(_finish, scope_hash, status, content_type, b"".join(chunks))
 
     # -- the fast lane
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = None if scope.get("root_path") else self._fast_lane.get((scope["method"], scope["path"]))
+        if endpoint is None and self._param_lane and not scope.get("root_path"):
+            endpoint = self._parametrized(scope)
         if endpoint is None:
             await self.app(scope, receive, send)
             return
@@ -780,6 +875,19 @@ class ServerMiddleware:
             if response is None:
                 return
         await response(scope, receive, send)
+
+    def _parametrized(self, scope: Scope) -> Endpoint | None:
+        """The lane of a route with path parameters that matches the request, its parameters and route
+        put in the scope as FastAPI's routing would (``path_params``, ``route``); else ``None``."""
+        method, path = scope["method"], scope["path"]
+        for lane_method, regex, route, lane in self._param_lane:
+            if lane_method == method:
+                match = regex.match(path)
+                if match is not None:
+                    scope["path_params"] = match.groupdict()
+                    scope["route"] = route
+                    return lane
+        return None
 
     def _handler(self, exc: Exception) -> Callable[..., Any] | None:
         if self._handlers is None:

@@ -52,6 +52,7 @@ from paysdk.server.services.wallet_tokens import Kind
 
 __all__ = [
     "AUTH",
+    "LANE_ATTRIBUTE",
     "MERCHANT_ERRORS",
     "SECURITY_SCHEMES",
     "WALLET_ERRORS",
@@ -65,6 +66,7 @@ __all__ = [
     "enveloped",
     "form_post",
     "header",
+    "lane",
     "only",
     "page",
     "raise_problem",
@@ -221,6 +223,17 @@ async def unauthed(request: Request, fn: Callable[[Session, ServerContext, datet
         return fn(session, context, context.clock.now(session))
 
     return await context.run(work)
+
+
+#: The attribute of a route handler served by the server's parametrized fast lane (D261).
+LANE_ATTRIBUTE = "__paysdk_lane__"
+
+
+def lane(handler: Callable[..., Any], fast: Callable[[Request], Any]) -> None:
+    """Serve the route of ``handler`` (which has path parameters) through ``fast(request) -> Response``
+    without FastAPI's routing: ``fast`` reads its parameters from ``request.path_params`` and must answer
+    exactly as ``handler`` does (:class:`paysdk.server.middleware.ServerMiddleware`, D261)."""
+    setattr(handler, LANE_ATTRIBUTE, fast)
 
 
 def raise_problem(result: T | APIProblem) -> T:

@@ -33,9 +33,20 @@ from paysdk.contracts.wallet import (
     TransferRequest,
     TransferResult,
 )
-from paysdk.server.context import ServerContext
-from paysdk.server.routers._common import WALLET_ERRORS, authed, data, header, only, route
+from paysdk.server.context import ServerContext, get_context
+from paysdk.server.ledger_batches import ledger_batches
+from paysdk.server.routers._common import (
+    WALLET_ERRORS,
+    authed,
+    bearer,
+    data,
+    header,
+    lane,
+    only,
+    route,
+)
 from paysdk.server.services import wallet_cards as cards
+from paysdk.server.services import wallet_ledger as ledger
 from paysdk.server.services.wallet_common import parse_date, parse_wallet_body
 from paysdk.server.services.wallet_tokens import Principal
 
@@ -422,13 +433,29 @@ async def movements(
     ),
 )
 async def funds(request: Request, card_id: CardId) -> Response:
-    """Atomic add, or a withdrawal guarded by the available balance (``422 / 7303``)."""
+    """Atomic add, or a withdrawal guarded by the available balance (``422 / 7303``).
+
+    Served by the ledger's fast path (:func:`paysdk.server.services.wallet_ledger.fund`, one conditional
+    statement, in batched commits, D256-D258); the ordinary path when it answers ``SLOW``. The server's
+    middleware hands the request to :func:`funds_lane` without FastAPI's routing (D261)."""
     body = parse_wallet_body(FundsRequest, await request.body())
+    context = get_context(request)
+    fast = await ledger_batches(context).fund(bearer(request), card_id, body)
+    if not isinstance(fast, ledger.Slow):
+        return data(fast)
 
     def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> FundsResult:
         return cards.funds(session, now, who, card_id, body)
 
     return data(await authed(request, work))
+
+
+async def funds_lane(request: Request) -> Response:
+    """:func:`funds` as the middleware's parametrized fast lane calls it (the card from the path)."""
+    return await funds(request, request.path_params["cardId"])
+
+
+lane(funds, funds_lane)
 
 
 @router.post(
