@@ -57,7 +57,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
-from typing import Any, cast
+from typing import Any, Protocol, cast
 from urllib.parse import unquote_plus
 
 from sqlalchemy import Table, delete, insert, select
@@ -460,6 +460,16 @@ _PREFLIGHT_HEADERS = {
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
+class LazyRouters(Protocol):
+    """The routers a lazily started app has not included yet (``paysdk.server.app``, D303)."""
+
+    def needed(self, scope: Scope) -> bool:
+        """Whether they must be included before ``scope`` is answered."""
+
+    def include_all(self) -> dict[tuple[str, str], Endpoint]:
+        """Include them all; the fast lane of every family."""
+
+
 def _deprecation_headers(message: Message, scope: Scope, marks: deprecations.Marks) -> Message:
     """``http.response.start`` with the headers of a marked operation (D196): the operation as
     ``/openapi.json`` names it, from the route FastAPI matched (the fast lane's paths have no parameters)."""
@@ -561,8 +571,10 @@ class ServerMiddleware:
         exception_handlers: Mapping[Any, Callable[..., Any]] | None = None,
         body_bounds: BodyBounds | None = None,
         families: Sequence[Family] = FAMILIES,
+        routers: LazyRouters | None = None,
     ) -> None:
         self.app = app
+        self._routers = routers
         self._control = control_prefixes(families)
         self._idempotent = idempotent_prefixes(families)
         self.body_bounds = body_bounds if body_bounds is not None else BodyBounds()
@@ -577,6 +589,10 @@ class ServerMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self._routers is not None and self._routers.needed(scope):
+            # The families' routers not included at start (D303): imported once, on the event loop.
+            self._fast_lane = self._routers.include_all()
+            self._routers = None
         request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
         refused = self.context.addresses.refusal(scope)  # allowed host, control plane (D91, D92)
         if refused is None:

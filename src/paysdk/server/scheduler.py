@@ -63,6 +63,7 @@ from paysdk.server.context import ServerContext
 from paysdk.server.db import JobRow, TransactionRow
 from paysdk.server.events import publish_job_run
 from paysdk.server.jobs import ClaimedJob, LeaseLost
+from paysdk.server.refs import resolve
 from paysdk.server.services import callbacks, payments
 
 __all__ = [
@@ -127,14 +128,16 @@ class Scheduler:
     def __init__(
         self,
         context: ServerContext,
-        handlers: Mapping[str, JobHandler],
+        handlers: Mapping[str, JobHandler | str],
         *,
         lease: timedelta = jobs.LEASE,
         wall: Callable[[], datetime] = _wall,
         owner: str | None = None,
     ) -> None:
         self._context = context
-        self._handlers = dict(handlers)
+        #: A handler given as a ``"module:attribute"`` reference is imported when a job of its kind first
+        #: runs (D303), then kept here.
+        self._handlers: dict[str, JobHandler | str] = dict(handlers)
         for kind in self._handlers:
             if not 0 < len(kind) <= jobs.KIND_LENGTH:
                 raise ValueError(f"job kind must be 1 to {jobs.KIND_LENGTH} characters, not {kind!r}")
@@ -184,6 +187,8 @@ class Scheduler:
                 self._failed_expiries.add(job.ref)
             return
         handler = self._handlers[job.kind]
+        if isinstance(handler, str):
+            handler = self._handlers[job.kind] = cast(JobHandler, resolve(handler))
         beat = asyncio.create_task(self._heartbeat(job))
         try:
             if inspect.iscoroutinefunction(handler):

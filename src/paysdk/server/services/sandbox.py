@@ -35,7 +35,6 @@ from paysdk.contracts.sandbox import RequestLogEntry, SandboxClient, SandboxClie
 from paysdk.server.auth import hook_keys_digest, sha256_hex
 from paysdk.server.db import ClientRow, RequestLogRow, from_cents, to_cents
 from paysdk.server.errors import APIProblem
-from paysdk.server.services import wallet_tokens
 from paysdk.server.services.callbacks import callback_host_problem
 
 __all__ = [
@@ -153,6 +152,8 @@ def create_client(session: Session, spec: SandboxClientCreate, now: datetime) ->
         session.flush()
     except IntegrityError:  # a concurrent create took the slug
         raise APIProblem.conflict(f"A client with slug {slug!r} already exists.", "slug") from None
+    from paysdk.server.services import wallet_tokens  # the wallet family's, imported when used (D303)
+
     wallet = wallet_tokens.create_client_keys(session, row, spec, now)
     return client_view(row, private_key, wallet)
 
@@ -201,6 +202,8 @@ def get_client(session: Session, slug: str) -> SandboxClient:
     )
     if row is None:
         raise APIProblem.not_found("Client", "slug")
+    from paysdk.server.services import wallet_tokens
+
     return client_view(row, wallet=wallet_tokens.client_wallet_settings(session, row.id))
 
 
