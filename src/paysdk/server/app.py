@@ -20,9 +20,8 @@ import logging
 import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
 from fastapi import APIRouter, FastAPI
 from starlette.routing import Match
 from starlette.types import Scope
@@ -40,6 +39,9 @@ from paysdk.server.middleware import Endpoint, ServerMiddleware, install_access_
 from paysdk.server.openapi import install_openapi
 from paysdk.server.refs import resolve
 from paysdk.server.scheduler import CORE_JOB_HANDLERS, JobHandler, Scheduler
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["KEEP_ALIVE_TIMEOUT", "create_app", "serve"]
 

@@ -22,7 +22,6 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import httpx
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -159,6 +158,8 @@ def create_client(session: Session, spec: SandboxClientCreate, now: datetime) ->
 
 
 def _check_url(url: str) -> None:
+    import httpx  # imported when first used: the server's start does without it (D303)
+
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError):
