@@ -23,14 +23,15 @@ demo: $(STAMP)
 test: $(STAMP) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-## ruff (lint and format, generated code included), mypy --strict, and the generated sync code and
-## docs/coverage.md are up to date.
+## ruff (lint and format, generated code included), mypy --strict, the generated sync code and
+## docs/coverage.md are up to date, and the docs site builds with no broken link or reference.
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks scripts
 	$(BIN)/ruff format --check src tests examples benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/coverage_table.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .site
 
 ## Regenerate the sync code from the async source of truth.
 unasync: $(STAMP)
@@ -44,4 +45,4 @@ bench: $(STAMP) services
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .site

@@ -11,6 +11,10 @@ mkdir -p out
 free_port() { "$BIN/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=$(free_port); LPORT=$(free_port)
 export PAYSDK_CONFIG_DIR="$work/config" PAYSDK_BASE_URL="http://127.0.0.1:$PORT" PAYSDK_PROFILE=demo
+# A control token, as a team sharing a sandbox would set one (docs/sharing-a-sandbox.md): the server
+# requires it on every /_sandbox call, and the CLI sends it from this variable.
+PAYSDK_CONTROL_TOKEN=$("$BIN/python" -c 'import secrets; print(secrets.token_urlsafe(32))')
+export PAYSDK_CONTROL_TOKEN
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
@@ -27,7 +31,7 @@ show "$BIN/paysdk" -o table sandbox health
 step "Create a merchant client whose callbacks go to a local listener (its token goes to the profile)"
 show "$BIN/paysdk" -o table sandbox clients create --slug demo-store --callback-url "http://127.0.0.1:$LPORT/callbacks" --three-ds --save-profile
 
-step "Listen for callbacks: verify the static header, deduplicate on eventId"
+step "Listen for callbacks: verify the static header (read in full through the reveal call), deduplicate on eventId"
 "$BIN/paysdk" -o table callbacks listen --port "$LPORT" --sandbox-client demo-store --max-events 1 --timeout 60 >"$work/events.txt" &
 listener=$!
 for _ in $(seq 1 50); do "$BIN/python" -c "import socket; socket.create_connection(('127.0.0.1', $LPORT), 0.2)" 2>/dev/null && break; sleep 0.1; done

@@ -84,7 +84,6 @@ if TYPE_CHECKING:
     from paysdk._environment import Environment
     from paysdk._file_upload import FileUpload
     from paysdk._pipeline import APIResponse, CallOptions, PostCallOptions, ResponseInfo
-    from paysdk._pipeline import __version__ as __version__
     from paysdk._secret import Secret
     from paysdk._sse import ServerSentEvent, UnknownEvent
     from paysdk._streaming import AsyncEventStream, EventStream
@@ -98,6 +97,7 @@ if TYPE_CHECKING:
     )
     from paysdk._tokens import StoredTokens
     from paysdk._types import NOT_GIVEN, NotGiven
+    from paysdk._version import __version__ as __version__
     from paysdk._wallet_auth import UserSession, WalletCredentials, wallet_store_key
     from paysdk.contracts.reconciliation import ReconciliationReport
     from paysdk.contracts.subscriptions import Subscription, SubscriptionCharge, VerifyCard
@@ -135,7 +135,7 @@ _LAZY: dict[str, str] = {
     "Client": "paysdk._client",
     "Environment": "paysdk._environment",
     "ResponseInfo": "paysdk._pipeline",
-    "__version__": "paysdk._pipeline",
+    "__version__": "paysdk._version",
     "Secret": "paysdk._secret",
     "AsyncRedisTokenStore": "paysdk._token_stores",
     "AsyncTokenStore": "paysdk._token_stores",

@@ -53,7 +53,7 @@ from paysdk._credentials import (
     credential_secrets,
     credential_value,
 )
-from paysdk._environment import Environment
+from paysdk._environment import CONTROL_PREFIX, CONTROL_TOKEN_HEADER, Environment
 from paysdk._errors import (
     APIConnectionError,
     APIError,
@@ -66,6 +66,7 @@ from paysdk._errors import (
 from paysdk._redact import MASK, SENSITIVE_HEADERS, is_sensitive_name
 from paysdk._secret import Secret
 from paysdk._types import NOT_GIVEN, NotGiven
+from paysdk._version import __version__
 
 if TYPE_CHECKING:  # paysdk._uploads is imported by the first upload, not by ``import paysdk``
     from paysdk._uploads import UploadBody, UploadStream
@@ -129,16 +130,6 @@ REQUEST_ID_HEADER: Final = "x-request-id"
 REPLAYED_HEADER: Final = "idempotent-replayed"
 
 
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("paysdk")
-    except Exception:  # pragma: no cover - not installed (running from a source tree)
-        return "0.1.0"
-
-
-__version__: Final = _version()
 USER_AGENT: Final = f"paysdk/{__version__} python/{platform.python_version()}"
 
 
@@ -161,7 +152,9 @@ class ClientConfig:
 
     def secrets(self) -> tuple[str, ...]:
         """The secret strings that must never appear in a message (for :func:`scrub`)."""
-        return (self.merchant_token.reveal(),) if self.merchant_token else ()
+        found = (self.merchant_token.reveal(),) if self.merchant_token else ()
+        control = self.environment.control_token
+        return (*found, control.reveal()) if control else found
 
 
 class CallOptions(TypedDict, total=False):
@@ -588,6 +581,11 @@ def idempotency_key_for(op: Operation[Any], config: ClientConfig, *, mint: Calla
     return None
 
 
+def _is_control_path(path: str) -> bool:
+    """Whether ``path`` is on the reference server's control plane (``/_sandbox`` and below)."""
+    return path == CONTROL_PREFIX or path.startswith(CONTROL_PREFIX + "/")
+
+
 def build_request(
     op: Operation[Any],
     config: ClientConfig,
@@ -604,8 +602,10 @@ def build_request(
     (:func:`~paysdk._credentials.apply_credential`: the raw merchant token for ``raw``,
     ``Bearer <token>`` for ``bearer`` (D9) and the token-managed kinds, the ``privateKey``/``publicKey``
     body fields for ``hook_keys``), ``Idempotency-Key`` when one was decided, and
-    ``X-Paysdk-Retry-Count`` on retries; ``op.headers`` come last. ``credential`` is the secret the shell
-    obtained (an access token); without it the merchant token or the call's own value is used.
+    ``X-Paysdk-Retry-Count`` on retries; ``op.headers`` come last, then ``Paysdk-Control-Token`` on a
+    control-plane call (``/_sandbox``) when the environment has a control token. ``credential`` is the
+    secret the shell obtained (an access token); without it the merchant token or the call's own value
+    is used.
     Raises :class:`~paysdk.ValidationError` naming the missing credential (``merchant_token``,
     ``wallet``, ``backoffice``, ...) when it is not there.
     """
@@ -636,6 +636,9 @@ def build_request(
     if op.headers:
         for extra, given in op.headers.items():
             headers[extra] = given.reveal() if isinstance(given, Secret) else given
+    control = config.environment.control_token
+    if control is not None and op.base == "base" and _is_control_path(op.path):
+        headers[CONTROL_TOKEN_HEADER] = control.reveal()
     timeout = op.timeout or config.timeout
     request = httpx.Request(
         op.method.upper(),

@@ -82,14 +82,26 @@ def require_client_slug(st: State, given: str | None) -> str:
 
 
 def environment(st: State) -> paysdk.Environment:
+    """The SDK environment of the profile's address, with the control token the control plane's calls
+    send: ``PAYSDK_CONTROL_TOKEN``, else the profile's (``paysdk sandbox control-token``)."""
+    import dataclasses
+
     from paysdk import Environment
+    from paysdk_cli._secrets import CONTROL_TOKEN, load_secret
 
     environ = dict(os.environ)
     environ["PAYSDK_BASE_URL"] = st.base_url
     try:
-        return Environment.from_env(environ)
+        env = Environment.from_env(environ)
     except ValueError as exc:
         raise CLIError(f"invalid API address: {exc}", ExitCode.USAGE) from None
+    if env.control_token is None:
+        stored = load_secret(CONTROL_TOKEN, st.profile)
+        if stored is not None:
+            import paysdk
+
+            env = dataclasses.replace(env, control_token=paysdk.Secret(stored.value))
+    return env
 
 
 @contextmanager

@@ -30,6 +30,8 @@ from paysdk_cli import _config
 from paysdk_cli._output import warn
 
 __all__ = [
+    "CONTROL_TOKEN",
+    "CONTROL_TOKEN_ENV",
     "KEYRING_SERVICE",
     "KINDS",
     "MERCHANT_TOKEN",
@@ -71,7 +73,10 @@ class SecretKind:
 
 MERCHANT_TOKEN = SecretKind("merchant token", TOKEN_ENV, KEYRING_SERVICE, "tokens")
 WALLET_KEY = SecretKind("wallet signing key", WALLET_KEY_ENV, "paysdk-wallet-key", "wallet_keys")
-KINDS = (MERCHANT_TOKEN, WALLET_KEY)
+#: The reference server's control token (``paysdk sandbox control-token``, sent on ``/_sandbox`` calls).
+CONTROL_TOKEN_ENV = "PAYSDK_CONTROL_TOKEN"
+CONTROL_TOKEN = SecretKind("control token", CONTROL_TOKEN_ENV, "paysdk-control-token", "control_tokens")
+KINDS = (MERCHANT_TOKEN, WALLET_KEY, CONTROL_TOKEN)
 
 
 @dataclass(frozen=True, slots=True)

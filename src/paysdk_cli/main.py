@@ -156,6 +156,15 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    """``--version``: the package's one version (``paysdk._version``), then exit 0."""
+    if value:
+        from paysdk._version import __version__
+
+        typer.echo(f"paysdk {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def main(
     ctx: typer.Context,
@@ -183,6 +192,10 @@ def main(
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="Debug lines (request metadata) and tracebacks on stderr.")
     ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
+    ] = False,
 ) -> None:
     """Payment links, alternative payments, the wallet, callbacks and the local reference server."""
     if output is None:
@@ -196,5 +209,5 @@ def main(
 
 
 def run() -> None:
-    """Console-script entry point (``paysdk``)."""
+    """Run the typer app (the console script ``paysdk`` is :func:`paysdk_cli._entry.run`)."""
     app(prog_name="paysdk")

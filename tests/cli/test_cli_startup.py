@@ -124,6 +124,7 @@ def test_command_tree() -> None:
     assert set(sandbox.commands) == {
         "health",
         "reset",
+        "control-token",
         "clients",
         "clock",
         "pay",

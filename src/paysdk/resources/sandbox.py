@@ -293,8 +293,24 @@ def create_client_operation(
 
 
 def get_client_operation(slug: str, **options: Unpack[CallOptions]) -> Operation[SandboxClient]:
-    """The client ``slug``, with its credentials (``GET /_sandbox/clients/{slug}``)."""
+    """The client ``slug``, with its credentials (``GET /_sandbox/clients/{slug}``). A server on a
+    non-loopback address answers its tokens and callback header value as ``****`` (they were answered
+    by the create): :meth:`~AsyncSandbox.reveal_client` answers them in full."""
     return _op("GET", f"/clients/{path_segment(slug, 'slug')}", SandboxClient.model_validate, options)
+
+
+def reveal_client_operation(slug: str, **options: Unpack[CallOptions]) -> Operation[SandboxClient]:
+    """The client ``slug`` with its sandbox and production tokens and callback header value in full,
+    on any server (``POST /_sandbox/clients/{slug}/reveal``; the control token guards it). Changes
+    nothing, so it is retried like a read. The hook private key stays ``****`` (only its hash is kept).
+    """
+    return _op(
+        "POST",
+        f"/clients/{path_segment(slug, 'slug')}/reveal",
+        SandboxClient.model_validate,
+        options,
+        idempotent=True,
+    )
 
 
 def clock_operation(**options: Unpack[CallOptions]) -> Operation[ClockState]:
@@ -647,13 +663,16 @@ class AsyncSandbox(AsyncResource[M]):
     """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults,
     and the wallet's keys, users, stock cards, linking tokens, card payments and email outbox.
 
-    Works only against ``paysdk serve`` (the local reference server); needs no merchant token.
+    Works only against ``paysdk serve`` (the local reference server); needs no merchant token. Every
+    call sends the environment's control token (:attr:`paysdk.Environment.control_token`), which a
+    server on a non-loopback address requires.
     """
 
     health = AsyncEndpoint(health_operation)
     reset = AsyncEndpoint(reset_operation)
     create_client = AsyncEndpoint(create_client_operation)
     get_client = AsyncEndpoint(get_client_operation)
+    reveal_client = AsyncEndpoint(reveal_client_operation)
     clock = AsyncEndpoint(clock_operation)
     advance_clock = AsyncEndpoint(advance_clock_operation)
     pay = AsyncEndpoint(pay_operation)
@@ -745,13 +764,16 @@ class Sandbox(Resource[M]):
     """The reference server's control plane (``client.sandbox``): clients, clock, payments, faults,
     and the wallet's keys, users, stock cards, linking tokens, card payments and email outbox.
 
-    Works only against ``paysdk serve`` (the local reference server); needs no merchant token.
+    Works only against ``paysdk serve`` (the local reference server); needs no merchant token. Every
+    call sends the environment's control token (:attr:`paysdk.Environment.control_token`), which a
+    server on a non-loopback address requires.
     """
 
     health = Endpoint(health_operation)
     reset = Endpoint(reset_operation)
     create_client = Endpoint(create_client_operation)
     get_client = Endpoint(get_client_operation)
+    reveal_client = Endpoint(reveal_client_operation)
     clock = Endpoint(clock_operation)
     advance_clock = Endpoint(advance_clock_operation)
     pay = Endpoint(pay_operation)

@@ -29,6 +29,7 @@ __all__ = [
     "SandboxProcessor",
     "feed_operation",
     "pay_out_operation",
+    "reveal_secret_operation",
     "secret_operation",
     "settle_operation",
 ]
@@ -53,8 +54,15 @@ def _body(model: type[pydantic.BaseModel], **fields: Any) -> dict[str, Any]:
 
 def secret_operation(**options: Unpack[CallOptions]) -> Operation[ProcessorInfo]:
     """The processor secret and signature scheme (``GET /_sandbox/processor``, D193): what a processor
-    signs ``X-Processor-Signature`` with. The secret survives ``/_sandbox/reset``."""
+    signs ``X-Processor-Signature`` with. The secret survives ``/_sandbox/reset``. A server bound to a
+    non-loopback address answers it as ``****``: :meth:`reveal_secret` answers it in full."""
     return _op("GET", "", ProcessorInfo.model_validate, options)
+
+
+def reveal_secret_operation(**options: Unpack[CallOptions]) -> Operation[ProcessorInfo]:
+    """The processor secret in full on any server (``POST /_sandbox/processor/reveal``, D273): a server
+    bound to a non-loopback address answers :meth:`secret` with ``****``. Changes nothing."""
+    return _op("POST", "/reveal", ProcessorInfo.model_validate, options, idempotent=True)
 
 
 def _settlement(
@@ -111,6 +119,7 @@ class AsyncSandboxProcessor(AsyncResource[M]):
     """The control plane playing the processor (``client.sandbox.processor``, D193, D240)."""
 
     secret = AsyncEndpoint(secret_operation)
+    reveal_secret = AsyncEndpoint(reveal_secret_operation)
     settle = AsyncEndpoint(settle_operation)
     pay_out = AsyncEndpoint(pay_out_operation)
     feed = AsyncEndpoint(feed_operation)
@@ -125,6 +134,7 @@ class SandboxProcessor(Resource[M]):
     """The control plane playing the processor (``client.sandbox.processor``, D193, D240)."""
 
     secret = Endpoint(secret_operation)
+    reveal_secret = Endpoint(reveal_secret_operation)
     settle = Endpoint(settle_operation)
     pay_out = Endpoint(pay_out_operation)
     feed = Endpoint(feed_operation)

@@ -2,13 +2,17 @@
 
 ``python -m paysdk.server [--host 127.0.0.1] [--port 8000] [--db URL] [--environment sandbox|production]
 [--public-url URL] [--allowed-host HOST ...] [--body-timeout 30] [--keep-alive-timeout 5]
-[--upload-limit 256]``
+[--upload-limit 256] [--control-token TOKEN | --generate-control-token] [--insecure-control-plane]``
+
+A non-loopback ``--host`` needs a control token (``--control-token``, ``$PAYSDK_CONTROL_TOKEN`` or
+``--generate-control-token``) unless ``--insecure-control-plane`` (D271), as for ``paysdk serve``.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from collections.abc import Sequence
 
 from paysdk.server.app import KEEP_ALIVE_TIMEOUT
@@ -60,6 +64,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="MIB",
         help="largest body of an upload route, in MiB, else 413 (default 256)",
     )
+    parser.add_argument(
+        "--control-token",
+        default=None,
+        metavar="TOKEN",
+        help="the token /_sandbox calls must send in Paysdk-Control-Token (default: $PAYSDK_CONTROL_TOKEN; "
+        "prefer the variable, a command line shows in ps); required on a non-loopback --host",
+    )
+    parser.add_argument(
+        "--generate-control-token",
+        action="store_true",
+        help="make a random control token and print it once at start (stderr)",
+    )
+    parser.add_argument(
+        "--insecure-control-plane",
+        action="store_true",
+        help="serve /_sandbox without a token on a non-loopback --host (warned at start)",
+    )
     args = parser.parse_args(argv)
     from paysdk.server.addresses import ServerAddresses
 
@@ -73,6 +94,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{option}: must be a number of seconds above 0, not {value:g}")
     if args.upload_limit < 1:
         parser.error(f"--upload-limit: must be a number of MiB, 1 or more, not {args.upload_limit}")
+    from paysdk.server.control_token import ControlTokenRefused, startup_control_token
+
+    try:
+        token, notes = startup_control_token(
+            args.host,
+            args.control_token,
+            generate=args.generate_control_token,
+            insecure=args.insecure_control_plane,
+        )
+    except ControlTokenRefused as exc:
+        parser.error(str(exc))
+    for note in notes:
+        sys.stderr.write(note + "\n")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from paysdk.server.app import serve
 
@@ -86,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         body_timeout=args.body_timeout,
         keep_alive_timeout=args.keep_alive_timeout,
         upload_limit=args.upload_limit << 20,
+        control_token=token,
     )
     return 0
 

@@ -30,6 +30,7 @@ from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, MAX_UPLOAD_BYTES, UPLOAD_TIMEOUT, BodyBounds
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
+from paysdk.server.control_token import ControlPlaneAccess, control_token_digest, is_loopback_host
 from paysdk.server.db import Database
 from paysdk.server.errors import install_error_handlers
 from paysdk.server.families import FAMILIES, Family, check_families, fast_lane_of, route_paths
@@ -85,6 +86,8 @@ def create_app(
     job_lease: timedelta = LEASE,
     upload_limit: int = MAX_UPLOAD_BYTES,
     upload_timeout: float = UPLOAD_TIMEOUT,
+    control_token_digest: bytes | None = None,
+    control_plane_exposed: bool = False,
     lazy_routers: bool = False,
 ) -> FastAPI:
     """Build the reference server.
@@ -102,8 +105,13 @@ def create_app(
     request body, enforced while it streams (``413`` / ``408``, D85). ``upload_limit`` (bytes, default
     256 MiB) and ``upload_timeout`` (seconds, default 600): the same on upload routes (D110,
     :data:`paysdk.server.bodies.UPLOAD_ROUTES`).
-    ``lazy_routers``: include at start only the routers already imported (the control plane's own, which
-    answers ``/_sandbox/health``) and import and include the families' others on the first request no
+    ``control_token_digest``: SHA-256 of the control token
+    (:func:`paysdk.server.control_token.control_token_digest`); when set, every control call but
+    ``GET /_sandbox/health`` needs it in ``Paysdk-Control-Token`` (``401``/``403``).
+    ``control_plane_exposed``: the server binds a non-loopback address, so re-reads of tokens and keys
+    are masked (reveal calls answer them) (:mod:`paysdk.server.control_token`, D270-D276).
+    ``lazy_routers``: include at start only the routers already imported (the readiness probe's,
+    ``/_sandbox/health``) and import and include the families' others on the first request no
     included route answers, or that asks for ``/openapi.json`` or ``/docs`` (:func:`serve` does, D303);
     their route checks run then. Default: everything at once, checked before anything is served.
     ``families``: the API families served (default :data:`paysdk.server.families.FAMILIES`; tests add one).
@@ -131,6 +139,7 @@ def create_app(
         callback_timeout=callback_timeout,
         addresses=addresses,
     )
+    context.control = ControlPlaneAccess(control_token_digest, control_plane_exposed)
     scheduler = Scheduler(
         context,
         {**CORE_JOB_HANDLERS, **family_job_handlers(families), **(job_handlers or {})},
@@ -154,9 +163,11 @@ def create_app(
                     await task
             database.dispose()
 
+    from paysdk._version import __version__  # the package's one version (D290)
+
     app = FastAPI(
         title="paysdk reference server",
-        version="0.1.0",
+        version=__version__,
         description=_DESCRIPTION,
         lifespan=lifespan,
         docs_url="/docs",
@@ -260,6 +271,7 @@ def serve(
     body_timeout: float = BODY_TIMEOUT,
     keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT,
     upload_limit: int = MAX_UPLOAD_BYTES,
+    control_token: str | None = None,
 ) -> None:
     """Run the server with uvicorn until interrupted (``python -m paysdk.server``, ``paysdk serve``).
 
@@ -268,6 +280,9 @@ def serve(
     body may take (``408`` after, D85). ``keep_alive_timeout``: seconds a connection may wait for a
     request head, before its first request or after an answer, however many bytes trickle in meanwhile;
     then it is closed (D86). ``upload_limit``: bytes an upload route's body may hold (``413`` past it, D110).
+    ``control_token``: the control plane's token (only its digest is kept); a non-loopback ``host``
+    exposes the control plane (masked re-reads, D270). ``paysdk serve`` refuses an exposed start
+    without a token unless told otherwise; this function does not.
     """
     import uvicorn
 
@@ -280,6 +295,8 @@ def serve(
         allowed_hosts=allowed_hosts,
         body_timeout=body_timeout,
         upload_limit=upload_limit,
+        control_token_digest=None if control_token is None else control_token_digest(control_token),
+        control_plane_exposed=not is_loopback_host(host),
         lazy_routers=True,  # start in a blink: the families' routers load on their first request (D303)
     )
     log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)

@@ -56,6 +56,7 @@ from starlette.requests import HTTPConnection
 
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.clock import Clock
+from paysdk.server.control_token import ControlPlaneAccess
 from paysdk.server.db import Database
 from paysdk.server.events import EventFeed
 
@@ -128,6 +129,8 @@ class ServerContext:
         self.group_commit = GroupCommit(self)
         #: The live feed of ``GET /_sandbox/events`` (:mod:`paysdk.server.events`).
         self.events = EventFeed()
+        #: The control token and exposure of the control plane (set by create_app, D270).
+        self.control = ControlPlaneAccess()
 
     def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(session, *args)`` in one database transaction (blocking; use :meth:`run` from async)."""

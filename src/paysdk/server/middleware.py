@@ -589,12 +589,10 @@ class ServerMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if self._routers is not None and self._routers.needed(scope):
-            # The families' routers not included at start (D303): imported once, on the event loop.
-            self._fast_lane = self._routers.include_all()
-            self._routers = None
         request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
         refused = self.context.addresses.refusal(scope)  # allowed host, control plane (D91, D92)
+        if refused is None and self.context.control.guarded:
+            refused = self.context.control.refusal(scope)  # the control token (D270)
         if refused is None:
             limit = self.body_bounds.limit_for(scope)  # larger on upload routes (D110)
             if declared_too_large(scope, limit):
@@ -602,6 +600,10 @@ class ServerMiddleware:
         if refused is not None:
             await _send_problem(refused, scope, receive, _stamping(send, request_id.encode("ascii")))
             return
+        if self._routers is not None and self._routers.needed(scope):
+            # The families' routers not included at start (D303): imported once, on the event loop.
+            self._fast_lane = self._routers.include_all()
+            self._routers = None
         receive = self.body_bounds.wrap(scope, receive)
         path = scope["path"]
         hook = path.rstrip("/") == HOOK_PATH

@@ -265,7 +265,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def _sandbox_header(st: State, slug: str) -> tuple[str, str]:
     with open_client(st, token_required=False) as sdk:
-        client = sdk.sandbox.get_client(slug)
+        client = sdk.sandbox.reveal_client(slug)  # in full, even where re-reads are masked (D272)
     return client.callback_header_name, client.callback_header_value
 
 

@@ -13,6 +13,7 @@ import typer
 from paysdk_cli import _config
 from paysdk_cli._app import new_app
 from paysdk_cli._context import State, open_client, state
+from paysdk_cli._errors import CLIError, ExitCode
 from paysdk_cli._output import OutputFormat, emit, emit_event, info, mask, warn
 from paysdk_cli._params import parse_amount
 from paysdk_cli.commands import sandbox_backoffice, sandbox_processor, sandbox_terminal
@@ -244,11 +245,60 @@ def clients_show(
     slug: Annotated[str, typer.Argument(help="Client slug.")],
     show_secrets: Annotated[bool, _SHOW_SECRETS] = False,
 ) -> None:
-    """Show a client's configuration."""
+    """Show a client's configuration.
+
+    A server on a non-loopback address masks the tokens it answered at creation; --show-secrets (with
+    -o json) asks for them in full through the reveal call.
+    """
     st = state(ctx)
     with open_client(st, token_required=False) as sdk:
-        client = sdk.sandbox.get_client(slug)
+        reveal = show_secrets and st.output is OutputFormat.json
+        client = sdk.sandbox.reveal_client(slug) if reveal else sdk.sandbox.get_client(slug)
     _show_client(st, client, show_secrets)
+
+
+@app.command("control-token")
+def control_token(
+    ctx: typer.Context,
+    token_stdin: Annotated[
+        bool, typer.Option("--token-stdin", help="Read the token from standard input instead of a prompt.")
+    ] = False,
+    clear: Annotated[
+        bool, typer.Option("--clear", help="Remove the profile's stored control token.")
+    ] = False,
+) -> None:
+    """Store the reference server's control token in the profile (OS keyring).
+
+    A server started on a non-loopback address (paysdk serve --host 0.0.0.0 --control-token ...) needs
+    it on every sandbox call; the CLI sends it in Paysdk-Control-Token. It is read from a hidden prompt,
+    or from standard input with --token-stdin; never a command-line argument, never echoed.
+    PAYSDK_CONTROL_TOKEN, when set, overrides it.
+    """
+    import os
+
+    from paysdk_cli._params import read_secret
+    from paysdk_cli._secrets import CONTROL_TOKEN, CONTROL_TOKEN_ENV, delete_secret, store_secret
+
+    st = state(ctx)
+    if clear:
+        removed = delete_secret(CONTROL_TOKEN, st.profile)
+        where = ", ".join(removed) if removed else "nowhere (none was stored)"
+        info(f"Control token of profile {st.profile!r} removed from {where}.")
+        return
+    token = read_secret(
+        "Control token",
+        from_stdin=token_stdin,
+        instead=f"--token-stdin (paysdk sandbox control-token --token-stdin < token.txt), or set "
+        f"{CONTROL_TOKEN_ENV}",
+    ).strip()
+    if not token:
+        raise CLIError("no control token given", ExitCode.USAGE)
+    if any(ord(ch) < 0x21 or ord(ch) > 0x7E for ch in token):
+        raise CLIError("the control token must be printable ASCII without spaces", ExitCode.USAGE)
+    where = store_secret(CONTROL_TOKEN, st.profile, token)
+    info(f"Control token of profile {st.profile!r} stored in {where}.")
+    if os.environ.get(CONTROL_TOKEN_ENV):
+        warn(f"{CONTROL_TOKEN_ENV} is set and overrides the stored control token while it stays set")
 
 
 #: Wire names of the answer of ``clients rotate-keys``: the generated private key is a secret.

@@ -44,10 +44,15 @@ def secret(
     ctx: typer.Context,
     show_secrets: Annotated[bool, typer.Option("--show-secrets", help="Print the secret in clear.")] = False,
 ) -> None:
-    """Show the processor secret (masked unless --show-secrets) and the signature scheme."""
+    """Show the processor secret (masked unless --show-secrets) and the signature scheme.
+
+    --show-secrets asks for it through the reveal call: a server on a non-loopback address masks it
+    otherwise.
+    """
     st = state(ctx)
     with open_client(st, token_required=False) as sdk:
-        value = sdk.sandbox.processor.secret()
+        processor = sdk.sandbox.processor
+        value = processor.reveal_secret() if show_secrets else processor.secret()
     data = mask(value.model_dump(by_alias=True), ["secret"], show=show_secrets)
     emit(st.output, data, title="Processor")
 

@@ -106,6 +106,24 @@ def _checked_address(value: str | list[str] | None) -> str | list[str] | None:
     return value
 
 
+#: The environment variable ``--control-token`` is read from when not given (the SDK and CLI read it too).
+CONTROL_TOKEN_ENV = "PAYSDK_CONTROL_TOKEN"
+
+
+def _control_token(
+    host: str, given: str | None, generate: bool, insecure: bool
+) -> tuple[str | None, list[str]]:
+    """The control token to serve with and the lines to print at start (stderr), or a ``CLIError``
+    (exit 2) for a non-loopback ``host`` without a token and without ``--insecure-control-plane`` (D271).
+    """
+    from paysdk.server.control_token import ControlTokenRefused, startup_control_token
+
+    try:
+        return startup_control_token(host, given, generate=generate, insecure=insecure)
+    except ControlTokenRefused as exc:
+        raise CLIError(str(exc), ExitCode.USAGE) from None
+
+
 def serve(
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", metavar="PORT", help="TCP port.", min=0, max=65535)] = 8000,
@@ -174,22 +192,54 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    control_token: Annotated[
+        str | None,
+        typer.Option(
+            "--control-token",
+            metavar="TOKEN",
+            help=f"The token every /_sandbox call must send in Paysdk-Control-Token (default: "
+            f"${CONTROL_TOKEN_ENV}; prefer the variable: a command line shows in `ps`). Required on a "
+            "non-loopback --host.",
+            show_default=False,
+        ),
+    ] = None,
+    generate_control_token: Annotated[
+        bool,
+        typer.Option(
+            "--generate-control-token",
+            help="Make a random control token and print it once at start (stderr).",
+        ),
+    ] = False,
+    insecure_control_plane: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-control-plane",
+            help="Serve /_sandbox without a token on a non-loopback --host (warned at start).",
+        ),
+    ] = False,
 ) -> None:
     """Run the local reference server.
 
     It serves the API, the hosted checkout and the /_sandbox control plane until Ctrl-C or SIGTERM
-    (exit 0). Exit 2: a bad option (an unsupported --db); exit 3: the address is in use.
+    (exit 0). Exit 2: a bad option (an unsupported --db), or a non-loopback --host without a control
+    token; exit 3: the address is in use.
+
+    On a non-loopback --host (0.0.0.0, a LAN address) the control plane needs a token: --control-token
+    (or PAYSDK_CONTROL_TOKEN), or --generate-control-token; --insecure-control-plane serves it open.
 
     Point the other commands at it with --base-url http://HOST:PORT (127.0.0.1:8000 is the default).
     """
     _check_database_url(db)
-    _check_address_free(host, port)
     try:
         from paysdk.server import serve as run_server
     except ImportError as exc:
         raise CLIError(
             f"the reference server needs the server extra: pip install 'paysdk[server]' ({exc})"
         ) from None
+    token, notes = _control_token(host, control_token, generate_control_token, insecure_control_plane)
+    _check_address_free(host, port)
+    for note in notes:
+        typer.echo(note, err=True)
     _stop_on_sigterm()
     given = {
         "body_timeout": body_timeout,
@@ -205,6 +255,7 @@ def serve(
             environment=environment.value,
             public_url=public_url,
             allowed_hosts=allowed_host or (),
+            control_token=token,
             **options,
         )
 

@@ -70,7 +70,20 @@ async def create_client(request: Request) -> Response:
 
 @router.get("/clients/{slug}")
 async def get_client(slug: str, request: Request) -> Response:
-    """A client by slug (the hook private key shows as ``****``: only its hash is stored)."""
+    """A client by slug (the hook private key shows as ``****``: only its hash is stored). On a server
+    bound to a non-loopback address its tokens and callback header value show as ``****`` too: the
+    create answered them; ``POST /_sandbox/clients/{slug}/reveal`` answers them again (D272)."""
+    context = get_context(request)
+    client = await context.run(sandbox.get_client, slug)
+    if context.control.exposed:
+        client = sandbox.masked_view(client)
+    return _json(_dump(client))
+
+
+@router.post("/clients/{slug}/reveal")
+async def reveal_client(slug: str, request: Request) -> Response:
+    """A client by slug with its tokens and callback header value in full, whatever the bind (the
+    control token guards it like every control call; the hook private key stays ``****``, D272)."""
     context = get_context(request)
     client = await context.run(sandbox.get_client, slug)
     return _json(_dump(client))

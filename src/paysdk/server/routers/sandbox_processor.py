@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from paysdk._redact import MASK
 from paysdk.contracts.processor_webhooks import SandboxFeed, SandboxSettlement
 from paysdk.server.bodies import read_json_object, validate
 from paysdk.server.context import get_context
@@ -24,16 +25,30 @@ __all__ = ["router"]
 router = APIRouter(prefix="/_sandbox", include_in_schema=False)
 
 
-@router.get("/processor")
-async def processor(request: Request) -> Response:
-    """The processor secret (kept across resets) and the signature scheme."""
+async def _processor_info(request: Request, reveal: bool) -> Response:
     context = get_context(request)
 
     def work(session: Any) -> Any:
         return processor_webhooks.processor_info(session, context)
 
     info = await context.run(work)
+    if context.control.exposed and not reveal:
+        info = info.model_copy(update={"secret": MASK})
     return JSONResponse(info.model_dump(by_alias=True, mode="python"))
+
+
+@router.get("/processor")
+async def processor(request: Request) -> Response:
+    """The processor secret (kept across resets) and the signature scheme. On a server bound to a
+    non-loopback address the secret shows as ``****``: ``POST /_sandbox/processor/reveal`` answers it
+    (D273)."""
+    return await _processor_info(request, reveal=False)
+
+
+@router.post("/processor/reveal")
+async def reveal_processor(request: Request) -> Response:
+    """The processor secret in full, whatever the bind (the control token guards it, D273)."""
+    return await _processor_info(request, reveal=True)
 
 
 @router.post("/processor/settlements")

@@ -42,6 +42,7 @@ __all__ = [
     "client_view",
     "create_client",
     "get_client",
+    "masked_view",
     "request_log",
     "valid_slug",
 ]
@@ -193,6 +194,19 @@ def client_view(
         hook_private_key=private_key,
         hook_public_key=row.hook_public_key,
         **(wallet or {}),
+    )
+
+
+def masked_view(client: SandboxClient) -> SandboxClient:
+    """``client`` with the secrets the create answered (its sandbox and production tokens and callback
+    header value) shown as ``****``, as a re-read on an exposed control plane answers it (D272)."""
+    return client.model_copy(
+        update={
+            "sandbox_token": MASK,
+            "production_token": MASK,
+            "callback_header_value": MASK,
+            "hook_private_key": MASK,
+        }
     )
 
 

@@ -1,0 +1,462 @@
+"""The package as a merchant gets it: built with the standard front end, installed into clean venvs.
+
+``python -m build`` makes the sdist and, from it, the wheel (as CI and a release would). The wheel is
+then installed from it into fresh virtual environments, its dependencies from the package index (pip's
+cache makes a second run quick):
+
+- with no extras: ``import paysdk`` works, none of the server's or command line's libraries is installed
+  or imported, and the ``paysdk`` command prints one line naming ``pip install 'paysdk[cli]'``;
+- as ``paysdk[cli,server]``: ``paysdk --help``, ``paysdk --version``, then ``paysdk serve`` on a free
+  port, a sandbox client and one payment link made with the installed command, and a clean stop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from dataclasses import dataclass
+from email.parser import Parser
+from pathlib import Path
+
+import httpx
+import pytest
+
+from paysdk._version import __version__
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: What a bare ``pip install paysdk`` must bring: the SDK's own dependencies, nothing more.
+SDK_REQUIREMENTS = {"httpx", "httpcore", "pydantic", "pynacl", "phonenumbers"}
+#: Distributions only an extra may bring.
+EXTRA_DISTRIBUTIONS = {
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "sqlalchemy",
+    "psycopg",
+    "psycopg-binary",
+    "segno",
+    "platformdirs",
+    "python-multipart",
+    "python-calamine",
+    "typer",
+    "click",
+    "rich",
+    "keyring",
+    "redis",
+    "pytest",
+}
+#: Their top-level modules, which ``import paysdk`` must not load.
+EXTRA_MODULES = (
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "sqlalchemy",
+    "psycopg",
+    "segno",
+    "platformdirs",
+    "multipart",
+    "python_calamine",
+    "typer",
+    "click",
+    "rich",
+    "keyring",
+    "redis",
+    "pytest",
+)
+INSTALL_TIMEOUT = 600
+
+
+@dataclass(frozen=True)
+class Dist:
+    wheel: Path
+    sdist: Path
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+    out = tmp_path_factory.mktemp("dist")
+    proc = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT,
+        env=_clean_env(),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    wheels = list(out.glob("paysdk-*.whl"))
+    sdists = list(out.glob("paysdk-*.tar.gz"))
+    assert len(wheels) == 1
+    assert len(sdists) == 1
+    return Dist(wheel=wheels[0], sdist=sdists[0])
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """The test's environment without anything that would put this source tree on a child's path."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PIP_NO_INPUT"] = "1"
+    env.update(extra)
+    return env
+
+
+def _venv(path: Path, requirement: str) -> Path:
+    """A fresh virtual environment at ``path`` with ``requirement`` installed; its ``bin`` directory."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, timeout=120)
+    _pip_install(path, requirement)
+    return path / "bin"
+
+
+def _pip_install(venv: Path, requirement: str) -> None:
+    # this interpreter's pip installs into the other environment (--python): no pip of its own needed
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", requirement],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT,
+        env=_clean_env(),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _installed(venv: Path) -> set[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "list", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env=_clean_env(),
+    )
+    return {entry["name"].lower().replace("_", "-") for entry in json.loads(proc.stdout)}
+
+
+def _run(
+    bin_dir: Path, *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(bin_dir / args[0]), *args[1:]],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        env=env or _clean_env(),
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+# --------------------------------------------------------------------------------------------------
+# what the two files hold
+
+
+def test_the_wheel_holds_both_typed_packages_the_command_and_no_tests(dist: Dist) -> None:
+    assert dist.wheel.name == f"paysdk-{__version__}-py3-none-any.whl"
+    with zipfile.ZipFile(dist.wheel) as wheel:
+        names = wheel.namelist()
+        entry_points = wheel.read(f"paysdk-{__version__}.dist-info/entry_points.txt").decode()
+    tops = {name.split("/", 1)[0] for name in names}
+    assert tops == {"paysdk", "paysdk_cli", f"paysdk-{__version__}.dist-info"}
+    for required in (
+        "paysdk/py.typed",
+        "paysdk_cli/py.typed",
+        "paysdk/__init__.py",
+        "paysdk/_version.py",
+        "paysdk/_client.py",
+        "paysdk/server/app.py",
+        "paysdk_cli/_entry.py",
+        "paysdk_cli/main.py",
+    ):
+        assert required in names, required
+    # no test suite (the only top-level entries are the two packages; paysdk/server/services/test_cards.py
+    # is the server's table of test card numbers, not a test)
+    assert not [name for name in names if "/tests/" in name or name.endswith("conftest.py")]
+    assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
+    assert "paysdk = paysdk_cli._entry:run" in entry_points
+
+
+def test_the_wheel_metadata_has_the_one_version_and_the_extras(dist: Dist) -> None:
+    with zipfile.ZipFile(dist.wheel) as wheel:
+        metadata = Parser().parsestr(wheel.read(f"paysdk-{__version__}.dist-info/METADATA").decode())
+    assert metadata["Version"] == __version__
+    assert set(metadata.get_all("Provides-Extra") or []) == {
+        "cli",
+        "server",
+        "redis",
+        "testing",
+        "all",
+        "dev",
+    }
+    requires = metadata.get_all("Requires-Dist") or []
+    unconditional = {_dist_name(req) for req in requires if "extra ==" not in req}
+    assert unconditional == SDK_REQUIREMENTS
+    by_extra: dict[str, set[str]] = {}
+    for req in requires:
+        if "extra ==" in req:
+            extra = req.rsplit("extra ==", 1)[1].strip().strip("'\"")
+            by_extra.setdefault(extra, set()).add(_dist_name(req))
+    assert by_extra["cli"] == {"typer", "rich", "keyring", "platformdirs"}
+    assert {"fastapi", "uvicorn", "sqlalchemy", "psycopg"} <= by_extra["server"]
+    assert by_extra["redis"] == {"redis"}
+    assert by_extra["testing"] == by_extra["server"] | {"pytest"}
+    assert by_extra["all"] == by_extra["server"] | by_extra["cli"] | by_extra["redis"] | {"pytest"}
+
+
+def _dist_name(requirement: str) -> str:
+    name = requirement.split(";", 1)[0]
+    for stop in "<>=![ (~":
+        name = name.split(stop, 1)[0]
+    return name.strip().lower()
+
+
+def test_the_sdist_holds_the_sources_and_docs_and_no_tests(dist: Dist) -> None:
+    assert dist.sdist.name == f"paysdk-{__version__}.tar.gz"
+    prefix = f"paysdk-{__version__}/"
+    with tarfile.open(dist.sdist) as sdist:
+        names = [name.removeprefix(prefix) for name in sdist.getnames()]
+    for required in (
+        "pyproject.toml",
+        "README.md",
+        "CHANGELOG.md",
+        "mkdocs.yml",
+        "PKG-INFO",
+        "src/paysdk/py.typed",
+        "src/paysdk/_version.py",
+        "src/paysdk_cli/_entry.py",
+        "docs/packaging.md",
+        "docs/reference/client.md",
+    ):
+        assert required in names, required
+    tops = {name.split("/", 1)[0] for name in names if name}
+    # (hatchling always adds the .gitignore it read the exclusions from)
+    assert tops == {
+        "src",
+        "docs",
+        "pyproject.toml",
+        "README.md",
+        "CHANGELOG.md",
+        "mkdocs.yml",
+        "PKG-INFO",
+        ".gitignore",
+    }
+    assert not [name for name in names if "/tests/" in name or name.endswith("conftest.py")]
+    assert not [name for name in names if name.startswith((".venv", ".site", ".git/"))]
+
+
+# --------------------------------------------------------------------------------------------------
+# installed
+
+
+def test_a_bare_install_imports_the_sdk_alone_and_the_command_names_its_extra(
+    dist: Dist, tmp_path: Path
+) -> None:
+    venv = tmp_path / "bare"
+    bin_dir = _venv(venv, str(dist.wheel))
+
+    installed = _installed(venv)
+    assert "paysdk" in installed
+    assert installed >= SDK_REQUIREMENTS
+    assert sorted(installed & EXTRA_DISTRIBUTIONS) == []
+
+    check = (
+        "import json, sys\n"
+        "import paysdk, paysdk.callbacks\n"
+        "from paysdk import AsyncClient, Client, Environment, FileTokenStore, WalletCredentials\n"
+        "client = Client(merchant_token='t' * 64, environment=Environment.local('http://127.0.0.1:9'))\n"
+        "client.close()\n"
+        f"extras = {EXTRA_MODULES!r}\n"
+        "print(json.dumps({'file': paysdk.__file__, 'version': paysdk.__version__,\n"
+        "    'loaded': sorted(m for m in sys.modules if m.partition('.')[0] in extras)}))\n"
+    )
+    proc = _run(bin_dir, "python", "-c", check, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["file"].startswith(str(venv))  # the installed wheel, not this source tree
+    assert result["version"] == __version__
+    assert result["loaded"] == []
+
+    for args in ((), ("--help",), ("links", "create", "--amount", "1")):
+        command = _run(bin_dir, "paysdk", *args, cwd=tmp_path)
+        assert command.returncode == 1, args
+        assert command.stdout == ""
+        lines = command.stderr.splitlines()
+        assert len(lines) == 1, command.stderr
+        assert "pip install 'paysdk[cli]'" in lines[0]
+        assert "Traceback" not in command.stderr
+
+    # with the cli extra but not the server's, `paysdk serve` names the server extra the same way
+    _pip_install(venv, f"{dist.wheel}[cli]")
+    assert not _installed(venv) & {"fastapi", "uvicorn", "sqlalchemy"}
+    serve = _run(bin_dir, "paysdk", "serve", "--port", str(_free_port()), cwd=tmp_path)
+    assert serve.returncode == 1
+    lines = serve.stderr.splitlines()
+    assert len(lines) == 1, serve.stderr
+    assert "pip install 'paysdk[server]'" in lines[0]
+    assert "Traceback" not in serve.stderr
+
+
+def test_the_cli_and_server_install_serves_and_makes_a_payment_link(dist: Dist, tmp_path: Path) -> None:
+    venv = tmp_path / "cli-server"
+    bin_dir = _venv(venv, f"{dist.wheel}[cli,server]")
+    assert {"typer", "fastapi", "uvicorn", "sqlalchemy"} <= _installed(venv)
+    env = _clean_env(
+        PAYSDK_CONFIG_DIR=str(tmp_path / "config"),
+        PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
+    )
+    for name in ("PAYSDK_PROFILE", "PAYSDK_BASE_URL", "PAYSDK_MERCHANT_TOKEN", "PAYSDK_CONTROL_TOKEN"):
+        env.pop(name, None)
+
+    help_ = _run(bin_dir, "paysdk", "--help", cwd=tmp_path, env=env)
+    assert help_.returncode == 0, help_.stderr
+    assert "serve" in help_.stdout
+    assert "links" in help_.stdout
+    version = _run(bin_dir, "paysdk", "--version", cwd=tmp_path, env=env)
+    assert version.returncode == 0, version.stderr
+    assert version.stdout == f"paysdk {__version__}\n"
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [
+            str(bin_dir / "paysdk"),
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            f"sqlite:///{tmp_path / 'server.db'}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_healthy(server, url)
+        created = _run(
+            bin_dir,
+            "paysdk",
+            "--base-url",
+            url,
+            "-o",
+            "json",
+            "sandbox",
+            "clients",
+            "create",
+            "--slug",
+            "packaged-shop",
+            "--show-secrets",
+            cwd=tmp_path,
+            env=env,
+        )
+        assert created.returncode == 0, created.stderr
+        token = json.loads(created.stdout)["sandboxToken"]
+
+        link = _run(
+            bin_dir,
+            "paysdk",
+            "--base-url",
+            url,
+            "-o",
+            "json",
+            "links",
+            "create",
+            "--amount",
+            "10.50",
+            "--user-id",
+            "+50255550123",
+            "--channel",
+            "wa",
+            "--client",
+            "packaged-shop",
+            cwd=tmp_path,
+            env={**env, "PAYSDK_MERCHANT_TOKEN": token},
+        )
+        assert link.returncode == 0, link.stderr
+        made = json.loads(link.stdout)
+        assert made["uid"]
+        assert token not in link.stdout
+        checkout = httpx.get(made["URL"], timeout=10)  # the wire name (spec)
+        assert checkout.status_code == 200
+        assert "10.50" in checkout.text
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            _, err = server.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            _, err = server.communicate()
+    assert server.returncode == 0, err[-3000:]
+    assert "Traceback" not in err
+
+
+def _wait_healthy(server: subprocess.Popen[str], url: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            _, err = server.communicate()
+            pytest.fail(f"paysdk serve exited {server.returncode}: {err[-3000:]}")
+        try:
+            if httpx.get(f"{url}/_sandbox/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"paysdk serve did not become healthy in {timeout:g} s")
+
+
+def test_pipx_runs_the_server_with_no_python_project_around(dist: Dist, tmp_path: Path) -> None:
+    """docs/packaging.md's one command for a merchant's CI: ``pipx run --spec 'paysdk[cli,server]' paysdk
+    serve``, here with the built wheel as the spec, from an empty directory, pipx's home in ``tmp_path``."""
+    workdir = tmp_path / "ci-job"
+    workdir.mkdir()
+    env = _clean_env(
+        PIPX_HOME=str(tmp_path / "pipx-home"),
+        PIPX_BIN_DIR=str(tmp_path / "pipx-bin"),
+        PIPX_MAN_DIR=str(tmp_path / "pipx-man"),
+    )
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "pipx", "run", "--spec", f"{dist.wheel}[cli,server]", "paysdk"]
+    server = subprocess.Popen(
+        [*command, "serve", "--port", str(port), "--db", f"sqlite:///{tmp_path / 'ci.db'}"],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_healthy(server, url, timeout=INSTALL_TIMEOUT)  # the first run installs the package
+        created = httpx.post(f"{url}/_sandbox/clients", json={"slug": "ci-shop"}, timeout=10)
+        assert created.status_code == 201, created.text
+        listed = subprocess.run(
+            [*command, "--base-url", url, "-o", "json", "sandbox", "clients", "show", "ci-shop"],
+            capture_output=True,
+            text=True,
+            cwd=workdir,
+            env={**env, "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"},
+            timeout=120,
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert json.loads(listed.stdout)["slug"] == "ci-shop"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            _, err = server.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            _, err = server.communicate()
+    assert server.returncode == 0, err[-3000:]
+    assert list(workdir.iterdir()) == []  # nothing written where the job runs
