@@ -25,7 +25,8 @@ from paysdk.server.app import create_app
 from paysdk.server.clock import Clock
 from paysdk.server.families import FAMILIES
 from paysdk.server.refs import is_ref, resolve
-from paysdk.server.services import cardholders, renewals, terminal, wallet_cards
+from paysdk.server.scheduler import CORE_JOB_HANDLERS
+from paysdk.server.services import callbacks, cardholders, renewals, terminal, wallet_cards
 
 _PROBE = textwrap.dedent(
     """
@@ -143,6 +144,11 @@ def test_job_and_fast_lane_references_name_the_services_constants() -> None:
     assert kinds[terminal.LAPSE_JOB] == "paysdk.server.services.terminal:lapse_authorization"
     assert kinds[wallet_cards.EXPIRE_JOB] == "paysdk.server.services.wallet_cards:expire_authorization"
     assert all(callable(resolve(handler)) for handler in kinds.values())
+    assert CORE_JOB_HANDLERS == {
+        callbacks.JOB_KIND: "paysdk.server.services.callbacks:deliver_job",
+        "expire": "paysdk.server.services.payments:expire_job",
+    }
+    assert all(callable(resolve(handler)) for handler in CORE_JOB_HANDLERS.values())
     for family in FAMILIES:
         for handler in family.fast_lane:
             assert callable(resolve(handler))

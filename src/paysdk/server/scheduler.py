@@ -64,7 +64,6 @@ from paysdk.server.db import JobRow, TransactionRow
 from paysdk.server.events import publish_job_run
 from paysdk.server.jobs import ClaimedJob, LeaseLost
 from paysdk.server.refs import resolve
-from paysdk.server.services import callbacks, payments
 
 __all__ = [
     "BUILTIN_KINDS",
@@ -89,9 +88,10 @@ JobHandler: TypeAlias = SyncJobHandler | AsyncJobHandler
 
 #: The kinds of the payment-link family: the outbound events' deliveries and the ``expire`` job rows of
 #: older versions (expiries need no row now).
-CORE_JOB_HANDLERS: dict[str, JobHandler] = {
-    callbacks.JOB_KIND: callbacks.deliver_job,
-    "expire": payments.expire_job,
+#: Given by reference (D303): imported when a job of the kind first runs, not at the server's start.
+CORE_JOB_HANDLERS: dict[str, JobHandler | str] = {
+    "callback": "paysdk.server.services.callbacks:deliver_job",
+    "expire": "paysdk.server.services.payments:expire_job",
 }
 #: The kinds the scheduler runs itself; a family may not register them (``families.check_families``).
 BUILTIN_KINDS = frozenset(CORE_JOB_HANDLERS)
@@ -179,6 +179,8 @@ class Scheduler:
         started = time.monotonic()
         if job.id is None:  # a transaction expiry
             try:
+                from paysdk.server.services import payments  # imported on the first expiry (D303)
+
                 await context.run(payments.expire_job, clock, job.ref)
                 publish_job_run(context, job, "done", started)  # the live feed (/_sandbox/events)
             except Exception:
