@@ -268,12 +268,16 @@ def serve(
     public_url: str | None = None,
     allowed_hosts: Iterable[str] = (),
     *,
+    seed: str | None = None,
     body_timeout: float = BODY_TIMEOUT,
     keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT,
     upload_limit: int = MAX_UPLOAD_BYTES,
     control_token: str | None = None,
 ) -> None:
     """Run the server with uvicorn until interrupted (``python -m paysdk.server``, ``paysdk serve``).
+
+    ``seed``: a seed file loaded at start and restored by every reset (:mod:`paysdk.server.seed`; a bad
+    one raises :class:`~paysdk.contracts.seed.SeedError` before anything listens).
 
     ``public_url`` and ``allowed_hosts``: as :func:`create_app` (default: URLs on the address a
     request reached, i.e. ``http://<host>:<port>`` it listens on). ``body_timeout``: seconds a request
@@ -300,6 +304,10 @@ def serve(
         lazy_routers=True,  # start in a blink: the families' routers load on their first request (D303)
     )
     log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
+    if seed is not None:  # before uvicorn binds: a seed the server refuses starts nothing
+        from paysdk.server.seed import install_seed
+
+        install_seed(app, seed)
     uvicorn.run(
         app,
         host=host,

@@ -125,6 +125,9 @@ class ServerContext:
         self.clock = clock or Clock()
         self.http_transport = http_transport
         self.callback_timeout = callback_timeout
+        #: ``fn(session)`` run in one transaction after each ``POST /_sandbox/reset`` (a seed's restore,
+        #: :mod:`paysdk.server.seed`).
+        self.after_reset: list[Callable[[Any], None]] = []
         self.scheduler: Scheduler  # set by create_app
         self.group_commit = GroupCommit(self)
         #: The live feed of ``GET /_sandbox/events`` (:mod:`paysdk.server.events`).

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from paysdk_cli._app import new_app
+from paysdk_cli._app import PaysdkCommand, new_app
 from paysdk_cli._errors import CLIError, ExitCode
 
 __all__ = ["app"]
@@ -72,6 +72,18 @@ def _check_address_free(host: str, port: int) -> None:
                 f"cannot listen on {host}:{port}: {reason}; pick another port with --port",
                 ExitCode.LISTEN,
             ) from None
+
+
+def _check_seed(path: str | None) -> None:
+    """A usage error naming the file, entry and field, before anything starts, for a bad seed file."""
+    if path is None:
+        return
+    from paysdk.contracts.seed import SeedError, read_seed
+
+    try:
+        read_seed(path)
+    except SeedError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--seed") from None
 
 
 def _stop_on_sigterm() -> None:
@@ -161,6 +173,16 @@ def serve(
             callback=_checked_address,
         ),
     ] = None,
+    seed: Annotated[
+        str | None,
+        typer.Option(
+            "--seed",
+            metavar="FILE",
+            help="Load merchants, wallet users, cards and keys from this JSON (or YAML) file at start; "
+            "/_sandbox/reset restores it. The database is emptied first. See docs/testing.md.",
+            show_default=False,
+        ),
+    ] = None,
     body_timeout: Annotated[
         float | None,
         typer.Option(
@@ -229,6 +251,7 @@ def serve(
 
     Point the other commands at it with --base-url http://HOST:PORT (127.0.0.1:8000 is the default).
     """
+    _check_seed(seed)
     _check_database_url(db)
     try:
         from paysdk.server import serve as run_server
@@ -247,6 +270,8 @@ def serve(
         "upload_limit": None if upload_limit is None else upload_limit << 20,  # MiB -> bytes
     }
     options: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
+    if seed is not None:
+        options["seed"] = seed
     with contextlib.suppress(KeyboardInterrupt):
         run_server(
             host=host,
@@ -260,5 +285,18 @@ def serve(
         )
 
 
+class _ServeCommand(PaysdkCommand):
+    """``serve``: a seed file only the server can refuse (a timezone, a callback URL) is a usage error of
+    ``--seed`` too; nothing was started."""
+
+    def invoke(self, ctx: Any) -> Any:
+        from paysdk.contracts.seed import SeedError
+
+        try:
+            return super().invoke(ctx)
+        except SeedError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--seed") from None
+
+
 app = new_app(group=False)
-app.command("serve")(serve)
+app.command("serve", cls=_ServeCommand)(serve)

@@ -1,0 +1,227 @@
+"""A callback receiver for tests: a small HTTP server on a free loopback port that collects deliveries.
+
+Every POST is checked and parsed with :class:`paysdk.callbacks.CallbackReceiver` (the header, the body,
+duplicates by ``eventId``), answered as that receiver says (or with the statuses you script), and kept
+in :attr:`CallbackInbox.deliveries`. Standard library and SDK only.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from paysdk import _json
+from paysdk.callbacks import DEFAULT_HEADER_NAME, CallbackReceiver, MemoryDedupStore
+from paysdk.contracts.callbacks import CallbackPayload
+
+__all__ = ["CallbackInbox", "Delivery"]
+
+#: Largest delivery body the inbox reads (the callback is a small JSON object).
+_MAX_BODY = 1 << 20
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One request the inbox received, and what it answered.
+
+    ``payload`` is the verified, parsed callback (``None`` when the header or body was refused: see
+    ``error``). ``duplicate``: an ``eventId`` already received. ``status_code``: the answer sent.
+    """
+
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    status_code: int
+    payload: CallbackPayload | None
+    duplicate: bool
+    error: str | None
+    at: float = field(default_factory=time.monotonic)
+
+    @property
+    def accepted(self) -> bool:
+        """A first delivery of its event, verified and answered ``2xx``."""
+        return self.payload is not None and not self.duplicate and 200 <= self.status_code < 300
+
+    def json(self) -> Any:
+        """The body, parsed Decimal-exact."""
+        return _json.loads(self.body)
+
+    def __repr__(self) -> str:  # the header value (a shared secret) never shows
+        return (
+            f"Delivery(path={self.path!r}, status_code={self.status_code}, "
+            f"event_id={self.payload.event_id if self.payload else None!r}, duplicate={self.duplicate})"
+        )
+
+
+class _Refused(Exception):
+    def __init__(self, payload: CallbackPayload) -> None:
+        super().__init__("refused by a scripted status")
+        self.payload = payload
+
+
+class CallbackInbox:
+    """A running callback receiver on ``127.0.0.1`` (a free port) that checks ``header_name: header_value``.
+
+    Give a merchant ``callback_url=inbox.url``, ``callback_header_name=inbox.header_name`` and
+    ``callback_header_value=inbox.header_value`` (the ``paysdk_callbacks`` fixture does). Then
+    ``inbox.wait_for(1)`` returns the verified payloads once that many distinct events arrived.
+    ``respond_with([500, 200])`` scripts the next answers (the delivery is still recorded);
+    :meth:`down`/:meth:`up` stop and restart listening on the same port.
+    """
+
+    def __init__(self, header_name: str = DEFAULT_HEADER_NAME, header_value: str | None = None) -> None:
+        self.header_name = header_name
+        self.header_value = header_value or secrets.token_hex(16)
+        self._receiver = CallbackReceiver(header_name, [self.header_value], store=MemoryDedupStore())
+        self._deliveries: list[Delivery] = []
+        self._statuses: list[int] = []
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+        self.up()
+
+    def __enter__(self) -> CallbackInbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.down()
+
+    def __repr__(self) -> str:
+        return f"CallbackInbox(url={self.url!r}, deliveries={len(self._deliveries)})"
+
+    @property
+    def url(self) -> str:
+        """Where to send callbacks."""
+        return f"http://127.0.0.1:{self.port}/callbacks"
+
+    @property
+    def deliveries(self) -> list[Delivery]:
+        """Every request received so far (a copy), oldest first."""
+        with self._lock:
+            return list(self._deliveries)
+
+    @property
+    def payloads(self) -> list[CallbackPayload]:
+        """The verified callbacks answered ``2xx``, one per ``eventId``, oldest first."""
+        return [d.payload for d in self.deliveries if d.accepted and d.payload is not None]
+
+    def respond_with(self, statuses: list[int]) -> None:
+        """Answer the next deliveries with these statuses, in order (then as the receiver says)."""
+        with self._lock:
+            self._statuses = list(statuses)
+
+    def clear(self) -> None:
+        """Forget the deliveries received and the events seen (a fresh inbox on the same port)."""
+        with self._lock:
+            self._deliveries.clear()
+            self._statuses.clear()
+            self._receiver = CallbackReceiver(self.header_name, [self.header_value], store=MemoryDedupStore())
+
+    def wait_for(
+        self,
+        count: int = 1,
+        timeout: float = 10.0,
+        where: Callable[[CallbackPayload], bool] | None = None,
+    ) -> list[CallbackPayload]:
+        """Block until ``count`` distinct verified callbacks (matching ``where``) arrived; return them.
+
+        Raises ``AssertionError`` after ``timeout`` seconds, saying how many arrived.
+        """
+        deadline = time.monotonic() + timeout
+
+        def matching() -> list[CallbackPayload]:
+            return [
+                d.payload
+                for d in self._deliveries
+                if d.accepted and d.payload is not None and (where is None or where(d.payload))
+            ]
+
+        with self._changed:
+            while len(found := matching()) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(
+                        f"expected {count} callback(s), got {len(found)} "
+                        f"({len(self._deliveries)} deliveries in all)"
+                    )
+                self._changed.wait(left)
+            return found
+
+    def wait_for_uid(self, uid: str, timeout: float = 10.0) -> CallbackPayload:
+        """The first verified callback of transaction ``uid`` (waits up to ``timeout`` seconds)."""
+        return self.wait_for(1, timeout, where=lambda payload: payload.uid == uid)[0]
+
+    def _take(self, path: str, headers: dict[str, str], body: bytes) -> int:
+        with self._lock:
+            receiver = self._receiver
+            scripted = self._statuses.pop(0) if self._statuses else None
+        refuse = scripted is not None and not 200 <= scripted < 300
+
+        def handler(payload: CallbackPayload) -> None:
+            if refuse:  # the claim is released: the service's retry is processed again
+                raise _Refused(payload)
+
+        payload: CallbackPayload | None
+        try:
+            result = receiver.handle(headers, body, handler)
+        except _Refused as refused:
+            payload, duplicate, error, status = refused.payload, False, None, scripted or 500
+        else:
+            payload, duplicate = result.payload, result.duplicate
+            error = None if result.error is None else str(result.error)
+            status = scripted if scripted is not None else result.status_code
+        delivery = Delivery(path, headers, body, status, payload, duplicate, error)
+        with self._changed:
+            self._deliveries.append(delivery)
+            self._changed.notify_all()
+        return status
+
+    def up(self) -> None:
+        """Start listening (again, on the same port once one was picked)."""
+        if self._server is not None:
+            return
+        inbox = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(min(length, _MAX_BODY))
+                headers = {key.lower(): value for key, value in self.headers.items()}
+                status = inbox._take(self.path, headers, body)
+                answer = b'{"ok":true}' if 200 <= status < 300 else b'{"ok":false}'
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        self.port = server.server_address[1]
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name="paysdk-inbox"
+        )
+        self._thread.start()
+
+    def down(self) -> None:
+        """Stop listening: deliveries get "connection refused" until :meth:`up`."""
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._server = None
+        self._thread = None

@@ -1,0 +1,1 @@
+"""Tests of paysdk.testing: ASGI portal, sandbox server, callback inbox, seed and pytest plugin."""
