@@ -21,6 +21,11 @@
 7. A 50,000-row xlsx cardholder upload (``benchmarks/bench_cardholders.py``): rows/s (goal >= 5,000),
    server peak RSS (goal < 200 MB), p99 delay from a row processed to its progress event at the client
    (goal < 1 s).
+8. ``paysdk serve`` from launch to a healthy ``/_sandbox/health`` vs a bare FastAPI + SQLAlchemy app
+   (``benchmarks/_bare_app.py``) under the same uvicorn on the same kind of database, interleaved
+   rounds, ratio of the medians (goal <= 1.2x); ``POST /_sandbox/reset`` after filling every table
+   (1,000 transactions, 100 callbacks, 50 cards with movements): median (goal < 5 ms) and p95
+   (``benchmarks/bench_start.py``).
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
@@ -507,6 +512,10 @@ def main() -> None:
     from benchmarks.bench_cardholders import cardholder_rows  # bulk cardholder upload (issue 11, D186-D188)
 
     rows.extend(cardholder_rows())
+
+    from benchmarks.bench_start import start_rows  # start and reset of the server (issue 12, D300-D305)
+
+    rows.extend(start_rows())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'figures':<30}  {'ratio':>8}  goal")
     for name, figures, ratio_text, goal in rows:

@@ -20,10 +20,11 @@ import logging
 import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
+from starlette.routing import Match
+from starlette.types import Scope
 
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, MAX_UPLOAD_BYTES, UPLOAD_TIMEOUT, BodyBounds
@@ -32,12 +33,16 @@ from paysdk.server.context import ServerContext
 from paysdk.server.control_token import ControlPlaneAccess, control_token_digest, is_loopback_host
 from paysdk.server.db import Database
 from paysdk.server.errors import install_error_handlers
-from paysdk.server.families import FAMILIES, Family, check_families, route_paths
+from paysdk.server.families import FAMILIES, Family, check_families, fast_lane_of, route_paths
 from paysdk.server.families import job_handlers as family_job_handlers
 from paysdk.server.jobs import LEASE
 from paysdk.server.middleware import Endpoint, ServerMiddleware, install_access_log_filter
 from paysdk.server.openapi import install_openapi
+from paysdk.server.refs import resolve
 from paysdk.server.scheduler import CORE_JOB_HANDLERS, JobHandler, Scheduler
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["KEEP_ALIVE_TIMEOUT", "create_app", "serve"]
 
@@ -77,12 +82,13 @@ def create_app(
     body_limit: int = MAX_BODY_BYTES,
     body_timeout: float = BODY_TIMEOUT,
     families: Sequence[Family] = FAMILIES,
-    job_handlers: Mapping[str, JobHandler] | None = None,
+    job_handlers: Mapping[str, JobHandler | str] | None = None,
     job_lease: timedelta = LEASE,
     upload_limit: int = MAX_UPLOAD_BYTES,
     upload_timeout: float = UPLOAD_TIMEOUT,
     control_token_digest: bytes | None = None,
     control_plane_exposed: bool = False,
+    lazy_routers: bool = False,
 ) -> FastAPI:
     """Build the reference server.
 
@@ -104,6 +110,10 @@ def create_app(
     ``GET /_sandbox/health`` needs it in ``Paysdk-Control-Token`` (``401``/``403``).
     ``control_plane_exposed``: the server binds a non-loopback address, so re-reads of tokens and keys
     are masked (reveal calls answer them) (:mod:`paysdk.server.control_token`, D270-D276).
+    ``lazy_routers``: include at start only the routers already imported (the readiness probe's,
+    ``/_sandbox/health``) and import and include the families' others on the first request no
+    included route answers, or that asks for ``/openapi.json`` or ``/docs`` (:func:`serve` does, D303);
+    their route checks run then. Default: everything at once, checked before anything is served.
     ``families``: the API families served (default :data:`paysdk.server.families.FAMILIES`; tests add one).
     ``job_handlers``: job kinds to run besides the families' (embedding, tests; see
     :mod:`paysdk.server.scheduler`); ``job_lease``: how long (wall clock) a claim holds a job (D125).
@@ -113,7 +123,7 @@ def create_app(
     if environment not in ("sandbox", "production"):
         raise ValueError(f"environment must be 'sandbox' or 'production', not {environment!r}")
     families = tuple(families)
-    check_families(families)
+    check_families(families, routes=not lazy_routers)
     addresses = ServerAddresses(public_url, allowed_hosts)
     # BodyBounds checks the bounds (ValueError naming the option).
     body_bounds = BodyBounds(
@@ -166,21 +176,74 @@ def create_app(
     )
     app.state.paysdk = context
     install_error_handlers(app)
-    for family in families:
-        for mount, router in family.routers:
-            app.include_router(router, prefix=mount, include_in_schema=family.public)
+    routers = _Routers(app, families)
+    fast_lane = routers.include_imported() if lazy_routers else routers.include_all()
     install_openapi(app, body_bounds, addresses, families)  # what the layer below adds, on every operation
     # One layer: allowed host and control-plane checks (D91, D92) -> hook CORS -> request log -> faults
     # -> idempotency -> fast lane or FastAPI routing.
     app.add_middleware(
         ServerMiddleware,
         context=context,
-        fast_lane=_fast_lane(families),
+        fast_lane=fast_lane,
+        routers=routers if lazy_routers else None,
         exception_handlers=app.exception_handlers,
         body_bounds=body_bounds,
         families=families,
     )
     return app
+
+
+class _Routers:
+    """Includes the families' routers in ``app``: all at once (:meth:`include_all`), or those already
+    imported first (:meth:`include_imported`) and the others when a request needs them (:meth:`needed`,
+    called by the middleware, D303). Registration order is kept either way (the imported ones are the
+    control plane's first router, which comes before its other routers)."""
+
+    def __init__(self, app: FastAPI, families: Sequence[Family]) -> None:
+        self._app = app
+        self._families = families
+        self._pending = [(family, mount, router) for family in families for mount, router in family.routers]
+        self._pages = {p for p in (app.openapi_url, app.docs_url, app.swagger_ui_oauth2_redirect_url) if p}
+
+    def _include(self, family: Family, mount: str, router: APIRouter | str) -> None:
+        self._app.include_router(resolve(router), prefix=mount, include_in_schema=family.public)
+
+    def include_imported(self) -> dict[tuple[str, str], Endpoint]:
+        """Include the routers given as objects (imported with the registrations); the fast lane of the
+        families all of whose routers and fast-lane handlers are."""
+        rest: list[tuple[Family, str, APIRouter | str]] = []
+        for family, mount, router in self._pending:
+            if isinstance(router, str):
+                rest.append((family, mount, router))
+            else:
+                self._include(family, mount, router)
+        self._pending = rest
+        ready = [
+            family
+            for family in self._families
+            if not any(isinstance(r, str) for _, r in family.routers)
+            and not any(isinstance(h, str) for h in family.fast_lane)
+        ]
+        return _fast_lane(ready)
+
+    def include_all(self) -> dict[tuple[str, str], Endpoint]:
+        """Import and include every router not yet included, check the routes (``ValueError`` as
+        :func:`check_families`) and return the fast lane of every family."""
+        for family, mount, router in self._pending:
+            self._include(family, mount, router)
+        self._pending = []
+        check_families(self._families)
+        self._app.openapi_schema = None  # a document made before would lack the routes just included
+        return _fast_lane(self._families)
+
+    def needed(self, scope: Scope) -> bool:
+        """Whether the routers not yet included must be before ``scope`` is answered: no included route
+        answers it fully, or it asks for the API document or its page."""
+        if not self._pending:
+            return False
+        if scope["path"] in self._pages:
+            return True
+        return not any(route.matches(scope)[0] is Match.FULL for route in self._app.router.routes)
 
 
 def _fast_lane(families: Sequence[Family]) -> dict[tuple[str, str], Endpoint]:
@@ -190,7 +253,7 @@ def _fast_lane(families: Sequence[Family]) -> dict[tuple[str, str], Endpoint]:
     lane: dict[tuple[str, str], Endpoint] = {}
     for family in families:
         for method, path, route in route_paths(family):
-            if route.endpoint in family.fast_lane:
+            if route.endpoint in fast_lane_of(family):
                 if route.param_convertors:
                     raise ValueError(f"{family.name}: fast-lane route {method} {path} has path parameters")
                 lane[(method, path)] = route.endpoint
@@ -238,6 +301,7 @@ def serve(
         upload_limit=upload_limit,
         control_token_digest=None if control_token is None else control_token_digest(control_token),
         control_plane_exposed=not is_loopback_host(host),
+        lazy_routers=True,  # start in a blink: the families' routers load on their first request (D303)
     )
     log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
     if seed is not None:  # before uvicorn binds: a seed the server refuses starts nothing

@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import anyio.to_thread
-import httpx
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql import Insert, Select, Update
 from starlette.requests import HTTPConnection
@@ -62,6 +61,8 @@ from paysdk.server.db import Database
 from paysdk.server.events import EventFeed
 
 if TYPE_CHECKING:
+    import httpx
+
     from paysdk.server.scheduler import Scheduler
 
 __all__ = [
@@ -207,6 +208,8 @@ class ServerContext:
 
         An injected transport is shared and never closed here.
         """
+        import httpx  # when a callback is first delivered: the server's start does without it (D303)
+
         timeout = httpx.Timeout(self.callback_timeout)
         if self.http_transport is not None:
             return httpx.AsyncClient(transport=self.http_transport, timeout=timeout), False

@@ -41,35 +41,9 @@ from paysdk.server import (
     wallet_tables,
 )
 from paysdk.server.db import CORE_TABLES, Base
-from paysdk.server.routers import (
-    alternative_payments,
-    backoffice,
-    batch_charges,
-    cardholders,
-    checkout,
-    onboarding,
-    payment_links,
-    reconciliation,
-    sandbox,
-    sandbox_backoffice,
-    sandbox_deprecations,
-    sandbox_onboarding,
-    sandbox_processor,
-    sandbox_subscriptions,
-    sandbox_terminal,
-    sandbox_wallet,
-    subscriptions,
-    terminal,
-    wallet_auth,
-    wallet_cards,
-    wallet_users,
-    webhooks,
-)
+from paysdk.server.refs import is_ref, resolve
+from paysdk.server.routers import sandbox_health
 from paysdk.server.scheduler import BUILTIN_KINDS, JobHandler
-from paysdk.server.services import cardholders as cardholders_service
-from paysdk.server.services import renewals
-from paysdk.server.services import terminal as terminal_service
-from paysdk.server.services import wallet_cards as wallet_cards_service
 from paysdk.server.terminal_tables import TERMINAL_RESET_ORDER
 from paysdk.server.webhooks_tables import ProcessorSecretRow
 
@@ -81,11 +55,13 @@ __all__ = [
     "Reach",
     "check_families",
     "family_of",
+    "fast_lane_of",
     "honours_idempotency_key",
     "idempotent_prefixes",
     "job_handlers",
     "reset_order",
     "route_paths",
+    "routers_of",
     "schema_tables",
     "under",
 ]
@@ -147,17 +123,22 @@ class Family:
     without path parameters). ``sdk_resources`` / ``cli_groups``: the client attributes and ``paysdk``
     command groups that serve it. ``operations``: ``"METHOD /path"`` (as in ``/openapi.json``) ->
     :class:`Reach`.
+
+    A router, fast-lane handler or job handler may be given as a ``"package.module:attribute"``
+    reference (:mod:`paysdk.server.refs`), imported when first needed: the registrations stay cheap to
+    import, and a server started by :func:`paysdk.server.app.serve` imports a family's routers on the
+    first request they may answer (D303). :func:`routers_of` and :func:`fast_lane_of` resolve them.
     """
 
     name: str
     prefixes: tuple[str, ...]
-    routers: tuple[tuple[str, APIRouter], ...]
+    routers: tuple[tuple[str, APIRouter | str], ...]
     tables: tuple[type[DeclarativeBase], ...] = ()
     kept_tables: tuple[type[DeclarativeBase], ...] = ()
-    jobs: Mapping[str, JobHandler] = field(default_factory=dict)
+    jobs: Mapping[str, JobHandler | str] = field(default_factory=dict)
     idempotent_posts: bool = True
     public: bool = True
-    fast_lane: tuple[Callable[..., Any], ...] = ()
+    fast_lane: tuple[Callable[..., Any] | str, ...] = ()
     sdk_resources: tuple[str, ...] = ()
     cli_groups: tuple[str, ...] = ()
     operations: Mapping[str, Reach] = field(default_factory=dict)
@@ -166,8 +147,8 @@ class Family:
 PAYMENT_LINKS = Family(
     name="payment links",
     prefixes=("/transactions", "/transactions-hook"),
-    routers=(("", payment_links.router),),
-    fast_lane=(payment_links.create_payment_link,),
+    routers=(("", "paysdk.server.routers.payment_links:router"),),
+    fast_lane=("paysdk.server.routers.payment_links:create_payment_link",),
     sdk_resources=("payment_links",),
     cli_groups=("links",),
     operations={
@@ -179,8 +160,8 @@ PAYMENT_LINKS = Family(
 ALTERNATIVE_PAYMENTS = Family(
     name="alternative payments",
     prefixes=("/api/v1/integrations",),
-    routers=(("", alternative_payments.router),),
-    fast_lane=(alternative_payments.create_alternative_payment,),
+    routers=(("", "paysdk.server.routers.alternative_payments:router"),),
+    fast_lane=("paysdk.server.routers.alternative_payments:create_alternative_payment",),
     sdk_resources=("alternative_payments",),
     cli_groups=("alt",),
     operations={
@@ -200,7 +181,7 @@ ALTERNATIVE_PAYMENTS = Family(
 CHECKOUT = Family(
     name="hosted checkout",
     prefixes=(CHECKOUT_PREFIX,),
-    routers=(("", checkout.router),),
+    routers=(("", "paysdk.server.routers.checkout:router"),),
     idempotent_posts=False,  # form posts of a browser: a token per form (D94), never a key
     operations={
         f"{method} {CHECKOUT_PREFIX}{path}": _reach(no_sdk=Left.PAGE, no_cli=Left.PAGE)
@@ -220,13 +201,13 @@ WALLET = Family(
     name="wallet",
     prefixes=(WALLET_PREFIX,),
     routers=(
-        (WALLET_PREFIX, wallet_auth.router),
-        (WALLET_PREFIX, wallet_users.router),
-        (WALLET_PREFIX, wallet_cards.router),
+        (WALLET_PREFIX, "paysdk.server.routers.wallet_auth:router"),
+        (WALLET_PREFIX, "paysdk.server.routers.wallet_users:router"),
+        (WALLET_PREFIX, "paysdk.server.routers.wallet_cards:router"),
     ),
     tables=wallet_tables.WALLET_RESET_ORDER,
     kept_tables=(wallet_tables.WalletServerKeyRow,),
-    jobs={wallet_cards_service.EXPIRE_JOB: wallet_cards_service.expire_authorization},
+    jobs={"wallet_auth_exp": "paysdk.server.services.wallet_cards:expire_authorization"},
     sdk_resources=("wallet",),
     cli_groups=("wallet", "users", "cards", "funds", "transfers", "permissions"),
     operations={
@@ -283,7 +264,10 @@ WALLET = Family(
 SUBSCRIPTIONS = Family(
     name="subscriptions",
     prefixes=("/v1/subscriptions",),
-    routers=(("", subscriptions.router), ("", batch_charges.router)),
+    routers=(
+        ("", "paysdk.server.routers.subscriptions:router"),
+        ("", "paysdk.server.routers.batch_charges:router"),
+    ),
     tables=subscription_tables.SUBSCRIPTION_RESET_ORDER,
     sdk_resources=("subscriptions",),
     cli_groups=("subscriptions", "charges"),
@@ -301,17 +285,20 @@ SUBSCRIPTIONS = Family(
             cli=("charges upload",),
         ),
     },
-    jobs={renewals.JOB_KIND: renewals.run_renewals},
+    jobs={"renewals": "paysdk.server.services.renewals:run_renewals"},
 )
 
 _C = CMS_PREFIX
 BACKOFFICE = Family(
     name="backoffice",
     prefixes=(CMS_PREFIX,),
-    routers=((CMS_PREFIX, backoffice.router), (CMS_PREFIX, cardholders.router)),
+    routers=(
+        (CMS_PREFIX, "paysdk.server.routers.backoffice:router"),
+        (CMS_PREFIX, "paysdk.server.routers.cardholders:router"),
+    ),
     # Children first: the cardholder batches reference partners (D184, D185).
     tables=(*cardholder_tables.CARDHOLDER_RESET_ORDER, *backoffice_tables.BACKOFFICE_RESET_ORDER),
-    jobs={cardholders_service.JOB_KIND: cardholders_service.run_batch},
+    jobs={"cardholder_batch": "paysdk.server.services.cardholders:run_batch"},
     sdk_resources=("backoffice",),
     cli_groups=("backoffice", "cardholders"),
     operations={
@@ -336,11 +323,11 @@ BACKOFFICE = Family(
 TERMINAL = Family(
     name="terminal",
     prefixes=("/terminal-payment",),
-    routers=(("", terminal.router),),
+    routers=(("", "paysdk.server.routers.terminal:router"),),
     tables=TERMINAL_RESET_ORDER,
     jobs={
-        terminal_service.SETTLEMENT_JOB: terminal_service.run_settlement,
-        terminal_service.LAPSE_JOB: terminal_service.lapse_authorization,
+        "settlement": "paysdk.server.services.terminal:run_settlement",
+        "terminal_lapse": "paysdk.server.services.terminal:lapse_authorization",
     },
     sdk_resources=("terminal",),
     cli_groups=("terminal",),
@@ -356,7 +343,7 @@ TERMINAL = Family(
 WEBHOOKS = Family(
     name="webhooks",
     prefixes=("/webhooks",),
-    routers=(("", webhooks.router),),
+    routers=(("", "paysdk.server.routers.webhooks:router"),),
     kept_tables=(ProcessorSecretRow,),  # the processor secret survives resets (D193)
     idempotent_posts=False,  # each notification and event carries its own id (D193, D240)
     cli_groups=("sandbox",),  # played by "paysdk sandbox processor" (D193)
@@ -369,7 +356,7 @@ WEBHOOKS = Family(
 RECONCILIATION = Family(
     name="reconciliation",
     prefixes=("/reports",),
-    routers=(("", reconciliation.router),),
+    routers=(("", "paysdk.server.routers.reconciliation:router"),),
     idempotent_posts=False,  # a report is computed, nothing is stored (D194, D241)
     sdk_resources=("reconciliation",),
     cli_groups=("reconciliation",),
@@ -383,7 +370,7 @@ RECONCILIATION = Family(
 ONBOARDING = Family(
     name="onboarding",
     prefixes=("/leads",),
-    routers=(("", onboarding.router),),
+    routers=(("", "paysdk.server.routers.onboarding:router"),),
     tables=onboarding_tables.ONBOARDING_RESET_ORDER,
     sdk_resources=("onboarding",),
     cli_groups=("leads",),
@@ -397,14 +384,15 @@ CONTROL_PLANE = Family(
     name="control plane",
     prefixes=("/_sandbox",),
     routers=(
-        ("", sandbox.router),
-        ("", sandbox_wallet.router),
-        ("", sandbox_subscriptions.router),
-        ("", sandbox_backoffice.router),
-        ("", sandbox_terminal.router),
-        ("", sandbox_processor.router),
-        ("", sandbox_onboarding.router),
-        ("", sandbox_deprecations.router),
+        ("", sandbox_health.router),  # imported with the registrations: a lazy start serves it (D303)
+        ("", "paysdk.server.routers.sandbox:router"),
+        ("", "paysdk.server.routers.sandbox_wallet:router"),
+        ("", "paysdk.server.routers.sandbox_subscriptions:router"),
+        ("", "paysdk.server.routers.sandbox_backoffice:router"),
+        ("", "paysdk.server.routers.sandbox_terminal:router"),
+        ("", "paysdk.server.routers.sandbox_processor:router"),
+        ("", "paysdk.server.routers.sandbox_onboarding:router"),
+        ("", "paysdk.server.routers.sandbox_deprecations:router"),
     ),
     tables=(deprecation_tables.DeprecationRow,),
     idempotent_posts=False,
@@ -470,8 +458,9 @@ def honours_idempotency_key(
     return path in exact or path.startswith(starts)
 
 
-def job_handlers(families: Iterable[Family] = FAMILIES) -> dict[str, JobHandler]:
-    """Job kind -> handler of every family (:func:`check_families` refused duplicates)."""
+def job_handlers(families: Iterable[Family] = FAMILIES) -> dict[str, JobHandler | str]:
+    """Job kind -> handler of every family (:func:`check_families` refused duplicates); a handler given
+    as a reference stays one (the scheduler imports it when a job of its kind first runs)."""
     return {kind: handler for family in families for kind, handler in family.jobs.items()}
 
 
@@ -485,12 +474,22 @@ def schema_tables(families: Sequence[Family] = FAMILIES) -> tuple[type[Declarati
     return (*CORE_TABLES, *(t for family in families for t in (*family.tables, *family.kept_tables)))
 
 
+def routers_of(family: Family) -> tuple[tuple[str, APIRouter], ...]:
+    """The family's ``(mount prefix, router)`` pairs, references imported."""
+    return tuple((mount, resolve(router)) for mount, router in family.routers)
+
+
+def fast_lane_of(family: Family) -> tuple[Callable[..., Any], ...]:
+    """The family's fast-lane handlers, references imported."""
+    return tuple(resolve(handler) for handler in family.fast_lane)
+
+
 def route_paths(family: Family) -> list[tuple[str, str, APIRoute]]:
     """``(method, path as served, route)`` of every route the family's routers declare, those of routers
     they include too (FastAPI 0.16x keeps included routers lazy: ``iter_route_contexts`` resolves them)."""
     contexts = getattr(fastapi.routing, "iter_route_contexts", None)
     found: list[tuple[str, str, APIRoute]] = []
-    for mount, router in family.routers:
+    for mount, router in routers_of(family):
         routes: list[Any] = list(contexts(router.routes)) if contexts is not None else list(router.routes)
         for route in routes:
             original = getattr(route, "original_route", route)
@@ -500,9 +499,11 @@ def route_paths(family: Family) -> list[tuple[str, str, APIRoute]]:
     return found
 
 
-def check_families(families: Sequence[Family] = FAMILIES) -> None:
+def check_families(families: Sequence[Family] = FAMILIES, *, routes: bool = True) -> None:
     """Refuse registrations that do not hold together (``ValueError`` naming each problem): called by
-    :func:`paysdk.server.app.create_app` before anything is served."""
+    :func:`paysdk.server.app.create_app` before anything is served. ``routes`` false: leave out the
+    checks of each route (they import every router); a lazily loading server runs them when it loads
+    the routers (D303)."""
     problems: list[str] = []
     names: set[str] = set()
     prefixes: dict[str, str] = {}
@@ -520,7 +521,7 @@ def check_families(families: Sequence[Family] = FAMILIES) -> None:
             if prefix in prefixes:
                 problems.append(f"{family.name}: prefix {prefix!r} is registered by {prefixes[prefix]} too")
             prefixes.setdefault(prefix, family.name)
-        for method, path, route in route_paths(family):
+        for method, path, route in route_paths(family) if routes else ():
             if not any(under(path, prefix) for prefix in family.prefixes):
                 problems.append(
                     f"{family.name}: route {method} {path} is outside its prefixes {list(family.prefixes)}"
@@ -528,7 +529,7 @@ def check_families(families: Sequence[Family] = FAMILIES) -> None:
             if route.include_in_schema and not family.public:
                 problems.append(f"{family.name}: {method} {path} is documented but the family is not public")
         for kind, handler in family.jobs.items():
-            if not callable(handler):
+            if not (callable(handler) or is_ref(handler)):
                 problems.append(f"{family.name}: the handler of job kind {kind!r} is not callable")
             if not kind or len(kind) > 16:
                 problems.append(f"{family.name}: job kind {kind!r} must have 1 to 16 characters")

@@ -58,7 +58,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
-from typing import Any, cast
+from typing import Any, Protocol, cast
 from urllib.parse import unquote_plus
 
 from fastapi.routing import APIRoute
@@ -79,8 +79,13 @@ from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
 from paysdk.server.errors import REQUEST_ID_SCOPE_KEY, APIProblem, ConnectionDropped
-from paysdk.server.families import FAMILIES, Family, honours_idempotency_key, idempotent_prefixes
-from paysdk.server.routers._common import LANE_ATTRIBUTE
+from paysdk.server.families import (
+    FAMILIES,
+    Family,
+    honours_idempotency_key,
+    idempotent_prefixes,
+    routers_of,
+)
 from paysdk.server.services import deprecations, faults
 from paysdk.server.services.transactions import virtual_now
 
@@ -531,9 +536,12 @@ def parametrized_lane(families: Sequence[Family]) -> list[tuple[str, re.Pattern[
     names a lane (:func:`paysdk.server.routers._common.lane`), in the families' order (D261). A hot
     route with a parameter (``POST /rest/cards/{cardId}/funds``) is then handed to its lane without
     FastAPI's routing, which tries every route before it (the largest part of such a request's cost)."""
+    # Imported here: the routers' helpers are not needed before the routers themselves (D303).
+    from paysdk.server.routers._common import LANE_ATTRIBUTE
+
     lanes: list[tuple[str, re.Pattern[str], APIRoute, Endpoint]] = []
     for family in families:
-        for mount, router in family.routers:
+        for mount, router in routers_of(family):
             for route in router.routes:
                 lane = getattr(getattr(route, "endpoint", None), LANE_ATTRIBUTE, None)
                 if lane is None or not isinstance(route, APIRoute):
@@ -547,6 +555,16 @@ def parametrized_lane(families: Sequence[Family]) -> list[tuple[str, re.Pattern[
 
 #: An endpoint of the fast lane: the FastAPI route handler itself, ``handler(request) -> Response``.
 Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class LazyRouters(Protocol):
+    """The routers a lazily started app has not included yet (``paysdk.server.app``, D303)."""
+
+    def needed(self, scope: Scope) -> bool:
+        """Whether they must be included before ``scope`` is answered."""
+
+    def include_all(self) -> dict[tuple[str, str], Endpoint]:
+        """Include them all; the fast lane of every family."""
 
 
 def _deprecation_headers(message: Message, scope: Scope, marks: deprecations.Marks) -> Message:
@@ -650,17 +668,23 @@ class ServerMiddleware:
         exception_handlers: Mapping[Any, Callable[..., Any]] | None = None,
         body_bounds: BodyBounds | None = None,
         families: Sequence[Family] = FAMILIES,
+        routers: LazyRouters | None = None,
     ) -> None:
         self.app = app
+        self._routers = routers
         self._control = control_prefixes(families)
         self._idempotent = idempotent_prefixes(families)
         self.body_bounds = body_bounds if body_bounds is not None else BodyBounds()
         self.context = context
         self._sink = _LogSink(context)
         self._fault_key = faults.database_key(context.db.engine.url)
+        self._families = families
         self._fast_lane = dict(fast_lane or {})
-        # Part of the fast lane, and off with it (the equivalence tests turn it off to compare).
-        self._param_lane = parametrized_lane(families) if self._fast_lane else []
+        # The lanes are on unless turned off (the equivalence tests pass an empty fast lane to compare);
+        # a lazily started app (D303) builds them once its routers are included.
+        self._lanes = bool(self._fast_lane) or routers is not None
+        # Part of the fast lane, and off with it.
+        self._param_lane = parametrized_lane(families) if self._lanes and routers is None else []
         self._handler_source = exception_handlers if exception_handlers is not None else {}
         self._handlers: tuple[dict[Any, Any], dict[int, Any]] | None = None
 
@@ -679,6 +703,13 @@ class ServerMiddleware:
         if refused is not None:
             await _send_problem(refused, scope, receive, _stamping(send, request_id.encode("ascii")))
             return
+        if self._routers is not None and self._routers.needed(scope):
+            # The families' routers not included at start (D303): imported once, on the event loop.
+            fast_lane = self._routers.include_all()
+            if self._lanes:
+                self._fast_lane = fast_lane
+                self._param_lane = parametrized_lane(self._families)
+            self._routers = None
         receive = self.body_bounds.wrap(scope, receive)
         path = scope["path"]
         hook = path.rstrip("/") == HOOK_PATH

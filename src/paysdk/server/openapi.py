@@ -35,7 +35,6 @@ from paysdk.contracts.common import ErrorBody
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BodyBounds
 from paysdk.server.families import FAMILIES, Family, honours_idempotency_key, idempotent_prefixes
-from paysdk.server.routers._common import SECURITY_SCHEMES
 
 __all__ = ["REQUEST_ID_PATTERN", "complete_openapi", "install_openapi"]
 
@@ -156,6 +155,8 @@ def complete_openapi(
         error_schema = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(error_schema.pop("$defs", {}))
         schemas["ErrorBody"] = error_schema
+    from paysdk.server.routers._common import SECURITY_SCHEMES  # the routers' module (D303)
+
     components.setdefault("securitySchemes", {}).update(SECURITY_SCHEMES)  # the routes' ``auth`` (D131)
     components.setdefault("headers", {}).update(_HEADERS)
     components.setdefault("parameters", {})[_KEY] = _PARAMETER

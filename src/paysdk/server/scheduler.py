@@ -63,7 +63,7 @@ from paysdk.server.context import ServerContext
 from paysdk.server.db import JobRow, TransactionRow
 from paysdk.server.events import publish_job_run
 from paysdk.server.jobs import ClaimedJob, LeaseLost
-from paysdk.server.services import callbacks, payments
+from paysdk.server.refs import resolve
 
 __all__ = [
     "BUILTIN_KINDS",
@@ -88,9 +88,10 @@ JobHandler: TypeAlias = SyncJobHandler | AsyncJobHandler
 
 #: The kinds of the payment-link family: the outbound events' deliveries and the ``expire`` job rows of
 #: older versions (expiries need no row now).
-CORE_JOB_HANDLERS: dict[str, JobHandler] = {
-    callbacks.JOB_KIND: callbacks.deliver_job,
-    "expire": payments.expire_job,
+#: Given by reference (D303): imported when a job of the kind first runs, not at the server's start.
+CORE_JOB_HANDLERS: dict[str, JobHandler | str] = {
+    "callback": "paysdk.server.services.callbacks:deliver_job",
+    "expire": "paysdk.server.services.payments:expire_job",
 }
 #: The kinds the scheduler runs itself; a family may not register them (``families.check_families``).
 BUILTIN_KINDS = frozenset(CORE_JOB_HANDLERS)
@@ -127,14 +128,16 @@ class Scheduler:
     def __init__(
         self,
         context: ServerContext,
-        handlers: Mapping[str, JobHandler],
+        handlers: Mapping[str, JobHandler | str],
         *,
         lease: timedelta = jobs.LEASE,
         wall: Callable[[], datetime] = _wall,
         owner: str | None = None,
     ) -> None:
         self._context = context
-        self._handlers = dict(handlers)
+        #: A handler given as a ``"module:attribute"`` reference is imported when a job of its kind first
+        #: runs (D303), then kept here.
+        self._handlers: dict[str, JobHandler | str] = dict(handlers)
         for kind in self._handlers:
             if not 0 < len(kind) <= jobs.KIND_LENGTH:
                 raise ValueError(f"job kind must be 1 to {jobs.KIND_LENGTH} characters, not {kind!r}")
@@ -176,6 +179,8 @@ class Scheduler:
         started = time.monotonic()
         if job.id is None:  # a transaction expiry
             try:
+                from paysdk.server.services import payments  # imported on the first expiry (D303)
+
                 await context.run(payments.expire_job, clock, job.ref)
                 publish_job_run(context, job, "done", started)  # the live feed (/_sandbox/events)
             except Exception:
@@ -184,6 +189,8 @@ class Scheduler:
                 self._failed_expiries.add(job.ref)
             return
         handler = self._handlers[job.kind]
+        if isinstance(handler, str):
+            handler = self._handlers[job.kind] = cast(JobHandler, resolve(handler))
         beat = asyncio.create_task(self._heartbeat(job))
         try:
             if inspect.iscoroutinefunction(handler):

@@ -1,6 +1,7 @@
 """The control plane under ``/_sandbox/`` (camelCase JSON, models of :mod:`paysdk.contracts.sandbox`).
 
-Left out of ``/openapi.json``. Never logged, faulted or idempotent. Errors use the same D1 body as the
+``GET /_sandbox/health`` lives in :mod:`paysdk.server.routers.sandbox_health` (D303). Left out of
+``/openapi.json``. Never logged, faulted or idempotent. Errors use the same D1 body as the
 public API. ``/pay`` and ``/simulate`` deliver the resulting callback's first attempt before answering,
 so tests are deterministic; ``/clock/advance`` runs every job that falls due, in due order, before it
 answers.
@@ -19,7 +20,6 @@ from paysdk.contracts.sandbox import (
     ClockAdvance,
     ClockState,
     FaultCreate,
-    Health,
     PayRequest,
     SandboxClientCreate,
     SimulateRequest,
@@ -46,16 +46,6 @@ def _json(value: Any, status: int = 200) -> Response:
 def _dump(model: Any) -> dict[str, Any]:
     dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="python")
     return dumped
-
-
-@router.get("/health")
-async def health(request: Request) -> Response:
-    """Liveness, environment and database backend."""
-    context = get_context(request)
-    now = await context.run(context.clock.now)
-    return _json(
-        _dump(Health(status="ok", environment=context.environment, database=context.db.describe(), now=now))
-    )
 
 
 @router.post("/reset")

@@ -37,9 +37,8 @@ import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -60,6 +59,9 @@ from paysdk.server.db import (
 from paysdk.server.events import publish_callback_attempts
 from paysdk.server.jobs import ClaimedJob
 from paysdk.server.services import faults
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "FIRST_RETRY",
@@ -135,6 +137,8 @@ async def _target_problem(url: str, resolve_within: float) -> str | None:
     ``resolve_within`` seconds). A name that does not resolve is left to the HTTP client, which reports
     it. The HTTP client resolves the name again: a name that changes its answer in between (DNS
     rebinding) is not caught, see D97."""
+    import httpx  # imported when first used: the server's start does without it (D303)
+
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError):
@@ -269,6 +273,8 @@ def _prepare(session: Session, event_id: str) -> _Delivery | None:
 
 
 async def _post(client: httpx.AsyncClient, delivery: _Delivery) -> _Result:
+    import httpx
+
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
@@ -374,6 +380,8 @@ async def deliver_job(
 
 
 def _host(url: str) -> str:
+    import httpx
+
     try:
         return httpx.URL(url).host or "?"
     except (httpx.InvalidURL, ValueError, TypeError):

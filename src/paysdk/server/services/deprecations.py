@@ -32,6 +32,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import ORMExecuteState, Session
 
 from paysdk.contracts.deprecations import OPERATION_HEADER, Deprecation, DeprecationSet
+from paysdk.server.db import on_reset
 from paysdk.server.deprecation_tables import DeprecationRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.services.faults import database_key
@@ -84,9 +85,14 @@ def _changed(session: Session) -> None:
     event.listen(session, "after_commit", _bump, once=True)
 
 
+#: ``/_sandbox/reset`` empties the table with plain SQL (:meth:`paysdk.server.db.Database.reset`): that
+#: changes the marks too, before and after its commit.
+on_reset(_bump)
+
+
 @event.listens_for(Session, "do_orm_execute")
 def _on_execute(state: ORMExecuteState) -> None:
-    """``/_sandbox/reset`` empties the table with an ORM ``DELETE``: that changes the marks too."""
+    """An ORM ``DELETE`` of the whole table changes the marks too."""
     if state.is_delete and getattr(state.statement, "table", None) is DeprecationRow.__table__:
         _changed(state.session)
 

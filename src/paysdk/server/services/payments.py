@@ -28,7 +28,7 @@ from paysdk.contracts.sandbox import PayResult
 from paysdk.server.clock import Clock
 from paysdk.server.db import ClientRow, TransactionRow
 from paysdk.server.errors import APIProblem
-from paysdk.server.services import subscription_api, transactions
+from paysdk.server.services import transactions
 from paysdk.server.services.test_cards import decide
 from paysdk.server.services.transactions import CARD_KINDS, KIND_ALTERNATIVE, KIND_VERIFICATION
 
@@ -74,6 +74,8 @@ def _finish_card(
         session, tx, client, status, now=now, outcome=outcome, message=message, payment_method_type=brand
     )
     if finished and status == TransactionStatus.APPROVED and tx.kind == KIND_VERIFICATION:
+        from paysdk.server.services import subscription_api  # the subscriptions family's, when used (D303)
+
         subscription_api.on_verified(session, tx, client, now)
 
 
@@ -90,6 +92,8 @@ def pay_with_card(
     if not decision.valid:
         raise APIProblem.invalid_field("cardNumber", "is not a valid card number (Luhn check failed)")
     if tx.kind == KIND_VERIFICATION:
+        from paysdk.server.services import subscription_api  # the subscriptions family's, when used (D303)
+
         subscription_api.remember_card(session, tx, card_number)
     now = clock.now(session)
     if decision.outcome == "three_ds_challenge":

@@ -22,7 +22,6 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import httpx
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -35,7 +34,6 @@ from paysdk.contracts.sandbox import RequestLogEntry, SandboxClient, SandboxClie
 from paysdk.server.auth import hook_keys_digest, sha256_hex
 from paysdk.server.db import ClientRow, RequestLogRow, from_cents, to_cents
 from paysdk.server.errors import APIProblem
-from paysdk.server.services import wallet_tokens
 from paysdk.server.services.callbacks import callback_host_problem
 
 __all__ = [
@@ -154,11 +152,15 @@ def create_client(session: Session, spec: SandboxClientCreate, now: datetime) ->
         session.flush()
     except IntegrityError:  # a concurrent create took the slug
         raise APIProblem.conflict(f"A client with slug {slug!r} already exists.", "slug") from None
+    from paysdk.server.services import wallet_tokens  # the wallet family's, imported when used (D303)
+
     wallet = wallet_tokens.create_client_keys(session, row, spec, now)
     return client_view(row, private_key, wallet)
 
 
 def _check_url(url: str) -> None:
+    import httpx  # imported when first used: the server's start does without it (D303)
+
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError):
@@ -215,6 +217,8 @@ def get_client(session: Session, slug: str) -> SandboxClient:
     )
     if row is None:
         raise APIProblem.not_found("Client", "slug")
+    from paysdk.server.services import wallet_tokens
+
     return client_view(row, wallet=wallet_tokens.client_wallet_settings(session, row.id))
 
 

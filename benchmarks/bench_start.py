@@ -1,0 +1,226 @@
+"""Start and reset of the reference server (issue 12, D300-D305).
+
+Figures:
+
+* start: wall time from launching ``paysdk serve --port P --db URL`` to the first ``200`` from
+  ``GET /_sandbox/health``, against the same for a bare FastAPI + SQLAlchemy app
+  (``benchmarks/_bare_app.py``: an engine, one table created at start, a health route that reads it) run
+  by the same uvicorn (``python -m uvicorn ... --factory``) on the same kind of database in the same
+  directory. Rounds are interleaved (bare, paysdk, bare, ...), each database made by a warm-up start
+  first; the ratio of the medians is compared. Goal <= 1.2x. Shown beside it, with no goal: the same
+  ratio of the CPU time (user + system) the server process used until healthy, which the load of a
+  shared machine moves far less than the wall time.
+* reset: ``POST /_sandbox/reset`` over HTTP (the client's view: request, the reset's transaction,
+  answer) against a running ``paysdk serve`` whose database was filled before each reset with 1,000
+  transactions, 100 callback events and 100 attempts, 50 wallet cards with 500 movements and 5 rows in
+  every other table (``tests/server/table_filler.py``: rows of every table of the metadata, written
+  straight into the database). Median and p95 over the rounds. Goal < 5 ms (SQLite).
+
+``python -m benchmarks.bench_start`` runs it alone (``PAYSDK_BENCH_START_DB=postgresql://...`` for
+PostgreSQL); ``make bench`` runs it with the others. Servers run on CPU 0 (:mod:`benchmarks._servers`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks._servers import SERVER_CPU, _pin, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+ROUNDS = int(os.environ.get("PAYSDK_BENCH_ROUNDS", "7"))
+RESETS = int(os.environ.get("PAYSDK_BENCH_RESETS", "30"))
+#: Rows of the reset figure's fill (others: :data:`OTHER_ROWS` per table).
+FILL = {
+    "transactions": 1000,
+    "callback_events": 100,
+    "callback_attempts": 100,
+    "wallet_cards": 50,
+    "wallet_movements": 500,
+}
+OTHER_ROWS = 5
+
+
+def _paysdk() -> str:
+    return str(Path(sys.executable).with_name("paysdk"))
+
+
+def _launch(kind: str, db_url: str, port: int, *, pin: bool = True) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    if kind == "bare":
+        env["PAYSDK_BENCH_DB"] = db_url
+        cmd = [sys.executable, "-m", "uvicorn", "benchmarks._bare_app:create_app", "--factory"]
+        cmd += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    else:
+        cmd = [_paysdk(), "serve", "--host", "127.0.0.1", "--port", str(port), "--db", db_url]
+    return subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=_pin(SERVER_CPU) if pin else None,
+    )
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], port: int, timeout: float = 60) -> None:
+    url = f"http://127.0.0.1:{port}/_sandbox/health"
+    deadline = time.monotonic() + timeout
+    with httpx.Client(timeout=2) as client:
+        while True:
+            try:
+                if client.get(url).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server on port {port} did not become healthy")
+            time.sleep(0.002)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc``; 0 where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_seconds(kind: str, db_url: str) -> tuple[float, float]:
+    """Wall seconds from launching the ``kind`` server (``bare`` or ``paysdk``) to a healthy answer, and
+    the CPU seconds the server process used by then (less moved by other work on a shared machine)."""
+    port = free_port()
+    started = time.perf_counter()
+    proc = _launch(kind, db_url, port)
+    try:
+        _wait_healthy(proc, port)
+        return time.perf_counter() - started, _cpu_seconds(proc.pid)
+    finally:
+        _stop(proc)
+
+
+def _db_urls(directory: str) -> tuple[str, str]:
+    base = os.environ.get("PAYSDK_BENCH_START_DB")
+    if base:
+        return base, base
+    return f"sqlite:///{directory}/bare.db", f"sqlite:///{directory}/paysdk.db"
+
+
+def bench_start_ratio(rounds: int = ROUNDS) -> dict[str, Any]:
+    """Interleaved start rounds; medians and their ratio."""
+    directory = tempfile.mkdtemp(prefix="paysdk-bench-start-")
+    bare_url, paysdk_url = _db_urls(directory)
+    start_seconds("bare", bare_url), start_seconds("paysdk", paysdk_url)  # warm-up: databases, page cache
+    bare: list[tuple[float, float]] = []
+    paysdk: list[tuple[float, float]] = []
+    for _ in range(rounds):
+        bare.append(start_seconds("bare", bare_url))
+        paysdk.append(start_seconds("paysdk", paysdk_url))
+    b, p = statistics.median(w for w, _ in bare), statistics.median(w for w, _ in paysdk)
+    bc, pc = statistics.median(c for _, c in bare), statistics.median(c for _, c in paysdk)
+    return {
+        "bare": b,
+        "paysdk": p,
+        "ratio": p / b,
+        "bare_cpu": bc,
+        "paysdk_cpu": pc,
+        "cpu_ratio": pc / bc if bc else float("nan"),
+        "bare_all": [w for w, _ in bare],
+        "paysdk_all": [w for w, _ in paysdk],
+    }
+
+
+def _fill(db_url: str, offset: int) -> int:
+    sys.path.insert(0, str(ROOT / "tests" / "server"))
+    from sqlalchemy import create_engine
+    from table_filler import fill_every_table
+
+    from paysdk.server.db import normalize_database_url
+
+    engine = create_engine(normalize_database_url(db_url))
+    try:
+        with engine.begin() as connection:
+            made = fill_every_table(connection, FILL, OTHER_ROWS, offset=offset)
+    finally:
+        engine.dispose()
+    return sum(made.values())
+
+
+def bench_reset(resets: int = RESETS) -> dict[str, Any]:
+    """Milliseconds of ``POST /_sandbox/reset`` after each fill; median and p95."""
+    directory = tempfile.mkdtemp(prefix="paysdk-bench-reset-")
+    db_url = os.environ.get("PAYSDK_BENCH_START_DB") or f"sqlite:///{directory}/reset.db"
+    port = free_port()
+    # Not pinned to one CPU: no load generator runs beside it, and on a shared machine a pinned server
+    # waits for that one CPU while the other is free.
+    proc = _launch("paysdk", db_url, port, pin=False)
+    times: list[float] = []
+    rows = 0
+    try:
+        _wait_healthy(proc, port)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            client.post("/_sandbox/reset").raise_for_status()  # warm-up: the reset connection, statements
+            for index in range(resets):
+                rows = _fill(db_url, offset=(index + 1) * 100_000)
+                started = time.perf_counter()
+                client.post("/_sandbox/reset").raise_for_status()
+                times.append((time.perf_counter() - started) * 1000)
+    finally:
+        _stop(proc)
+    ordered = sorted(times)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"median_ms": statistics.median(times), "p95_ms": p95, "rows": rows, "resets": len(times)}
+
+
+def start_rows() -> list[tuple[str, str, str, str]]:
+    """The figures as rows of ``benchmarks/run.py``'s table."""
+    start = bench_start_ratio()
+    reset = bench_reset()
+    return [
+        (
+            "paysdk serve start -> healthy",
+            f"bare {start['bare']:.2f} s, paysdk {start['paysdk']:.2f} s",
+            f"{start['ratio']:.2f}x",
+            "<= 1.2x",
+        ),
+        (
+            "  same, server CPU time (no goal)",
+            f"bare {start['bare_cpu']:.2f} s, paysdk {start['paysdk_cpu']:.2f} s",
+            f"{start['cpu_ratio']:.2f}x",
+            "",
+        ),
+        (
+            f"POST /_sandbox/reset ({reset['rows']:,} rows)",
+            f"median {reset['median_ms']:.1f} ms",
+            f"p95 {reset['p95_ms']:.1f}",
+            "< 5 ms",
+        ),
+    ]
+
+
+def main() -> None:
+    print(json.dumps({"start": bench_start_ratio(), "reset": bench_reset()}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

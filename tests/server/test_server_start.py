@@ -1,0 +1,168 @@
+"""A server started the way ``paysdk serve`` starts it (``create_app(..., lazy_routers=True)``, D303):
+only what serving needs is imported at start, the families' routers load on the first request that needs
+them, and everything then answers as in an app built at once (same routes, same ``/openapi.json``, the
+fast lane, jobs whose handlers are imported when they first run).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+from server_helpers import JSON_TYPE, advance, auth, body, create_link, dumps, link_body, pay
+from sqlalchemy.orm import Session
+
+from paysdk.contracts.sandbox import SandboxClient
+from paysdk.server import jobs
+from paysdk.server.app import create_app
+from paysdk.server.clock import Clock
+from paysdk.server.families import FAMILIES
+from paysdk.server.middleware import ServerMiddleware
+from paysdk.server.refs import is_ref, resolve
+from paysdk.server.scheduler import CORE_JOB_HANDLERS
+from paysdk.server.services import callbacks, cardholders, renewals, terminal, wallet_cards
+
+_PROBE = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    import httpx
+    from paysdk.server.app import create_app
+
+    def loaded():
+        return sorted(m for m in sys.modules if m.startswith("paysdk.server.routers."))
+
+    async def main():
+        app = create_app(sys.argv[1], start_ticker=False, lazy_routers=True)
+        seen = {"start": loaded()}
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            seen["health"] = (await client.get("/_sandbox/health")).status_code
+            seen["after_health"] = loaded()
+            seen["docs"] = (await client.get("/openapi.json")).status_code
+            seen["after_docs"] = loaded()
+        print(json.dumps(seen))
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_lazy_start_imports_no_family_router_until_needed(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", _PROBE, f"sqlite:///{tmp_path / 'probe.db'}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    seen = json.loads(run.stdout)
+    assert seen["start"] == ["paysdk.server.routers.sandbox_health"]
+    assert seen["health"] == 200
+    assert seen["after_health"] == seen["start"]  # the readiness probe's own router answers it
+    assert seen["docs"] == 200
+    every = {ref.partition(":")[0] for f in FAMILIES for _, ref in f.routers if isinstance(ref, str)}
+    assert every <= set(seen["after_docs"])
+
+
+async def test_a_lazy_app_serves_as_an_eager_one(tmp_path: Path, callback_sink: Any) -> None:
+    lazy = create_app(f"sqlite:///{tmp_path / 'lazy.db'}", start_ticker=False, lazy_routers=True)
+    eager = create_app(f"sqlite:///{tmp_path / 'eager.db'}", start_ticker=False)
+    try:
+        transport = httpx.ASGITransport(app=lazy)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            assert (await client.get("/_sandbox/health")).status_code == 200
+            created = await client.post(
+                "/_sandbox/clients", content=dumps({"callbackUrl": callback_sink.url}), headers=JSON_TYPE
+            )
+            assert created.status_code == 201
+            merchant = SandboxClient.model_validate(body(created))
+            # The first public request loads the routers and the fast lane.
+            link = await create_link(client, merchant, amount=Decimal("12.34"))
+            await pay(client, link["uid"], "4242424242424242")
+            assert len(callback_sink.received) == 1
+            again = await client.post(
+                "/transactions", content=dumps(link_body(merchant)), headers=auth(merchant)
+            )
+            assert again.status_code == 200
+            # Both lanes were built when the routers loaded: the hot creates and the routes with path
+            # parameters (POST /rest/cards/{cardId}/funds, D261).
+            layer = _server_layer(lazy)
+            assert ("POST", "/transactions") in layer._fast_lane
+            assert any(route.path.endswith("/funds") for _, _, route, _ in layer._param_lane)
+            # A control-plane route of a router included late (not in /openapi.json).
+            assert body(await client.get("/_sandbox/deprecations")) == []
+            lazy_document = (await client.get("/openapi.json")).json()
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=eager), base_url="http://testserver"
+        ) as client:
+            eager_document = (await client.get("/openapi.json")).json()
+        assert lazy_document == eager_document
+    finally:
+        lazy.state.paysdk.db.dispose()
+        eager.state.paysdk.db.dispose()
+
+
+def _server_layer(app: Any) -> ServerMiddleware:
+    """The app's one middleware layer, from its built stack."""
+    layer = app.middleware_stack
+    while not isinstance(layer, ServerMiddleware):
+        layer = layer.app
+    return layer
+
+
+RAN: list[str] = []
+
+
+def probe_job(session: Session, clock: Clock, ref: str) -> None:
+    """A job handler the test names by reference."""
+    RAN.append(ref)
+
+
+async def test_a_job_handler_given_by_reference_is_imported_when_its_job_runs(tmp_path: Path) -> None:
+    application = create_app(
+        f"sqlite:///{tmp_path / 'jobs.db'}",
+        start_ticker=False,
+        job_handlers={"probe": f"{__name__}:probe_job"},
+    )
+    try:
+        context = application.state.paysdk
+
+        def queue(session: Session) -> None:
+            now = context.clock.now(session)
+            jobs.add(session, "probe", "r-1", now + timedelta(minutes=5), now)
+
+        context.call(queue)
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            await advance(client, 600)
+        assert RAN == ["r-1"]
+    finally:
+        application.state.paysdk.db.dispose()
+
+
+def test_job_and_fast_lane_references_name_the_services_constants() -> None:
+    """The registrations name job kinds literally (importing the services would defeat D303): they are
+    the kinds the services schedule."""
+    kinds = {kind: handler for family in FAMILIES for kind, handler in family.jobs.items()}
+    assert all(is_ref(handler) for handler in kinds.values())
+    assert kinds[renewals.JOB_KIND] == "paysdk.server.services.renewals:run_renewals"
+    assert kinds[cardholders.JOB_KIND] == "paysdk.server.services.cardholders:run_batch"
+    assert kinds[terminal.SETTLEMENT_JOB] == "paysdk.server.services.terminal:run_settlement"
+    assert kinds[terminal.LAPSE_JOB] == "paysdk.server.services.terminal:lapse_authorization"
+    assert kinds[wallet_cards.EXPIRE_JOB] == "paysdk.server.services.wallet_cards:expire_authorization"
+    assert all(callable(resolve(handler)) for handler in kinds.values())
+    assert CORE_JOB_HANDLERS == {
+        callbacks.JOB_KIND: "paysdk.server.services.callbacks:deliver_job",
+        "expire": "paysdk.server.services.payments:expire_job",
+    }
+    assert all(callable(resolve(handler)) for handler in CORE_JOB_HANDLERS.values())
+    for family in FAMILIES:
+        for handler in family.fast_lane:
+            assert callable(resolve(handler))
