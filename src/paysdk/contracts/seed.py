@@ -24,7 +24,6 @@ import base64
 import binascii
 import importlib
 from collections.abc import Mapping
-from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
@@ -33,7 +32,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from paysdk.contracts.common import Channel, Currency, DecimalNumber
+from paysdk.contracts.common import Currency, DecimalNumber
 from paysdk.contracts.sandbox import SandboxClientCreate
 from paysdk.contracts.wallet import Email, Username, UserProfile, username_key
 
@@ -51,7 +50,7 @@ class _SeedModel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
 
-class SeedMerchant(_SeedModel):
+class SeedMerchant(SandboxClientCreate):
     """A merchant (sandbox client): the fields of ``POST /_sandbox/clients``, and its credentials.
 
     ``sandbox_token``/``production_token``: 64 lowercase hex characters. ``hook_private_key`` and
@@ -59,27 +58,16 @@ class SeedMerchant(_SeedModel):
     Ed25519 key (base64 32-byte seed; its public key is derived) or ``signing_public_key`` alone.
     """
 
+    # The fields of ``POST /_sandbox/clients`` come from :class:`SandboxClientCreate` (declared once);
+    # a seed refuses unknown keys, and needs the slug its users and cards name.
+    model_config = ConfigDict(extra="forbid")
+
     slug: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
     sandbox_token: str | None = Field(default=None, pattern=_HEX64)
     production_token: str | None = Field(default=None, pattern=_HEX64)
     hook_private_key: str | None = Field(default=None, min_length=1, max_length=100)
     hook_public_key: str | None = Field(default=None, min_length=1, max_length=100)
     signing_private_key: str | None = None
-    signing_public_key: str | None = None
-    amount_min: DecimalNumber | None = None
-    amount_max: DecimalNumber | None = None
-    channels: list[Channel] | None = None
-    currencies: list[Currency] | None = None
-    payment_methods: list[str] | None = None
-    country: str | None = Field(default=None, min_length=2, max_length=2)
-    timezone: str | None = None
-    callback_url: str | None = None
-    callback_header_name: str | None = Field(default=None, min_length=1, max_length=100)
-    callback_header_value: str | None = Field(default=None, min_length=1, max_length=500)
-    three_ds: bool | None = Field(default=None, alias="threeDS")
-    keys_expire_at: datetime | None = None
-    user_access_token_ttl: int | None = Field(default=None, ge=60, le=86400)
-    user_refresh_token_ttl: int | None = Field(default=None, ge=300, le=90 * 86400)
 
     @pydantic.field_validator("signing_private_key")
     @classmethod
