@@ -5,6 +5,7 @@ docs/cli.md documents each in its exit-code table; a test below reads the table 
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import socket
@@ -108,3 +109,38 @@ def test_the_exit_code_table_documents_serve() -> None:
     assert "serve" in rows["3"]
     assert "in use" in rows["3"]
     assert "SIGTERM" in rows["0"]
+
+
+#: ``paysdk serve`` run up to the hand-over to uvicorn (``uvicorn.run`` replaced by a probe that prints
+#: the modules imported by then and returns, so the command ends at once with exit 0).
+_START_PROBE = """
+import json, sys
+import uvicorn
+
+def probe(app, **options):
+    print(json.dumps(sorted(sys.modules)))
+
+uvicorn.run = probe
+sys.argv = ["paysdk", "serve", "--port", "0", "--db", sys.argv[1]]
+from paysdk_cli._entry import run
+try:
+    run()
+except SystemExit as exit:
+    assert not exit.code, exit.code
+"""
+
+
+def test_a_start_without_seed_imports_no_seed_contracts(config_dir: Path, tmp_path: Path) -> None:
+    # issue 12 (D306): what a plain start needs only; the seed's contracts load with a --seed file.
+    run = subprocess.run(
+        [sys.executable, "-c", _START_PROBE, f"sqlite:///{tmp_path / 's.db'}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=subprocess_env(config_dir),
+        check=True,
+    )
+    modules = set(json.loads(run.stdout.strip().splitlines()[-1]))
+    assert "paysdk.server.app" in modules  # the probe ran where the server starts
+    assert "paysdk.contracts.seed" not in modules
+    assert "paysdk.contracts.wallet" not in modules

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -290,12 +291,15 @@ class _ServeCommand(PaysdkCommand):
     ``--seed`` too; nothing was started."""
 
     def invoke(self, ctx: Any) -> Any:
-        from paysdk.contracts.seed import SeedError
-
         try:
             return super().invoke(ctx)
-        except SeedError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--seed") from None
+        except ValueError as exc:
+            # Only a run that read a seed file can raise SeedError, and that run imported its module:
+            # a start without --seed does not import the seed's contracts (issue 12, D306).
+            seed_module = sys.modules.get("paysdk.contracts.seed")
+            if seed_module is not None and isinstance(exc, seed_module.SeedError):
+                raise typer.BadParameter(str(exc), param_hint="--seed") from None
+            raise
 
 
 app = new_app(group=False)
