@@ -144,3 +144,4 @@ def test_a_start_without_seed_imports_no_seed_contracts(config_dir: Path, tmp_pa
     assert "paysdk.server.app" in modules  # the probe ran where the server starts
     assert "paysdk.contracts.seed" not in modules
     assert "paysdk.contracts.wallet" not in modules
+    assert "sqlalchemy.dialects.postgresql" not in modules  # a server on SQLite (D307)

@@ -166,3 +166,23 @@ def test_job_and_fast_lane_references_name_the_services_constants() -> None:
     for family in FAMILIES:
         for handler in family.fast_lane:
             assert callable(resolve(handler))
+
+
+def test_the_partial_unique_indexes_are_partial_on_each_database(app: Any) -> None:
+    # Their PostgreSQL WHERE is given when the table is created (not at import: D307); a full unique
+    # index on (subscription_id, period) would refuse a period's second, retried, attempt.
+    engine = app.state.paysdk.db.engine
+    with engine.connect() as connection:
+        if engine.dialect.name == "postgresql":
+            query = "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'subscription_charges'"
+        else:
+            query = "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'subscription_charges'"
+        ddl = dict(connection.exec_driver_sql(query).all())
+    paid = " ".join(ddl["ux_subscription_charges_paid"].split())
+    attempt = " ".join(ddl["ux_subscription_charges_attempt"].split())
+    for ddl_of_index in (paid, attempt):
+        assert "UNIQUE" in ddl_of_index
+        assert "WHERE" in ddl_of_index
+        assert "renewal" in ddl_of_index
+    assert "approved" in paid
+    assert "approved" not in attempt

@@ -63,8 +63,6 @@ from urllib.parse import unquote_plus
 
 from fastapi.routing import APIRoute
 from sqlalchemy import Table, bindparam, delete, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 from starlette.convertors import StringConvertor
 from starlette.exceptions import HTTPException
@@ -411,13 +409,31 @@ _FORGET = delete(_IDEMPOTENCY).where(_IDEMPOTENCY.c.scope == bindparam("key"))  
 _NEW_KEY_COLUMNS = ("scope", "body_sha256", "state", "created_at", "expires_at")
 #: The first request of a key: ``INSERT ... ON CONFLICT DO NOTHING`` (a concurrent first request of the
 #: same key, committed meanwhile, makes the row count 0: "in progress"), per dialect.
-_CLAIM = {
-    "sqlite": Statement(sqlite_insert(_IDEMPOTENCY).on_conflict_do_nothing(), _NEW_KEY_COLUMNS),
-    "postgresql": Statement(
-        postgresql_insert(_IDEMPOTENCY).on_conflict_do_nothing().returning(_IDEMPOTENCY.c.scope),
-        _NEW_KEY_COLUMNS,
-    ),
-}
+_CLAIM: dict[str, Statement] = {}
+
+
+def _claim_statement(dialect_name: str) -> Statement | None:
+    """The claim's statement for a dialect, built on first use: importing a dialect's ``insert`` imports
+    the dialect, and a server runs on one (PostgreSQL's costs ~20 ms of CPU at start, issue 12, D307)."""
+    claim = _CLAIM.get(dialect_name)
+    if claim is None:
+        if dialect_name == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+            claim = Statement(sqlite_insert(_IDEMPOTENCY).on_conflict_do_nothing(), _NEW_KEY_COLUMNS)
+        elif dialect_name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+            claim = Statement(
+                postgresql_insert(_IDEMPOTENCY).on_conflict_do_nothing().returning(_IDEMPOTENCY.c.scope),
+                _NEW_KEY_COLUMNS,
+            )
+        else:
+            return None
+        claim = _CLAIM.setdefault(dialect_name, claim)  # two first requests at once keep one
+    return claim
+
+
 _DONE = Statement(
     update(_IDEMPOTENCY)
     .where(_IDEMPOTENCY.c.scope == bindparam("key"))
@@ -438,7 +454,7 @@ def _claimed(connection: Connection, params: dict[str, Any]) -> bool:
     count; PostgreSQL's ``RETURNING`` (psycopg's row count of an upsert is not reliable), run on psycopg's
     cursor with the statement compiled once (what :class:`Statement` does on SQLite)."""
     dialect = connection.dialect
-    claim = _CLAIM.get(dialect.name)
+    claim = _claim_statement(dialect.name)
     if claim is None:  # pragma: no cover - the server runs on SQLite or PostgreSQL
         raise RuntimeError(f"no idempotency claim for {dialect.name}")
     if dialect.name == "sqlite":
