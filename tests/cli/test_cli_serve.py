@@ -5,6 +5,7 @@ docs/cli.md documents each in its exit-code table; a test below reads the table 
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import signal
@@ -112,13 +113,15 @@ def test_the_exit_code_table_documents_serve() -> None:
 
 
 #: ``paysdk serve`` run up to the hand-over to uvicorn (``uvicorn.run`` replaced by a probe that prints
-#: the modules imported by then and returns, so the command ends at once with exit 0).
+#: the modules imported by then and the collector's state, and returns: the command ends with exit 0).
 _START_PROBE = """
 import json, sys
 import uvicorn
 
 def probe(app, **options):
-    print(json.dumps(sorted(sys.modules)))
+    import gc
+    seen = {"modules": sorted(sys.modules), "gc": gc.isenabled(), "frozen": gc.get_freeze_count()}
+    print(json.dumps(seen))
 
 uvicorn.run = probe
 sys.argv = ["paysdk", "serve", "--port", "0", "--db", sys.argv[1]]
@@ -140,8 +143,39 @@ def test_a_start_without_seed_imports_no_seed_contracts(config_dir: Path, tmp_pa
         env=subprocess_env(config_dir),
         check=True,
     )
-    modules = set(json.loads(run.stdout.strip().splitlines()[-1]))
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    modules = set(seen["modules"])
     assert "paysdk.server.app" in modules  # the probe ran where the server starts
     assert "paysdk.contracts.seed" not in modules
     assert "paysdk.contracts.wallet" not in modules
     assert "sqlalchemy.dialects.postgresql" not in modules  # a server on SQLite (D307)
+
+    # The imports ran with the garbage collector off; it is on again when the server serves, and what
+    # the start made is frozen out of its collections (D308).
+    assert seen["gc"] is True
+    assert seen["frozen"] > 100_000
+
+
+def _failing_import() -> None:
+    from paysdk_cli.commands.serve import _no_collection_while_importing
+
+    with _no_collection_while_importing():
+        assert not gc.isenabled()
+        raise RuntimeError("an import failed")
+
+
+def test_the_collector_is_on_again_however_the_imports_end() -> None:
+    from paysdk_cli.commands.serve import _no_collection_while_importing
+
+    assert gc.isenabled()
+    try:
+        with pytest.raises(RuntimeError, match="an import failed"):
+            _failing_import()
+        assert gc.isenabled()
+        gc.disable()  # a process that runs without the collector keeps it off
+        with _no_collection_while_importing():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
