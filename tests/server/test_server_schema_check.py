@@ -39,3 +39,24 @@ def test_a_database_of_a_development_version_is_refused(
         assert "start with a new database" in str(refused.value)
     finally:
         Base.metadata.drop_all(engine)  # the next test on this PostgreSQL database starts afresh
+
+
+def test_the_schema_check_reads_what_the_inspector_reads(app: FastAPI) -> None:
+    # On SQLite the check reads every table's columns and indexes in two queries (issue 12); on both
+    # databases it finds what SQLAlchemy's inspector finds (plus SQLite's own automatic indexes).
+    from sqlalchemy import inspect
+
+    from paysdk.server.db import _existing_schema
+
+    database = app.state.paysdk.db
+    tables = database._tables()
+    with database.engine.connect() as connection:
+        found = _existing_schema(connection, tables)
+        inspector = inspect(connection)
+        for table in tables:
+            columns, indexes = found[table.name]
+            assert columns == {column["name"] for column in inspector.get_columns(table.name)}
+            assert columns == {column.name for column in table.columns}
+            reflected = {str(index["name"]) for index in inspector.get_indexes(table.name)}
+            assert {name for name in indexes if not name.startswith("sqlite_autoindex_")} == reflected
+            assert {str(index.name) for index in table.indexes} <= indexes

@@ -378,6 +378,31 @@ def normalize_database_url(url: str | None) -> str:
     return url
 
 
+#: SQLite's columns and indexes of every table, in two queries (SQLAlchemy's inspector makes two per
+#: table: ~11 ms of a start on 44 tables against ~1 ms; issue 12). Quoted names of no input.
+_SQLITE_COLUMNS = (
+    "SELECT m.name, p.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS p WHERE m.type = 'table'"
+)
+_SQLITE_INDEXES = "SELECT tbl_name, name FROM sqlite_master WHERE type = 'index'"
+
+
+def _existing_schema(connection: Connection, tables: Sequence[Table]) -> dict[str, tuple[set[str], set[str]]]:
+    """``table name -> (column names, index names)`` as the database holds them, for the schema check."""
+    found: dict[str, tuple[set[str], set[str]]] = {}
+    if connection.dialect.name == "sqlite":
+        for table_name, column in connection.exec_driver_sql(_SQLITE_COLUMNS):
+            found.setdefault(table_name, (set(), set()))[0].add(column)
+        for table_name, index in connection.exec_driver_sql(_SQLITE_INDEXES):
+            found.setdefault(table_name, (set(), set()))[1].add(index)
+        return found
+    inspector = inspect(connection)
+    for table in tables:
+        columns = {column["name"] for column in inspector.get_columns(table.name)}
+        indexes = {str(index["name"]) for index in inspector.get_indexes(table.name)}
+        found[table.name] = (columns, indexes)
+    return found
+
+
 class Database:
     """The engine and session factory of one server instance.
 
@@ -448,10 +473,9 @@ class Database:
         tables = self._tables()
         Base.metadata.create_all(self.engine, tables=tables)
         with self.engine.connect() as connection:
-            inspector = inspect(connection)
+            existing = _existing_schema(connection, tables)
             for table in tables:
-                columns = {column["name"] for column in inspector.get_columns(table.name)}
-                indexes = {index["name"] for index in inspector.get_indexes(table.name)}
+                columns, indexes = existing.get(table.name, (set(), set()))
                 missing = [f"column {c.name}" for c in table.columns if c.name not in columns]
                 missing += [f"index {i.name}" for i in table.indexes if i.name not in indexes]
                 if missing:
