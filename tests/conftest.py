@@ -43,6 +43,8 @@ from openapi_conformance import Recorder
 from paysdk import _json
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
 from paysdk.server import create_app
+from paysdk.server.app import KEEP_ALIVE_TIMEOUT
+from paysdk.server.connections import uvicorn_connection_options
 from sdk_coverage import covers_check, report_collected  # the covers marker's checks (tests/sdk_coverage.py)
 
 #: The control plane takes JSON bodies only (D92).
@@ -164,7 +166,14 @@ def live_server(db_url: str, server_recorder: Recorder | None) -> Iterator[str]:
         server_recorder.install(application)
     sock = _free_socket()
     port = sock.getsockname()[1]
-    config = uvicorn.Config(application, log_level="warning", lifespan="on", access_log=False)
+    # The connection settings of paysdk serve (head timeout, lingering close), as served.
+    config = uvicorn.Config(
+        application,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        **uvicorn_connection_options(KEEP_ALIVE_TIMEOUT),
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="live-server")
     thread.start()

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -290,7 +289,7 @@ def serve(
     """
     import uvicorn
 
-    from paysdk.server.connections import protocol_with_head_timeout
+    from paysdk.server.connections import uvicorn_connection_options
 
     app = create_app(
         database_url,
@@ -314,9 +313,7 @@ def serve(
         port=port,
         log_level="info",
         proxy_headers=False,
-        # Whole seconds for uvicorn's own timer; the head timer closes at the exact value.
-        timeout_keep_alive=max(1, math.ceil(keep_alive_timeout)),
-        http=protocol_with_head_timeout(keep_alive_timeout),
+        **uvicorn_connection_options(keep_alive_timeout),
         # Open event streams (/_sandbox/events) never end by themselves: cancelled after this on Ctrl-C.
         timeout_graceful_shutdown=STREAMS_SHUTDOWN_TIMEOUT,
     )

@@ -23,11 +23,19 @@ lost a ``413`` on a loaded CI machine).
 from __future__ import annotations
 
 import asyncio
+import math
+from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["LINGER_IDLE_SECONDS", "LINGER_SECONDS", "HeadTimeoutProtocol", "protocol_with_head_timeout"]
+__all__ = [
+    "LINGER_IDLE_SECONDS",
+    "LINGER_SECONDS",
+    "HeadTimeoutProtocol",
+    "protocol_with_head_timeout",
+    "uvicorn_connection_options",
+]
 
 #: The longest a closed connection whose request body was still arriving keeps reading (module doc).
 LINGER_SECONDS = 30.0
@@ -134,3 +142,15 @@ class HeadTimeoutProtocol(H11Protocol):
 def protocol_with_head_timeout(head_timeout: float) -> type[HeadTimeoutProtocol]:
     """:class:`HeadTimeoutProtocol` bound to ``head_timeout`` seconds, for ``uvicorn.run(http=...)``."""
     return type("HeadTimeoutProtocol", (HeadTimeoutProtocol,), {"head_timeout": float(head_timeout)})
+
+
+def uvicorn_connection_options(keep_alive_timeout: float) -> dict[str, Any]:
+    """The connection settings of :func:`paysdk.server.serve` as ``uvicorn.run``/``uvicorn.Config``
+    keyword arguments: the head timeout and the lingering close of :class:`HeadTimeoutProtocol`, and
+    uvicorn's own keep-alive timer in whole seconds (the head timer closes at the exact value). Every
+    uvicorn that serves the app (``paysdk serve``, ``paysdk.testing.SandboxServer``, the test suite's
+    socket servers) uses them, so a ``413`` answered while the body still arrives reaches the client."""
+    return {
+        "timeout_keep_alive": max(1, math.ceil(keep_alive_timeout)),
+        "http": protocol_with_head_timeout(keep_alive_timeout),
+    }

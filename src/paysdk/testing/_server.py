@@ -144,7 +144,16 @@ class SandboxServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+        from paysdk.server.app import KEEP_ALIVE_TIMEOUT
+        from paysdk.server.connections import uvicorn_connection_options
+
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="on",
+            access_log=False,
+            **uvicorn_connection_options(KEEP_ALIVE_TIMEOUT),  # as paysdk serve: the lingering close
+        )
         self._uvicorn = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._uvicorn.run, kwargs={"sockets": [sock]}, daemon=True, name="paysdk-sandbox-server"
