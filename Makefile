@@ -23,7 +23,7 @@ demo: $(STAMP)
 test: $(STAMP) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-## ruff (lint and format, generated code included), mypy --strict, the generated sync code and
+## ruff (lint and format, generated code included), mypy --strict, the generated sync code, the schema snapshot and
 ## docs/coverage.md are up to date, and the docs site builds with no broken link or reference.
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks scripts
@@ -31,6 +31,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/coverage_table.py --check
+	$(BIN)/python scripts/schema_snapshot.py --check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .site
 
 ## Regenerate the sync code from the async source of truth.

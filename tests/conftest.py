@@ -43,8 +43,7 @@ from openapi_conformance import Recorder
 from paysdk import _json
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
 from paysdk.server import create_app
-from paysdk.server.app import KEEP_ALIVE_TIMEOUT
-from paysdk.server.connections import uvicorn_connection_options
+from paysdk.server.connections import KEEP_ALIVE_TIMEOUT, uvicorn_connection_options
 from sdk_coverage import covers_check, report_collected  # the covers marker's checks (tests/sdk_coverage.py)
 
 #: The control plane takes JSON bodies only (D92).

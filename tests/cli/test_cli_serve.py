@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,7 +121,12 @@ import uvicorn
 
 def probe(app, **options):
     import gc
-    seen = {"modules": sorted(sys.modules), "gc": gc.isenabled(), "frozen": gc.get_freeze_count()}
+    seen = {
+        "app": type(app).__name__,
+        "modules": sorted(sys.modules),
+        "gc": gc.isenabled(),
+        "frozen": gc.get_freeze_count(),
+    }
     print(json.dumps(seen))
 
 uvicorn.run = probe
@@ -133,18 +139,24 @@ except SystemExit as exit:
 """
 
 
-def test_a_start_without_seed_imports_no_seed_contracts(config_dir: Path, tmp_path: Path) -> None:
-    # issue 12 (D306): what a plain start needs only; the seed's contracts load with a --seed file.
+def _start_probe(config_dir: Path, db_url: str) -> dict[str, Any]:
     run = subprocess.run(
-        [sys.executable, "-c", _START_PROBE, f"sqlite:///{tmp_path / 's.db'}"],
+        [sys.executable, "-c", _START_PROBE, db_url],
         capture_output=True,
         text=True,
         timeout=120,
         env=subprocess_env(config_dir),
         check=True,
     )
-    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    seen: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    return seen
+
+
+def test_a_start_without_seed_imports_no_seed_contracts(config_dir: Path, tmp_path: Path) -> None:
+    # issue 12 (D306): what a plain start needs only; the seed's contracts load with a --seed file.
+    seen = _start_probe(config_dir, f"sqlite:///{tmp_path / 's.db'}")
     modules = set(seen["modules"])
+    assert seen["app"] == "FastAPI"  # a new database: its tables are created before anything listens
     assert "paysdk.server.app" in modules  # the probe ran where the server starts
     assert "paysdk.contracts.seed" not in modules
     assert "paysdk.contracts.wallet" not in modules
@@ -156,16 +168,34 @@ def test_a_start_without_seed_imports_no_seed_contracts(config_dir: Path, tmp_pa
     assert seen["frozen"] > 100_000
 
 
-def _failing_import() -> None:
-    from paysdk_cli.commands.serve import _no_collection_while_importing
+def test_a_start_on_an_existing_database_imports_no_table_and_no_orm(
+    config_dir: Path, tmp_path: Path
+) -> None:
+    # issue 12 (D310): the boot stage answers the probe; the ORM, the tables and the app load after.
+    db_url = f"sqlite:///{tmp_path / 'existing.db'}"
+    _start_probe(config_dir, db_url)  # creates the tables
+    seen = _start_probe(config_dir, db_url)
+    modules = set(seen["modules"])
+    assert seen["app"] == "BootApp"
+    assert "sqlalchemy.orm" not in modules
+    assert not {m for m in modules if m.startswith("paysdk.server.") and m.endswith("_tables")}
+    for module in ("app", "families", "middleware", "scheduler", "context", "routers", "services"):
+        assert f"paysdk.server.{module}" not in modules
+    assert "paysdk.contracts.sandbox" not in modules
+    assert "fastapi" in modules  # what a bare FastAPI app imports too
+    assert seen["gc"] is True
 
-    with _no_collection_while_importing():
+
+def _failing_import() -> None:
+    from paysdk._gc import imports_without_collection
+
+    with imports_without_collection():
         assert not gc.isenabled()
         raise RuntimeError("an import failed")
 
 
 def test_the_collector_is_on_again_however_the_imports_end() -> None:
-    from paysdk_cli.commands.serve import _no_collection_while_importing
+    from paysdk._gc import imports_without_collection
 
     assert gc.isenabled()
     try:
@@ -173,7 +203,7 @@ def test_the_collector_is_on_again_however_the_imports_end() -> None:
             _failing_import()
         assert gc.isenabled()
         gc.disable()  # a process that runs without the collector keeps it off
-        with _no_collection_while_importing():
+        with imports_without_collection():
             pass
         assert not gc.isenabled()
     finally:

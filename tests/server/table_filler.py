@@ -29,7 +29,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.types import TypeDecorator
 
-from paysdk.server.db import Base
+import paysdk.server.families  # noqa: F401 (imports every family's tables onto Base.metadata)
+from paysdk.server.core_tables import Base
 
 __all__ = ["fill_every_table", "schema_tables"]
 

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from paysdk.server import create_app
 from paysdk.server.clock import Clock
 from paysdk.server.context import get_context
-from paysdk.server.db import Base, JobRow
+from paysdk.server.core_tables import Base, JobRow
 from paysdk.server.families import (
     FAMILIES,
     Family,

@@ -17,7 +17,7 @@ from sqlalchemy import insert
 
 from paysdk.contracts.sandbox import SandboxClient, SandboxTransaction
 from paysdk.server import create_app
-from paysdk.server.db import FaultRow
+from paysdk.server.core_tables import FaultRow
 from paysdk.server.services import faults
 
 

@@ -14,7 +14,7 @@ from sqlalchemy import update
 
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
-from paysdk.server.db import ClientRow
+from paysdk.server.core_tables import ClientRow
 
 REFUSED = [
     "http://169.254.169.254/latest/meta-data/",

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from paysdk.contracts.sandbox import SandboxJob
 from paysdk.server import create_app, jobs
 from paysdk.server.clock import Clock
-from paysdk.server.db import ClientRow
+from paysdk.server.core_tables import ClientRow
 from paysdk.server.jobs import ClaimedJob, LeaseLost
 from paysdk.server.scheduler import CORE_JOB_HANDLERS, JobHandler, Scheduler
 from paysdk.server.services import callbacks

@@ -28,7 +28,8 @@ from paysdk import _json
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import jobs
 from paysdk.server.clock import Clock
-from paysdk.server.db import CallbackAttemptRow, CallbackEventRow, ClientRow, Database, JobRow
+from paysdk.server.core_tables import CallbackAttemptRow, CallbackEventRow, ClientRow, JobRow
+from paysdk.server.db import Database
 from paysdk.server.services import callbacks
 
 WORKER = Path(__file__).with_name("jobs_worker.py")

@@ -21,7 +21,7 @@ import paysdk.server.openapi as server_openapi
 from paysdk.contracts.common import ErrorBody
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
-from paysdk.server.middleware import new_request_id
+from paysdk.server.errors import new_request_id
 from paysdk.server.openapi import REQUEST_ID_PATTERN
 
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)

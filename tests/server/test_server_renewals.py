@@ -26,7 +26,7 @@ from server_helpers import advance
 
 from paysdk.contracts.subscriptions import SubsCallback
 from paysdk.server.clock import Clock
-from paysdk.server.db import ClientRow, JobRow
+from paysdk.server.core_tables import ClientRow, JobRow
 from paysdk.server.renewal_dates import local_date, local_midnight, renewal_date
 from paysdk.server.services import renewals
 from paysdk.server.services.subscriptions import create_subscription

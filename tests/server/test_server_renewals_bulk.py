@@ -15,7 +15,8 @@ from sqlalchemy.exc import IntegrityError
 from paysdk.contracts.sandbox import SandboxClientCreate
 from paysdk.contracts.subscriptions import PlanCreate
 from paysdk.server.clock import Clock
-from paysdk.server.db import ClientRow, Database
+from paysdk.server.core_tables import ClientRow
+from paysdk.server.db import Database
 from paysdk.server.services import renewals, sandbox
 from paysdk.server.services.subscriptions import (
     ChargeRequest,

@@ -20,7 +20,8 @@ from paysdk.contracts.sandbox import SandboxClientCreate
 from paysdk.contracts.subscriptions import PlanCreate, SandboxSubscriptionsCreate
 from paysdk.server import jobs
 from paysdk.server.clock import Clock
-from paysdk.server.db import Database, JobRow
+from paysdk.server.core_tables import JobRow
+from paysdk.server.db import Database
 from paysdk.server.services import renewals, sandbox
 from paysdk.server.services.subscriptions import create_plan, create_subscriptions
 from paysdk.server.subscription_tables import SubscriptionChargeRow, SubscriptionRow

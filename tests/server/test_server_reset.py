@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from table_filler import fill_every_table, schema_tables
 
 from paysdk.contracts.sandbox import ClockState, SandboxClient
-from paysdk.server.db import Base
+from paysdk.server.core_tables import Base
 from paysdk.server.families import reset_order
 
 #: Rows each table gets (others: 3), the issue's figures for the busiest tables.

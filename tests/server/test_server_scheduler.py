@@ -19,7 +19,7 @@ from paysdk import _json
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
 from paysdk.server.clock import Clock
-from paysdk.server.db import JobRow
+from paysdk.server.core_tables import JobRow
 from paysdk.server.services import payments
 
 

@@ -15,8 +15,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from paysdk.server.app import KEEP_ALIVE_TIMEOUT
 from paysdk.server.bodies import BODY_TIMEOUT
+from paysdk.server.connections import KEEP_ALIVE_TIMEOUT
 
 __all__ = ["main"]
 
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for note in notes:
         sys.stderr.write(note + "\n")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from paysdk.server.app import serve
+    from paysdk.server.boot import serve
 
     serve(
         args.host,

@@ -27,9 +27,11 @@ from starlette.types import Scope
 
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, MAX_UPLOAD_BYTES, UPLOAD_TIMEOUT, BodyBounds
+from paysdk.server.boot import serve
 from paysdk.server.clock import Clock
+from paysdk.server.connections import KEEP_ALIVE_TIMEOUT
 from paysdk.server.context import ServerContext
-from paysdk.server.control_token import ControlPlaneAccess, control_token_digest, is_loopback_host
+from paysdk.server.control_token import ControlPlaneAccess
 from paysdk.server.db import Database
 from paysdk.server.errors import install_error_handlers
 from paysdk.server.families import FAMILIES, Family, check_families, fast_lane_of, route_paths
@@ -47,10 +49,6 @@ __all__ = ["KEEP_ALIVE_TIMEOUT", "create_app", "serve"]
 
 log = logging.getLogger("paysdk.server")
 
-#: Seconds open streams may go on once :func:`serve` is asked to stop; then they are cancelled.
-STREAMS_SHUTDOWN_TIMEOUT = 2
-#: Seconds an idle connection stays open under :func:`serve` (uvicorn's ``timeout_keep_alive``, D86).
-KEEP_ALIVE_TIMEOUT = 5.0
 
 #: The sandbox emits no OpenTelemetry data. FastAPI releases with native telemetry otherwise ask the
 #: global OpenTelemetry providers on every request (a few microseconds of the hot path).
@@ -88,6 +86,7 @@ def create_app(
     control_token_digest: bytes | None = None,
     control_plane_exposed: bool = False,
     lazy_routers: bool = False,
+    database: Database | None = None,
 ) -> FastAPI:
     """Build the reference server.
 
@@ -114,6 +113,8 @@ def create_app(
     included route answers, or that asks for ``/openapi.json`` or ``/docs`` (:func:`serve` does, D303);
     their route checks run then. Default: everything at once, checked before anything is served.
     ``families``: the API families served (default :data:`paysdk.server.families.FAMILIES`; tests add one).
+    ``database``: an already opened :class:`~paysdk.server.db.Database` to serve (``database_url`` is
+    then not read; :func:`serve` opens it first to check the schema, D310); the app disposes of it.
     ``job_handlers``: job kinds to run besides the families' (embedding, tests; see
     :mod:`paysdk.server.scheduler`); ``job_lease``: how long (wall clock) a claim holds a job (D125).
     Raises ``ValueError`` naming a malformed ``environment``, ``public_url`` or allowed host, body bounds,
@@ -128,7 +129,11 @@ def create_app(
     body_bounds = BodyBounds(
         body_limit, body_timeout, upload_limit=upload_limit, upload_timeout=upload_timeout
     )
-    database = Database(database_url, families)
+    if database is None:
+        # The default families' schema and reset order are read from the snapshot (D310).
+        database = Database(database_url, None if families == FAMILIES else families)
+    elif families != FAMILIES:
+        raise ValueError("a database given to create_app serves the default families only")
     database.create_schema()
     context = ServerContext(
         database,
@@ -257,63 +262,3 @@ def _fast_lane(families: Sequence[Family]) -> dict[tuple[str, str], Endpoint]:
                     raise ValueError(f"{family.name}: fast-lane route {method} {path} has path parameters")
                 lane[(method, path)] = route.endpoint
     return lane
-
-
-def serve(
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    database_url: str | None = None,
-    environment: Literal["sandbox", "production"] = "sandbox",
-    public_url: str | None = None,
-    allowed_hosts: Iterable[str] = (),
-    *,
-    seed: str | None = None,
-    body_timeout: float = BODY_TIMEOUT,
-    keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT,
-    upload_limit: int = MAX_UPLOAD_BYTES,
-    control_token: str | None = None,
-) -> None:
-    """Run the server with uvicorn until interrupted (``python -m paysdk.server``, ``paysdk serve``).
-
-    ``seed``: a seed file loaded at start and restored by every reset (:mod:`paysdk.server.seed`; a bad
-    one raises :class:`~paysdk.contracts.seed.SeedError` before anything listens).
-
-    ``public_url`` and ``allowed_hosts``: as :func:`create_app` (default: URLs on the address a
-    request reached, i.e. ``http://<host>:<port>`` it listens on). ``body_timeout``: seconds a request
-    body may take (``408`` after, D85). ``keep_alive_timeout``: seconds a connection may wait for a
-    request head, before its first request or after an answer, however many bytes trickle in meanwhile;
-    then it is closed (D86). ``upload_limit``: bytes an upload route's body may hold (``413`` past it, D110).
-    ``control_token``: the control plane's token (only its digest is kept); a non-loopback ``host``
-    exposes the control plane (masked re-reads, D270). ``paysdk serve`` refuses an exposed start
-    without a token unless told otherwise; this function does not.
-    """
-    import uvicorn
-
-    from paysdk.server.connections import uvicorn_connection_options
-
-    app = create_app(
-        database_url,
-        environment,
-        public_url=public_url,
-        allowed_hosts=allowed_hosts,
-        body_timeout=body_timeout,
-        upload_limit=upload_limit,
-        control_token_digest=None if control_token is None else control_token_digest(control_token),
-        control_plane_exposed=not is_loopback_host(host),
-        lazy_routers=True,  # start in a blink: the families' routers load on their first request (D303)
-    )
-    log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
-    if seed is not None:  # before uvicorn binds: a seed the server refuses starts nothing
-        from paysdk.server.seed import install_seed
-
-        install_seed(app, seed)
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level="info",
-        proxy_headers=False,
-        **uvicorn_connection_options(keep_alive_timeout),
-        # Open event streams (/_sandbox/events) never end by themselves: cancelled after this on Ctrl-C.
-        timeout_graceful_shutdown=STREAMS_SHUTDOWN_TIMEOUT,
-    )

@@ -19,7 +19,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from paysdk.server.db import Base
+from paysdk.server.core_tables import Base
 
 __all__ = ["BACKOFFICE_RESET_ORDER", "OperatorRow", "PartnerEnrollmentRow", "PartnerRow"]
 

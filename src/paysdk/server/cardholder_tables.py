@@ -22,7 +22,7 @@ from datetime import datetime
 from sqlalchemy import BigInteger, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from paysdk.server.db import Base
+from paysdk.server.core_tables import Base
 
 __all__ = [
     "CARDHOLDER_RESET_ORDER",

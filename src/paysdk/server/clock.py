@@ -13,7 +13,7 @@ from decimal import Decimal
 
 from sqlalchemy.orm import Session
 
-from paysdk.server.db import ClockRow
+from paysdk.server.core_tables import ClockRow
 
 __all__ = ["Clock"]
 

@@ -29,9 +29,16 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+#: Seconds an idle connection stays open under ``paysdk serve`` (uvicorn's ``timeout_keep_alive``, D86).
+KEEP_ALIVE_TIMEOUT = 5.0
+#: Seconds open streams may go on once ``paysdk serve`` is asked to stop; then they are cancelled.
+STREAMS_SHUTDOWN_TIMEOUT = 2
+
 __all__ = [
+    "KEEP_ALIVE_TIMEOUT",
     "LINGER_IDLE_SECONDS",
     "LINGER_SECONDS",
+    "STREAMS_SHUTDOWN_TIMEOUT",
     "HeadTimeoutProtocol",
     "protocol_with_head_timeout",
     "uvicorn_connection_options",

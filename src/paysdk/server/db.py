@@ -1,4 +1,9 @@
-"""Storage of the reference server: SQLAlchemy 2 typed tables, the engine and a session helper.
+"""Storage of the reference server: the engine, the session helper, the schema check and the reset.
+
+The mapped tables are declared elsewhere (the core's in :mod:`paysdk.server.core_tables`, each family's
+in its ``*_tables`` module); this module imports neither them nor SQLAlchemy's ORM until a session, a
+schema creation or a reset of other families needs them, so a server can start and answer its readiness
+probe first (:mod:`paysdk.server.boot`, D310).
 
 Decisions kept here:
 
@@ -19,51 +24,26 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Boolean,
-    DateTime,
-    Dialect,
-    ForeignKey,
-    Index,
-    Integer,
-    String,
-    Table,
-    Text,
-    create_engine,
-    event,
-    inspect,
-)
+from sqlalchemy import DateTime, Dialect, Table, create_engine, event
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 from sqlalchemy.pool import NullPool
-from sqlalchemy.schema import sort_tables
 from sqlalchemy.types import TypeDecorator
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
     from paysdk.server.families import Family
 
 __all__ = [
-    "CORE_TABLES",
-    "Base",
-    "CallbackAttemptRow",
-    "CallbackEventRow",
-    "ClientRow",
-    "ClockRow",
     "Database",
-    "FaultRow",
-    "IdempotencyRow",
-    "JobRow",
-    "RequestLogRow",
     "SchemaMismatch",
-    "TransactionRow",
+    "UTCDateTime",
     "default_database_url",
     "from_cents",
     "normalize_database_url",
@@ -117,223 +97,6 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC)
 
 
-class Base(DeclarativeBase):
-    """Declarative base of every server table."""
-
-    type_annotation_map: ClassVar[dict[Any, Any]] = {
-        datetime: UTCDateTime,
-        dict[str, Any]: JSON,
-        list[Any]: JSON,
-    }
-
-
-class ClientRow(Base):
-    """A merchant client (application): its slug, limits, rails, tokens and callback registration.
-
-    The merchant tokens are kept (the control plane shows them again, sandbox only) together with their
-    SHA-256, which is what requests are looked up by. The hook key pair is kept only as
-    SHA-256 of ``privateKey + ":" + publicKey`` (D14); the public key is kept for display.
-    """
-
-    __tablename__ = "clients"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    slug: Mapped[str] = mapped_column(String(64), unique=True)
-    amount_min_cents: Mapped[int] = mapped_column(BigInteger)
-    amount_max_cents: Mapped[int] = mapped_column(BigInteger)
-    channels: Mapped[list[Any]] = mapped_column(JSON)
-    currencies: Mapped[list[Any]] = mapped_column(JSON)
-    payment_methods: Mapped[list[Any]] = mapped_column(JSON)
-    country: Mapped[str] = mapped_column(String(2))
-    timezone: Mapped[str] = mapped_column(String(64))
-    callback_url: Mapped[str | None] = mapped_column(Text, nullable=True)
-    callback_header_name: Mapped[str] = mapped_column(String(100))
-    callback_header_value: Mapped[str] = mapped_column(String(500))
-    three_ds: Mapped[bool] = mapped_column(Boolean, default=False)
-    sandbox_token: Mapped[str] = mapped_column(String(64))
-    sandbox_token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
-    production_token: Mapped[str] = mapped_column(String(64))
-    production_token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
-    hook_public_key: Mapped[str] = mapped_column(String(64))
-    hook_keys_sha256: Mapped[str] = mapped_column(String(64), unique=True)
-    created_at: Mapped[datetime]
-
-
-class TransactionRow(Base):
-    """A payment-link or alternative-payment transaction (D8 statuses)."""
-
-    __tablename__ = "transactions"
-    __table_args__ = (
-        Index("ix_transactions_client", "client_id"),
-        # The scheduler's expiries: pending transactions by expire_at (see paysdk.server.scheduler).
-        Index("ix_transactions_expiry", "status", "expire_at"),
-    )
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    uid: Mapped[str] = mapped_column(String(64), unique=True)
-    reference: Mapped[str] = mapped_column(String(32), unique=True)
-    kind: Mapped[str] = mapped_column(String(32))
-    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"))
-    status: Mapped[str] = mapped_column(String(16))
-    amount_cents: Mapped[int] = mapped_column(BigInteger)
-    currency: Mapped[str] = mapped_column(String(3))
-    channel: Mapped[str] = mapped_column(String(8))
-    user_id: Mapped[str] = mapped_column(String(255))
-    external_id: Mapped[str | None] = mapped_column(String(255), nullable=True)
-    custom_keys_json: Mapped[str | None] = mapped_column(Text, nullable=True)  # exact JSON (Decimals kept)
-    processor: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    payment_reference: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    intent_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
-    challenge_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
-    outcome: Mapped[str | None] = mapped_column(String(40), nullable=True)
-    outcome_message: Mapped[str | None] = mapped_column(String(255), nullable=True)
-    transaction_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
-    payment_method_type: Mapped[str | None] = mapped_column(String(40), nullable=True)
-    created_at: Mapped[datetime]
-    expire_at: Mapped[datetime]
-    updated_at: Mapped[datetime]
-
-
-class CallbackEventRow(Base):
-    """One outbound event (a merchant callback: one terminal status of one transaction; later a
-    subscription's ``subsCallback``). ``payload`` is the exact JSON; ``uid`` what it is about."""
-
-    __tablename__ = "callback_events"
-
-    event_id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    #: ``transaction.status`` for the payment-link callback (``None`` in rows of older versions).
-    event_type: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    uid: Mapped[str] = mapped_column(String(64), index=True)
-    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"))
-    url: Mapped[str] = mapped_column(Text)
-    header_name: Mapped[str] = mapped_column(String(100))
-    header_value: Mapped[str] = mapped_column(String(500))
-    payload: Mapped[str] = mapped_column(Text)
-    state: Mapped[str] = mapped_column(String(16), default="pending")  # pending|delivered|gone|exhausted
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    created_at: Mapped[datetime]
-    first_attempt_at: Mapped[datetime | None] = mapped_column(nullable=True)
-
-
-class CallbackAttemptRow(Base):
-    """One HTTP delivery attempt of a callback event."""
-
-    __tablename__ = "callback_attempts"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    event_id: Mapped[str] = mapped_column(ForeignKey("callback_events.event_id", ondelete="CASCADE"))
-    uid: Mapped[str] = mapped_column(String(64), index=True)
-    attempt: Mapped[int] = mapped_column(Integer)
-    url: Mapped[str] = mapped_column(Text)
-    status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    error: Mapped[str | None] = mapped_column(String(500), nullable=True)
-    at: Mapped[datetime]
-    next_attempt_at: Mapped[datetime | None] = mapped_column(nullable=True)
-    final: Mapped[bool] = mapped_column(Boolean, default=False)
-
-
-class JobRow(Base):
-    """A timed job (written only by :mod:`paysdk.server.jobs`): ``kind`` names its handler (``callback``:
-    ref = event id; a family's kinds), ``due_at`` is virtual time, the lease wall-clock time."""
-
-    __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_due", "status", "due_at", "id"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    kind: Mapped[str] = mapped_column(String(16))
-    ref: Mapped[str] = mapped_column(String(64))
-    due_at: Mapped[datetime]
-    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|running|done|failed
-    created_at: Mapped[datetime]
-    #: Runs started (``None`` in rows of older versions: 0).
-    attempts: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    last_error: Mapped[str | None] = mapped_column(String(500), nullable=True)
-    #: The runner that holds (or last held) the job, and until when (wall clock) it holds it.
-    lease_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    lease_until: Mapped[datetime | None] = mapped_column(nullable=True)
-    #: A recurring job's interval in microseconds of virtual time.
-    every_us: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-
-
-class RequestLogRow(Base):
-    """One public request, metadata only (no bodies), credentials masked before storage."""
-
-    __tablename__ = "request_log"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    method: Mapped[str] = mapped_column(String(16))
-    path: Mapped[str] = mapped_column(Text)
-    status_code: Mapped[int] = mapped_column(Integer)
-    at: Mapped[datetime]
-    headers: Mapped[dict[str, Any]] = mapped_column(JSON)
-    #: The ``X-Request-Id`` of the answer (D65); ``None`` in rows written before it existed.
-    request_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    #: Milliseconds from the request's arrival to the end of its answer; ``None`` in older rows.
-    duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
-
-
-class FaultRow(Base):
-    """An injected fault and how many uses remain."""
-
-    __tablename__ = "faults"
-
-    id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    seq: Mapped[int] = mapped_column(Integer)
-    kind: Mapped[str] = mapped_column(String(32))
-    route: Mapped[str] = mapped_column(String(300))
-    count: Mapped[int] = mapped_column(Integer)
-    remaining: Mapped[int] = mapped_column(Integer)
-    status: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    latency_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    retry_after: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    #: ``stream_cut``: events sent before the stream's connection is dropped.
-    after_events: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    created_at: Mapped[datetime]
-
-
-class IdempotencyRow(Base):
-    """A stored answer for an ``Idempotency-Key`` (D17).
-
-    ``scope`` hashes the key, method, path and credentials.
-    """
-
-    __tablename__ = "idempotency"
-
-    scope: Mapped[str] = mapped_column(String(64), primary_key=True)
-    body_sha256: Mapped[str] = mapped_column(String(64))
-    state: Mapped[str] = mapped_column(String(16))  # in_progress|done
-    status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    content_type: Mapped[str | None] = mapped_column(String(100), nullable=True)
-    response_body: Mapped[str | None] = mapped_column(Text, nullable=True)
-    created_at: Mapped[datetime]
-    expires_at: Mapped[datetime]
-
-
-class ClockRow(Base):
-    """The virtual clock: microseconds ahead of the wall clock (single row, id 1)."""
-
-    __tablename__ = "clock"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    offset_us: Mapped[int] = mapped_column(BigInteger, default=0)
-
-
-#: The core's tables (clients, transactions, callbacks, jobs, the request log, faults, idempotency, the
-#: clock), in deletion order for a reset (children first). Each API family registers its own tables
-#: (:mod:`paysdk.server.families`); they are emptied before these.
-CORE_TABLES: tuple[type[Base], ...] = (
-    CallbackAttemptRow,
-    CallbackEventRow,
-    JobRow,
-    TransactionRow,
-    ClientRow,
-    RequestLogRow,
-    FaultRow,
-    IdempotencyRow,
-    ClockRow,
-)
-
-
 def default_database_url() -> str:
     """``sqlite:///<user data dir>/sandbox.db``: the directory is made ``0700`` and the file ``0600``.
 
@@ -378,29 +141,48 @@ def normalize_database_url(url: str | None) -> str:
     return url
 
 
-#: SQLite's columns and indexes of every table, in two queries (SQLAlchemy's inspector makes two per
-#: table: ~11 ms of a start on 44 tables against ~1 ms; issue 12). Quoted names of no input.
+#: SQLite's columns and indexes of every table, in two queries. Quoted names of no input.
 _SQLITE_COLUMNS = (
     "SELECT m.name, p.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS p WHERE m.type = 'table'"
 )
 _SQLITE_INDEXES = "SELECT tbl_name, name FROM sqlite_master WHERE type = 'index'"
 
 
-def _existing_schema(connection: Connection, tables: Sequence[Table]) -> dict[str, tuple[set[str], set[str]]]:
-    """``table name -> (column names, index names)`` as the database holds them, for the schema check."""
+#: PostgreSQL's columns and indexes of the current schema's tables, in two queries (the inspector makes two
+#: per table).
+_POSTGRESQL_COLUMNS = (
+    "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+)
+_POSTGRESQL_INDEXES = "SELECT tablename, indexname FROM pg_indexes WHERE schemaname = current_schema()"
+
+
+def _existing_schema(connection: Connection) -> dict[str, tuple[set[str], set[str]]]:
+    """``table name -> (column names, index names)`` of every table the database holds, for the schema
+    check, in two queries (SQLAlchemy's inspector makes two per table: ~11 ms of a start on 44 SQLite
+    tables against ~1 ms; issue 12). The index names include those the database made itself (SQLite's
+    ``sqlite_autoindex_*``, PostgreSQL's primary and unique keys)."""
+    sqlite = connection.dialect.name == "sqlite"
     found: dict[str, tuple[set[str], set[str]]] = {}
-    if connection.dialect.name == "sqlite":
-        for table_name, column in connection.exec_driver_sql(_SQLITE_COLUMNS):
-            found.setdefault(table_name, (set(), set()))[0].add(column)
-        for table_name, index in connection.exec_driver_sql(_SQLITE_INDEXES):
-            found.setdefault(table_name, (set(), set()))[1].add(index)
-        return found
-    inspector = inspect(connection)
-    for table in tables:
-        columns = {column["name"] for column in inspector.get_columns(table.name)}
-        indexes = {str(index["name"]) for index in inspector.get_indexes(table.name)}
-        found[table.name] = (columns, indexes)
+    for table_name, column in connection.exec_driver_sql(_SQLITE_COLUMNS if sqlite else _POSTGRESQL_COLUMNS):
+        found.setdefault(table_name, (set(), set()))[0].add(column)
+    for table_name, index in connection.exec_driver_sql(_SQLITE_INDEXES if sqlite else _POSTGRESQL_INDEXES):
+        found.setdefault(table_name, (set(), set()))[1].add(index)
     return found
+
+
+def _lacking(
+    expected: Mapping[str, tuple[Iterable[str], Iterable[str]]], existing: Mapping[str, Any]
+) -> str | None:
+    """The first table of ``expected`` (``name -> (columns, indexes)``) the database lacks a column or
+    index of, as ``"table t lacks column c, index i"`` (a table missing whole lacks everything); ``None``
+    when none does."""
+    for name, (columns, indexes) in expected.items():
+        present_columns, present_indexes = existing.get(name, (set(), set()))
+        missing = [f"column {c}" for c in columns if c not in present_columns]
+        missing += [f"index {i}" for i in indexes if i not in present_indexes]
+        if missing:
+            return f"table {name} lacks {', '.join(missing)}"
+    return None
 
 
 class Database:
@@ -412,6 +194,9 @@ class Database:
 
     def __init__(self, url: str | None, families: Sequence[Family] | None = None) -> None:
         self._families = None if families is None else tuple(families)
+        #: The default families (:data:`paysdk.server.families.FAMILIES`), whose schema and reset order
+        #: :mod:`paysdk.server.schema_snapshot` holds.
+        self.default_families = families is None
         self.url = normalize_database_url(url)
         parsed = make_url(self.url)
         self.dialect = parsed.get_backend_name()
@@ -427,7 +212,7 @@ class Database:
             self.engine = create_engine(self.url, pool_pre_ping=True, pool_size=5, max_overflow=10)
         else:
             raise ValueError(f"unsupported database {self.dialect!r}: use sqlite:/// or postgresql://")
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._sessions: sessionmaker[Session] | None = None  # made by the first session (D310)
         # SQLite takes one writer at a time, and a waiting writer sleeps in SQLite's busy handler.
         # Running this instance's transactions on one thread queues them in order instead, with
         # one warm connection. Other processes on the same file still meet the busy timeout.
@@ -461,6 +246,8 @@ class Database:
 
     def _tables(self) -> list[Table]:
         """The registered tables, parents before children."""
+        from sqlalchemy.schema import sort_tables
+
         from paysdk.server.families import schema_tables
 
         return sort_tables([cast(Table, row.__table__) for row in schema_tables(self.families)])
@@ -470,24 +257,38 @@ class Database:
         (idempotent), and refuse a database whose existing tables lack a column or index of this version
         (:class:`SchemaMismatch`): nothing migrates databases of development versions before the first
         release (D135)."""
+        from paysdk.server.core_tables import Base
+
         tables = self._tables()
         Base.metadata.create_all(self.engine, tables=tables)
+        expected = {t.name: ([c.name for c in t.columns], [str(i.name) for i in t.indexes]) for t in tables}
         with self.engine.connect() as connection:
-            existing = _existing_schema(connection, tables)
-            for table in tables:
-                columns, indexes = existing.get(table.name, (set(), set()))
-                missing = [f"column {c.name}" for c in table.columns if c.name not in columns]
-                missing += [f"index {i.name}" for i in table.indexes if i.name not in indexes]
-                if missing:
-                    raise SchemaMismatch(
-                        f"the database was made by an older development version of paysdk: table "
-                        f"{table.name} lacks {', '.join(missing)}; start with a new database (delete the "
-                        "file, or pass another --db)"
-                    )
+            lacking = _lacking(expected, _existing_schema(connection))
+        if lacking is not None:
+            raise SchemaMismatch(
+                f"the database was made by an older development version of paysdk: {lacking}; start with a "
+                "new database (delete the file, or pass another --db)"
+            )
+
+    def schema_current(self) -> bool:
+        """Whether the database already holds every table, column and index of this version, checked
+        against :data:`paysdk.server.schema_snapshot.TABLES` with Core queries only: no table module is
+        imported (D310). ``False`` for a server of other families than the default ones (their tables
+        are in no snapshot) and for a database :meth:`create_schema` still has to create or refuse."""
+        if not self.default_families:
+            return False
+        from paysdk.server.schema_snapshot import TABLES
+
+        with self.engine.connect() as connection:
+            return _lacking(TABLES, _existing_schema(connection)) is None
 
     @contextlib.contextmanager
     def session(self) -> Iterator[Session]:
         """A session inside one transaction: committed on success, rolled back on error."""
+        if self._sessions is None:
+            from sqlalchemy.orm import sessionmaker
+
+            self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         with self._sessions() as session, session.begin():
             yield session
 
@@ -564,14 +365,17 @@ class Database:
 
     def _reset_statements(self) -> tuple[str, ...]:
         if self._reset_sql is None:
-            from paysdk.server.families import reset_order
+            if self.default_families:  # their order is in the snapshot (D310)
+                from paysdk.server.schema_snapshot import RESET_ORDER
 
-            preparer = self.engine.dialect.identifier_preparer
+                names: Sequence[str] = RESET_ORDER
+            else:
+                from paysdk.server.families import reset_order
+
+                names = [row.__tablename__ for row in reset_order(self.families)]
+            quote = self.engine.dialect.identifier_preparer.quote
             # Quoted names of the schema's own tables, never input.
-            self._reset_sql = tuple(
-                f"DELETE FROM {preparer.format_table(cast(Table, row.__table__))}"  # noqa: S608
-                for row in reset_order(self.families)
-            )
+            self._reset_sql = tuple(f"DELETE FROM {quote(name)}" for name in names)  # noqa: S608
         return self._reset_sql
 
     def _reset_sqlite(self, statements: Sequence[str]) -> None:

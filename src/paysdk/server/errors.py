@@ -11,6 +11,8 @@ An unexpected exception is logged with its traceback (never the request headers 
 from __future__ import annotations
 
 import logging
+import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -24,12 +26,14 @@ from paysdk import _json
 from paysdk.contracts.codes import OWN_CODES, OwnCode
 
 __all__ = [
+    "REQUEST_ID_HEADER",
     "REQUEST_ID_SCOPE_KEY",
     "APIProblem",
     "ConnectionDropped",
     "JSONResponse",
     "error_body",
     "install_error_handlers",
+    "new_request_id",
     "problem_from_validation",
 ]
 
@@ -37,6 +41,15 @@ log = logging.getLogger("paysdk.server")
 
 #: The ASGI scope key under which ServerMiddleware keeps the request's id (D65, ``X-Request-Id``).
 REQUEST_ID_SCOPE_KEY = "paysdk.request_id"
+
+#: The header that carries the request's id (D65) on every answer.
+REQUEST_ID_HEADER = b"x-request-id"
+
+
+def new_request_id() -> str:
+    """``req_``, 16 hex digits of the wall-clock microseconds and 16 of ``os.urandom`` (time-ordered,
+    unique across server instances; about a microsecond, a quarter of a UUIDv7's cost)."""
+    return "req_%016x%s" % (time.time_ns() // 1000, os.urandom(8).hex())  # noqa: UP031 (faster)
 
 
 class JSONResponse(Response):

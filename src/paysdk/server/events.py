@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from paysdk.server.db import CallbackAttemptRow
+from paysdk.server.core_tables import CallbackAttemptRow
 
 if TYPE_CHECKING:
     from paysdk.server.context import ServerContext

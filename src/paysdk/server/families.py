@@ -40,7 +40,7 @@ from paysdk.server import (
     subscription_tables,
     wallet_tables,
 )
-from paysdk.server.db import CORE_TABLES, Base
+from paysdk.server.core_tables import CORE_TABLES, Base
 from paysdk.server.refs import is_ref, resolve
 from paysdk.server.routers import sandbox_health
 from paysdk.server.scheduler import BUILTIN_KINDS, JobHandler

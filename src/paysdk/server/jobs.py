@@ -1,7 +1,7 @@
 """The job queue of the reference server: adding, claiming and finishing timed jobs (decisions D125-D127).
 
-This module owns every write to the ``jobs`` table (:class:`~paysdk.server.db.JobRow`); it depends on the
-tables and nothing above them. :mod:`paysdk.server.scheduler` drives it (when to claim, on which clock,
+This module owns every write to the ``jobs`` table (:class:`~paysdk.server.core_tables.JobRow`); it depends
+on the tables and nothing above them. :mod:`paysdk.server.scheduler` drives it (when to claim, on which clock,
 with which handler); a family only calls :func:`add` (or :func:`ensure_recurring`) and declares a handler.
 
 * **Two clocks.** A job's ``due_at`` counts *virtual* time (:mod:`paysdk.server.clock`, moved by
@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql import ColumnElement
 
 from paysdk.contracts.sandbox import SandboxJob
-from paysdk.server.db import JobRow
+from paysdk.server.core_tables import JobRow
 
 __all__ = [
     "FIRST_RETRY",

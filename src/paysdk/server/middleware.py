@@ -50,7 +50,6 @@ import contextlib
 import hashlib
 import inspect
 import logging
-import os
 import re
 import sys
 import time
@@ -75,8 +74,14 @@ from paysdk._redact import MASK, is_sensitive_name
 from paysdk.server.bodies import BodyBounds, BodyRefused, declared_too_large
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
-from paysdk.server.db import ClientRow, IdempotencyRow, RequestLogRow
-from paysdk.server.errors import REQUEST_ID_SCOPE_KEY, APIProblem, ConnectionDropped
+from paysdk.server.core_tables import ClientRow, IdempotencyRow, RequestLogRow
+from paysdk.server.errors import (
+    REQUEST_ID_HEADER,
+    REQUEST_ID_SCOPE_KEY,
+    APIProblem,
+    ConnectionDropped,
+    new_request_id,
+)
 from paysdk.server.families import (
     FAMILIES,
     Family,
@@ -137,16 +142,6 @@ HOOK_PATH = "/transactions-hook"
 #: Control-plane routes that take faults, from faults naming them explicitly (``paysdk.server.services.
 #: faults.matches``): the upload sink, which stands in for the upload routes of the API in tests.
 FAULTABLE_CONTROL_PATHS = frozenset({"/_sandbox/uploads"})
-
-
-#: The header that carries the request's id (D65) on every answer.
-REQUEST_ID_HEADER = b"x-request-id"
-
-
-def new_request_id() -> str:
-    """``req_``, 16 hex digits of the wall-clock microseconds and 16 of ``os.urandom`` (time-ordered,
-    unique across server instances; about a microsecond, a quarter of a UUIDv7's cost)."""
-    return "req_%016x%s" % (time.time_ns() // 1000, os.urandom(8).hex())  # noqa: UP031 (faster)
 
 
 def _stamp(message: Message, request_id: bytes) -> Message:

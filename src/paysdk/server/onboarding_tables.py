@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from paysdk.server.db import Base
+from paysdk.server.core_tables import Base
 
 __all__ = ["ONBOARDING_RESET_ORDER", "LeadDocumentRow", "LeadRow"]
 

@@ -38,7 +38,7 @@ from paysdk.server.families import FAMILIES, Family, honours_idempotency_key, id
 
 __all__ = ["REQUEST_ID_PATTERN", "complete_openapi", "install_openapi"]
 
-#: What every ``X-Request-Id`` value matches (:func:`paysdk.server.middleware.new_request_id`, D65).
+#: What every ``X-Request-Id`` value matches (:func:`paysdk.server.errors.new_request_id`, D65).
 REQUEST_ID_PATTERN = r"^req_[0-9a-f]{32}$"
 
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")

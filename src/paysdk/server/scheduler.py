@@ -60,7 +60,7 @@ from paysdk.contracts.payment_links import TransactionStatus
 from paysdk.server import jobs
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
-from paysdk.server.db import JobRow, TransactionRow
+from paysdk.server.core_tables import JobRow, TransactionRow
 from paysdk.server.events import publish_job_run
 from paysdk.server.jobs import ClaimedJob, LeaseLost
 from paysdk.server.refs import resolve

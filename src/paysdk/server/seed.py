@@ -25,7 +25,7 @@ from paysdk import _jwt
 from paysdk.contracts.seed import SeedError, SeedFile, SeedMerchant, read_seed
 from paysdk.contracts.wallet import username_key
 from paysdk.server.auth import hook_keys_digest, sha256_hex
-from paysdk.server.db import ClientRow
+from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.families import reset_order
 from paysdk.server.services import sandbox, wallet_cards

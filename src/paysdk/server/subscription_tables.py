@@ -34,7 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
-from paysdk.server.db import Base
+from paysdk.server.core_tables import Base
 
 __all__ = [
     "SUBSCRIPTION_RESET_ORDER",

@@ -18,7 +18,7 @@ from datetime import date, datetime
 from sqlalchemy import BigInteger, Date, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from paysdk.server.db import Base
+from paysdk.server.core_tables import Base
 
 __all__ = [
     "TERMINAL_RESET_ORDER",

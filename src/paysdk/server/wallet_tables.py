@@ -32,7 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from paysdk.server.db import Base
+from paysdk.server.core_tables import Base
 
 __all__ = [
     "WALLET_RESET_ORDER",

@@ -41,6 +41,7 @@ class ServerDependenciesMissing(ImportError):
 def _server_modules() -> Any:
     try:
         from paysdk import server
+        from paysdk.server import app as _app  # noqa: F401 (the package imports its dependencies lazily)
         from paysdk.server import seed as seed_module
     except ImportError as exc:
         raise ServerDependenciesMissing(
@@ -144,8 +145,7 @@ class SandboxServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-        from paysdk.server.app import KEEP_ALIVE_TIMEOUT
-        from paysdk.server.connections import uvicorn_connection_options
+        from paysdk.server.connections import KEEP_ALIVE_TIMEOUT, uvicorn_connection_options
 
         config = uvicorn.Config(
             app,

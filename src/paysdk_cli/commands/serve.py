@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import sys
-from collections.abc import Iterator
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -119,26 +117,6 @@ def _checked_address(value: str | list[str] | None) -> str | list[str] | None:
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     return value
-
-
-@contextlib.contextmanager
-def _no_collection_while_importing() -> Iterator[None]:
-    """The server's imports (FastAPI, SQLAlchemy, the mapped tables, the app) with the cyclic garbage
-    collector off, then everything they made frozen (issue 12, D308).
-
-    Those imports make a few hundred thousand objects that live as long as the process, and no garbage
-    worth collecting: the collections their allocations trigger (several full ones) are ~10% of the CPU of
-    a start. Frozen (``gc.freeze``), those objects are also left out of every later collection of the
-    running server. The collector is on again (if it was) when the block ends, however it ends.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 #: The environment variable ``--control-token`` is read from when not given (the SDK and CLI read it too).
@@ -274,7 +252,9 @@ def serve(
 
     Point the other commands at it with --base-url http://HOST:PORT (127.0.0.1:8000 is the default).
     """
-    with _no_collection_while_importing():
+    from paysdk._gc import imports_without_collection  # here: `paysdk serve --help` imports no paysdk
+
+    with imports_without_collection():  # the server's imports, collector off (D308)
         _check_seed(seed)
         _check_database_url(db)
         try:

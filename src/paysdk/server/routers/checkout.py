@@ -37,7 +37,8 @@ from paysdk._environment import CHECKOUT_PREFIX
 from paysdk.contracts.alternative_payments import RAILS
 from paysdk.contracts.payment_links import TransactionStatus
 from paysdk.server.context import ServerContext, get_context
-from paysdk.server.db import TransactionRow, from_cents
+from paysdk.server.core_tables import TransactionRow
+from paysdk.server.db import from_cents
 from paysdk.server.errors import APIProblem
 from paysdk.server.pages import (
     CheckoutView,

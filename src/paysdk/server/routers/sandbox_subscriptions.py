@@ -20,7 +20,7 @@ from paysdk.contracts.subscriptions import PlanCreate, SandboxSubscriptionsCreat
 from paysdk.contracts.wallet import validate_email
 from paysdk.server.bodies import read_json_object, validate
 from paysdk.server.context import get_context
-from paysdk.server.db import ClientRow
+from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem, JSONResponse
 from paysdk.server.services import subscriptions
 

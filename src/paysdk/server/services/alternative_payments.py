@@ -38,7 +38,7 @@ from paysdk.contracts.payment_links import TransactionStatus
 from paysdk.server.auth import Credentials, EnvironmentName, authenticate_token, authenticate_token_core
 from paysdk.server.bodies import parse_json_object, validate
 from paysdk.server.clock import Clock
-from paysdk.server.db import ClientRow, TransactionRow
+from paysdk.server.core_tables import ClientRow, TransactionRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.services import transactions
 from paysdk.server.services.payment_links import Parsed

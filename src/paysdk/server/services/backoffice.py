@@ -47,7 +47,7 @@ from paysdk.server.backoffice_tables import OperatorRow, PartnerEnrollmentRow, P
 from paysdk.server.bodies import parse_json_object
 from paysdk.server.cardholder_tables import BatchCardholderRow
 from paysdk.server.context import ServerContext
-from paysdk.server.db import ClientRow
+from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem, problem_from_validation
 from paysdk.server.services import wallet_tokens
 from paysdk.server.services.wallet_cards import card_view

@@ -49,13 +49,8 @@ from paysdk.contracts.sandbox import CallbackAttempt
 from paysdk.server import jobs
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
-from paysdk.server.db import (
-    CallbackAttemptRow,
-    CallbackEventRow,
-    ClientRow,
-    TransactionRow,
-    from_cents,
-)
+from paysdk.server.core_tables import CallbackAttemptRow, CallbackEventRow, ClientRow, TransactionRow
+from paysdk.server.db import from_cents
 from paysdk.server.events import publish_callback_attempts
 from paysdk.server.jobs import ClaimedJob
 from paysdk.server.services import faults

@@ -71,7 +71,7 @@ from paysdk.server.cardholder_tables import (
 )
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement
-from paysdk.server.db import ClientRow
+from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.jobs import ClaimedJob, LeaseLost
 from paysdk.server.multipart import ReceivedFile, receive_file_part

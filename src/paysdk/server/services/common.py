@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from paysdk.contracts.common import OwnCode
-from paysdk.server.db import ClientRow, from_cents, to_cents
+from paysdk.server.core_tables import ClientRow
+from paysdk.server.db import from_cents, to_cents
 from paysdk.server.errors import APIProblem
 
 __all__ = ["Checked", "check_against_client", "check_phone"]

@@ -40,7 +40,7 @@ from sqlalchemy.engine import URL, Connection, Row
 from sqlalchemy.orm import Session
 
 from paysdk.contracts.sandbox import Fault, FaultCreate
-from paysdk.server.db import FaultRow
+from paysdk.server.core_tables import FaultRow
 
 __all__ = [
     "REFRESH_SECONDS",

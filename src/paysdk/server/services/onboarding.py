@@ -46,7 +46,7 @@ from paysdk.contracts.onboarding import (
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
 from paysdk.server.auth import Credentials, EnvironmentName, authenticate_token
 from paysdk.server.bodies import parse_json_object, validate
-from paysdk.server.db import ClientRow
+from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.onboarding_tables import LeadDocumentRow, LeadRow
 from paysdk.server.services import sandbox

@@ -28,7 +28,7 @@ from paysdk.server.auth import (
 )
 from paysdk.server.bodies import parse_json_object, validate
 from paysdk.server.clock import Clock
-from paysdk.server.db import ClientRow
+from paysdk.server.core_tables import ClientRow
 from paysdk.server.services.common import check_phone
 from paysdk.server.services.transactions import KIND_LINK, create_pending
 

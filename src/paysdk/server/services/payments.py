@@ -26,7 +26,7 @@ from paysdk._secret import constant_time_equals
 from paysdk.contracts.payment_links import TransactionStatus
 from paysdk.contracts.sandbox import PayResult
 from paysdk.server.clock import Clock
-from paysdk.server.db import ClientRow, TransactionRow
+from paysdk.server.core_tables import ClientRow, TransactionRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.services import transactions
 from paysdk.server.services.test_cards import decide

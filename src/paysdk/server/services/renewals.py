@@ -39,7 +39,7 @@ from paysdk.contracts.subscriptions import SubsCallback
 from paysdk.server import jobs
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement
-from paysdk.server.db import ClientRow
+from paysdk.server.core_tables import ClientRow
 from paysdk.server.jobs import ClaimedJob
 from paysdk.server.renewal_dates import local_midnight, renewal_date
 from paysdk.server.services import callbacks

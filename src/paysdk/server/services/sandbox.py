@@ -32,7 +32,8 @@ from paysdk.contracts.callbacks import DEFAULT_TIMEZONE
 from paysdk.contracts.common import Channel
 from paysdk.contracts.sandbox import RequestLogEntry, SandboxClient, SandboxClientCreate
 from paysdk.server.auth import hook_keys_digest, sha256_hex
-from paysdk.server.db import ClientRow, RequestLogRow, from_cents, to_cents
+from paysdk.server.core_tables import ClientRow, RequestLogRow
+from paysdk.server.db import from_cents, to_cents
 from paysdk.server.errors import APIProblem
 from paysdk.server.services.callbacks import callback_host_problem
 

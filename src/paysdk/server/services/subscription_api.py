@@ -33,7 +33,7 @@ from paysdk.contracts.subscriptions import (
 )
 from paysdk.contracts.wallet import validate_email
 from paysdk.server.bodies import parse_json_object
-from paysdk.server.db import ClientRow, TransactionRow
+from paysdk.server.core_tables import ClientRow, TransactionRow
 from paysdk.server.errors import APIProblem, problem_from_validation
 from paysdk.server.services import subscriptions, transactions
 from paysdk.server.services.test_cards import normalize_number

@@ -39,7 +39,8 @@ from paysdk.contracts.subscriptions import (
 )
 from paysdk.server.clock import Clock
 from paysdk.server.context import Statement
-from paysdk.server.db import ClientRow, from_cents, to_cents
+from paysdk.server.core_tables import ClientRow
+from paysdk.server.db import from_cents, to_cents
 from paysdk.server.errors import APIProblem
 from paysdk.server.renewal_dates import local_date, local_midnight, renewal_date
 from paysdk.server.services.test_cards import brand_of, decide_charge, luhn_valid, normalize_number

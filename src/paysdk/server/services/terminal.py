@@ -41,7 +41,8 @@ from paysdk.server import jobs
 from paysdk.server.auth import Credentials, EnvironmentName, authenticate_token
 from paysdk.server.bodies import parse_json_object, validate
 from paysdk.server.clock import Clock
-from paysdk.server.db import ClientRow, from_cents, to_cents
+from paysdk.server.core_tables import ClientRow
+from paysdk.server.db import from_cents, to_cents
 from paysdk.server.errors import APIProblem
 from paysdk.server.services.test_cards import decide_charge, luhn_valid, normalize_number
 from paysdk.server.terminal_tables import (

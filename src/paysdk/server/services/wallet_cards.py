@@ -72,7 +72,7 @@ from paysdk.contracts.wallet import (
 )
 from paysdk.server import jobs
 from paysdk.server.clock import Clock
-from paysdk.server.db import ClientRow
+from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.services.wallet_common import (
     MAX_UNITS,

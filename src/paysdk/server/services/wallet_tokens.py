@@ -53,7 +53,8 @@ from paysdk.contracts.wallet import (
     WalletCode,
 )
 from paysdk.server.context import ServerContext
-from paysdk.server.db import ClientRow, Database
+from paysdk.server.core_tables import ClientRow
+from paysdk.server.db import Database
 from paysdk.server.errors import APIProblem
 from paysdk.server.services.wallet_common import new_id, valid_slug, wallet_problem
 from paysdk.server.wallet_tables import (

@@ -56,7 +56,7 @@ from paysdk.contracts.wallet import (
     username_key,
 )
 from paysdk.server.context import ServerContext
-from paysdk.server.db import ClientRow
+from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.services import wallet_tokens
 from paysdk.server.services.wallet_common import new_id, sha256_hex, valid_id, wallet_problem
