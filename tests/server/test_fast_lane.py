@@ -4,6 +4,7 @@ body) in every case, and leave the OpenAPI document unchanged."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
@@ -18,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
 from paysdk.server.middleware import ServerMiddleware
-from paysdk.server.routers import alternative_payments, payment_links
+from paysdk.server.routers import alternative_payments, payment_links, sandbox
 
 LINKS = "/transactions"
 ALTERNATIVES = "/api/v1/integrations/transactions"
@@ -165,8 +166,10 @@ async def test_both_apps_log_the_same_requests(
         assert entries.count(entry) == 2, entries
 
 
-async def _endpoints(app: FastAPI, merchant: SandboxClient) -> list[Any]:
-    """The endpoint FastAPI's routing chose for a request to each create (``None``: routing never ran)."""
+@contextlib.asynccontextmanager
+async def _probed(app: FastAPI) -> AsyncIterator[tuple[httpx.AsyncClient, list[Any]]]:
+    """A client of ``app`` and the endpoint FastAPI's routing chose for each of its requests, in order
+    (``None``: routing never ran)."""
     seen: list[Any] = []
 
     async def probe(scope: Scope, receive: Receive, send: Send) -> None:
@@ -175,6 +178,12 @@ async def _endpoints(app: FastAPI, merchant: SandboxClient) -> list[Any]:
 
     transport = httpx.ASGITransport(app=probe)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        yield client, seen
+
+
+async def _endpoints(app: FastAPI, merchant: SandboxClient) -> list[Any]:
+    """The endpoint FastAPI's routing chose for a request to each create (``None``: routing never ran)."""
+    async with _probed(app) as (client, seen):
         await client.post(LINKS, content=dumps(link_body(merchant)), headers=auth(merchant))
         await client.post(ALTERNATIVES, content=b"{}", headers=auth(merchant))
         await client.post(LINKS + "/", content=b"{}", headers=auth(merchant))  # not the fast lane's
@@ -202,3 +211,42 @@ async def test_openapi_document_is_unchanged(
     paths = fast.json()["paths"]
     assert set(paths[LINKS]) == {"post"}
     assert set(paths[ALTERNATIVES]) == {"post"}
+
+
+async def test_the_reset_takes_the_fast_lane_and_answers_as_routed(
+    app: FastAPI, routed_app: FastAPI, merchant: SandboxClient
+) -> None:
+    # A merchant's suite resets before every test: the control plane's one fast-lane route (D311).
+    fast, fast_endpoint = await _resets(app, merchant)
+    merchant = await _recreate(app, merchant)
+    routed, routed_endpoint = await _resets(routed_app, merchant)
+    assert fast == routed
+    assert [status for status, _, _ in fast] == [200, 415, 405]
+    assert fast_endpoint is None  # with the lane, FastAPI's routing never saw the reset
+    assert routed_endpoint is sandbox.reset
+
+
+async def _resets(app: FastAPI, merchant: SandboxClient) -> tuple[list[Any], Any]:
+    """The answers to a reset, one with a body of no JSON type (415) and a ``GET`` (405), and the endpoint
+    FastAPI's routing chose for the reset (``None``: routing never ran)."""
+    async with _probed(app) as (client, seen):
+        await client.post(LINKS, content=dumps(link_body(merchant)), headers=auth(merchant))
+        reset = await client.post("/_sandbox/reset")
+        gone = await client.post(LINKS, content=dumps(link_body(merchant)), headers=auth(merchant))
+        assert gone.status_code == 401  # the reset emptied the tables: the merchant is gone
+        wrong = await client.post("/_sandbox/reset", content=b"{}")
+        not_allowed = await client.get("/_sandbox/reset")
+    return [_answer(reset), _answer(wrong), _answer(not_allowed)], seen[1]
+
+
+async def _recreate(app: FastAPI, merchant: SandboxClient) -> SandboxClient:
+    """``merchant`` made again after a reset (the same slug and tokens), for the next app's turn."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        created = await client.post(
+            "/_sandbox/clients",
+            content=dumps({"slug": merchant.slug}),
+            headers={"Content-Type": "application/json"},
+        )
+    assert created.status_code == 201, created.text
+    return SandboxClient.model_validate(created.json())

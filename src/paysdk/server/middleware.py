@@ -734,7 +734,7 @@ class ServerMiddleware:
                 if path.rstrip("/") in FAULTABLE_CONTROL_PATHS:  # the upload sink (faults.py)
                     await self._faults(scope, receive, stamped)
                 else:
-                    await self.app(scope, receive, stamped)
+                    await self._dispatch(scope, receive, stamped)  # the reset is in the fast lane
             return
         exchange = _Exchange(self, scope, send, hook, request_id)
         if deprecations.stale(self._fault_key):  # a look at most once a second (D255)
