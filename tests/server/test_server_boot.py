@@ -251,7 +251,9 @@ async def test_concurrent_first_requests_load_the_server_once_and_all_succeed(db
         assert builds[0] is app.database  # the boot stage's database, not a second engine
 
 
-async def test_a_load_that_fails_is_a_500_and_the_stop_stays_clean(db_url: str) -> None:
+async def test_a_load_that_fails_is_logged_once_answered_500_and_the_stop_stays_clean(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     def broken(database: Database) -> Any:
         raise RuntimeError("an import failed")
 
@@ -259,6 +261,10 @@ async def test_a_load_that_fails_is_a_500_and_the_stop_stays_clean(db_url: str) 
         assert (await client.get("/_sandbox/health")).status_code == 200  # the probe needs nothing else
         await asyncio.sleep(0.1)
         assert (await client.get("/transactions/x")).status_code == 500
+        assert (await client.get("/transactions/y")).status_code == 500
+    failed = [r for r in caplog.records if r.getMessage() == "the reference server failed to load"]
+    assert len(failed) == 1
+    assert failed[0].exc_info is not None
 
 
 @pytest.fixture(autouse=True)

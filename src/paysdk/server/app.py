@@ -1,4 +1,4 @@
-"""The app factory of the reference server and :func:`serve`.
+"""The app factory of the reference server (and :func:`~paysdk.server.boot.serve`, re-exported).
 
 One process serves the four addresses of :class:`paysdk.Environment` under path prefixes: base ``/``
 (payment links, alternative payments), webview ``/checkout`` (hosted pages), wallet ``/rest`` and

@@ -147,10 +147,14 @@ class BootApp:
             self._loading = asyncio.get_running_loop().create_task(self._load(), name="paysdk-load")
 
     async def _load(self) -> ASGIApp:
-        with imports_without_collection():
-            app = self._build(self.database)
-        lifespan = _Lifespan(app, self._state)
-        await lifespan.startup()
+        try:
+            with imports_without_collection():
+                app = self._build(self.database)
+            lifespan = _Lifespan(app, self._state)
+            await lifespan.startup()
+        except Exception:  # a bug of the server: every request that needs it is answered 500
+            log.exception("the reference server failed to load")
+            raise
         self._lifespan = lifespan
         self.app = app
         log.debug("the full server is loaded")
@@ -167,7 +171,7 @@ class BootApp:
         if self._timer is not None:
             self._timer.cancel()
         if self._loading is not None:
-            with contextlib.suppress(Exception):  # a failed load was logged with the request it failed
+            with contextlib.suppress(Exception):  # a failed load was logged
                 await self._loading
         if self._lifespan is not None:
             await self._lifespan.shutdown()  # the full server's: it disposes of the database
