@@ -351,6 +351,30 @@ def test_a_file_error_is_one_line_and_exit_2(
     assert merchant.batch_charges() == {}
 
 
+def test_a_quoted_cell_past_the_csv_field_limit_refuses_the_file_and_charges_nothing(
+    merchant: Merchant, tmp_path: Path
+) -> None:
+    """Issue 20 (D320): a line hidden in a quoted cell past the csv module's field limit is never a row:
+    ``--validate-only`` does not list it valid, ``--send-valid`` sends nothing, the row is named."""
+    a, b, _ = merchant.subs
+    content = (
+        "subscriptionId,amount,reference,description\n"
+        + f'{a},1.00,visible,"'
+        + "x" * 140_000
+        + f"\n{b},7.77,hidden,smuggled\n"
+        + '"\n'
+        + f"{a},2.00,after,\n"
+    )
+    data = tmp_path / "smuggled.csv"
+    data.write_text(content, encoding="utf-8")
+    for extra in ((), ("--validate-only",), ("--send-valid",)):
+        result = _upload(str(data), *extra, code=2)
+        assert result.stderr.startswith(f"Error: {data}: description: row 2: "), result.stderr
+        assert "field limit" in result.stderr
+        assert result.stdout == ""
+    assert merchant.batch_charges() == {}
+
+
 def test_unreadable_file_and_option_misuse_are_usage_errors(merchant: Merchant, tmp_path: Path) -> None:
     missing = _upload(str(tmp_path / "nope.csv"), code=2)
     assert "nope.csv" in missing.stderr

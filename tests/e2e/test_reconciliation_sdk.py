@@ -154,6 +154,15 @@ async def test_another_affiliation_and_file_errors(make: Maker, raw: Raw) -> Non
         await call(s["client"].reconciliation.upload("12345", _file(s)))
     assert local.value.field == "affiliation"
 
+    # A quoted cell past the csv module's field limit hiding a matching row (issue 20, D320): a file
+    # error naming the row and the column, locally and on the server, never a matched row.
+    smuggled = (
+        f'{HEADER}\n{s["day"]},"' + "x" * 140_000 + f'\n{s["day"]},{s["paid"].id},10.00,GTQ\n",10.00,GTQ\n'
+    ).encode()
+    with pytest.raises(paysdk.ValidationError, match="row 2") as hidden:
+        await call(s["client"].reconciliation.upload(s["affiliation"], smuggled))
+    assert hidden.value.field == "paymentId"
+
     # A file error is refused before anything is sent (the server's own reader, in the SDK).
     for content, field in (
         (b"settlementDate,paymentId,amount\n", "currency"),
@@ -172,9 +181,12 @@ async def test_another_affiliation_and_file_errors(make: Maker, raw: Raw) -> Non
     for content, field in (
         (b"settlementDate,paymentId,amount\n", "currency"),
         (b"\xff\xfe,x\n", "file"),
+        (smuggled, "paymentId"),
     ):
         response = await _multipart(raw, path, content, auth)
         assert (response.status_code, response.json()["details"][0]["field"]) == (400, field), response.text
+        if content is smuggled:
+            assert "row 2" in response.json()["details"][0]["message"]
     response = await raw.post(path, b"{}", auth)
     assert (response.status_code, response.json()["details"][0]["field"]) == (400, "file")
     too_big = await _multipart(raw, path, HEADER.encode() + b"\n" + b"x" * (17 << 20), auth)

@@ -63,9 +63,7 @@ def test_bom_crlf_quotes_and_line_breaks_keep_row_numbers() -> None:
         ("sub 1,1,r", "subscriptionId", "subscription id"),
         ("sub_1,1", "reference", "2 cells"),
         ("sub_1,1,r,extra", "row", "4 cells"),
-        ('sub_1,1,"r"x', "row", "not valid CSV"),
         ("sub_1," + "9" * 2000 + ",r", "amount", "1,024"),
-        ("sub_1," + "9" * 200_000 + ",r", "amount", "1,024"),
     ],
 )
 def test_row_errors_name_row_and_column(row: str, column: str, fragment: str) -> None:
@@ -74,6 +72,57 @@ def test_row_errors_name_row_and_column(row: str, column: str, fragment: str) ->
     assert [(e.row, e.column) for e in scanned.errors][:1] == [(2, column)]
     assert fragment in scanned.errors[0].message
     assert list(scanned.state) == [0, 2, 0]  # the next row is read normally
+
+
+#: A quoted description past the csv module's field limit (131,072 characters) hiding a row of its own.
+SMUGGLED = (
+    HEADER
+    + b',description\nsub_1,1.00,r-1,"'
+    + b"x" * 140_000
+    + b'\nsub_hidden,7.77,r-hidden,smuggled\n"\nsub_2,1.00,r-2,\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "row", "column", "fragment"),
+    [
+        (SMUGGLED, 2, "description", "field limit"),
+        (HEADER + b'\nsub_1,1,ok\nsub_1,1,"r"x\nsub_2,1,r2\n', 3, "reference", "not valid CSV"),
+        (HEADER + b"\nsub_1," + b"9" * 200_000 + b",r\n", 2, "amount", "field limit"),
+        (HEADER + b'\nsub_1,1,ok\nsub_2,1,"open\n', 3, "reference", "unexpected end"),
+        # a multi-megabyte line is refused once MAX_LINE_BYTES are read, never read whole
+        (HEADER + b"\nsub_1,1,ok\nsub_2,1," + b"r" * 5_000_000 + b"\n", 3, "reference", "262,144 bytes"),
+    ],
+)
+def test_a_record_csv_refuses_refuses_the_whole_file(
+    data: bytes, row: int, column: str, fragment: str
+) -> None:
+    """D320 (issue 20): a csv parse error names its row and column and nothing of the file is read as
+    a row: the parser never restarts inside an open quote."""
+    for keep_rows in (False, True):
+        with pytest.raises(CsvFileError) as caught:
+            scan(io.BytesIO(data), keep_rows=keep_rows)
+        assert (caught.value.row, caught.value.column) == (row, column)
+        assert fragment in caught.value.message
+    with pytest.raises(CsvFileError):
+        plan_upload(io.BytesIO(data))
+
+
+def test_a_long_line_is_not_read_whole() -> None:
+    """The reader asks the stream for at most MAX_LINE_BYTES + 1 bytes of a line (D320)."""
+    from paysdk.contracts.csv_records import MAX_LINE_BYTES
+
+    class Counting(io.BytesIO):
+        largest = 0
+
+        def readline(self, size: int | None = -1, /) -> bytes:
+            line = super().readline(size)
+            Counting.largest = max(Counting.largest, len(line))
+            return line
+
+    with pytest.raises(CsvFileError, match="longer than"):
+        scan(Counting(HEADER + b"\nsub_1,1," + b"r" * (8 << 20) + b"\n"))
+    assert Counting.largest == MAX_LINE_BYTES + 1
 
 
 def test_duplicates_name_the_earlier_row_only_when_present() -> None:

@@ -45,32 +45,63 @@ def test_rows_are_records_numbered_from_the_header() -> None:
     ]
 
 
-def test_every_error_of_a_row_and_rows_csv_refuses() -> None:
-    huge = b"x" * (10 << 20)
+def test_every_error_of_a_row() -> None:
     data = (
         HEADER
         + b"2026-13-01,tpm 1,-1,GT\r\n"
         + b"2026-01-05,tpm_2,1.00\r\n"
-        + b'2026-01-05,"tpm_3"x,1.00,GTQ\r\n'
         + b"2026-01-05,"
-        + huge
+        + b"x" * 2000
         + b",1.00,GTQ\r\n"
         + b"2026-01-05,tpm_4,1.001,GTQ\r\n"
         + b"2026-01-05,tpm_5,0,GTQ\r\n"
     )
     scan = read_reconciliation_csv(io.BytesIO(data))
-    assert scan.rows == 6
+    assert scan.rows == 5
     by_row: dict[int, list[str]] = {}
     for row, field, _message in scan.errors:
         by_row.setdefault(row, []).append(field)
     assert by_row == {
         2: ["settlementDate", "paymentId", "amount", "currency"],
         3: ["row"],
-        4: ["row"],
-        5: ["row"],
-        6: ["amount"],
+        4: ["paymentId"],
+        5: ["amount"],
     }
-    assert [r.row for r in scan.valid] == [7]  # zero is a valid net amount (fully refunded)
+    assert [r.row for r in scan.valid] == [6]  # zero is a valid net amount (fully refunded)
+
+
+@pytest.mark.parametrize(
+    ("data", "row", "column", "fragment"),
+    [
+        # a quoted cell past the csv module's field limit hiding a row of its own (issue 20)
+        (
+            HEADER
+            + b'2026-01-05,"'
+            + b"x" * 140_000
+            + b'\r\n2026-01-05,tpm_hidden,7.77,GTQ\r\n",1.00,GTQ\r\n2026-01-05,tpm_2,1.00,GTQ\r\n',
+            2,
+            "paymentId",
+            "field limit",
+        ),
+        (HEADER + b'2026-01-05,tpm_1,1,GTQ\r\n2026-01-05,"tpm_3"x,1.00,GTQ\r\n', 3, "paymentId", "not valid"),
+        (
+            HEADER + b"2026-01-05,tpm_1,1,GTQ\r\n2026-01-05," + b"x" * (10 << 20) + b",1,GTQ\r\n",
+            3,
+            "paymentId",
+            "bytes",
+        ),
+        (HEADER + b'2026-01-05,tpm_1,1,"GTQ\r\n', 2, "currency", "unexpected end"),
+    ],
+)
+def test_a_record_csv_refuses_refuses_the_whole_file(
+    data: bytes, row: int, column: str, fragment: str
+) -> None:
+    """D320: any csv parse error (or a line past MAX_LINE_BYTES) refuses the file naming its row and
+    column; the parser never restarts inside an open quote."""
+    with pytest.raises(ReconciliationFileError) as caught:
+        read_reconciliation_csv(io.BytesIO(data))
+    assert (caught.value.row, caught.value.column) == (row, column)
+    assert fragment in caught.value.message
 
 
 @pytest.mark.parametrize(

@@ -136,6 +136,33 @@ async def test_file_errors_name_the_file_or_the_column_and_charge_nothing(batch:
     assert batch.charges() == []
 
 
+def smuggling_csv(hidden_sub: str, visible_sub: str) -> bytes:
+    """A quoted description past the csv module's field limit (131,072 characters) hiding the line
+    ``<hidden_sub>,7.77,hidden,...`` (issue 20)."""
+    return (
+        "subscriptionId,amount,reference,description\n"
+        + f'{visible_sub},1.00,visible,"'
+        + "x" * 140_000
+        + f"\n{hidden_sub},7.77,hidden,smuggled\n"
+        + 'tail"\n'
+        + f"{visible_sub},2.00,after,\n"
+    ).encode()
+
+
+async def test_a_csv_parse_error_refuses_the_whole_file_and_nothing_is_charged(batch: Batch) -> None:
+    """D320: the hidden line is never a row; the 400 names the row and column; nothing is charged, and a
+    multi-megabyte line or a quote followed by text is refused the same way."""
+    hidden, visible = await batch.subscriptions(2)
+    message = _problem(await batch.upload(smuggling_csv(hidden, visible)), 400, "description")
+    assert "row 2" in message
+    assert "field limit" in message
+    line = _csv(f"{visible},1,ok", f"{visible},1," + "r" * (4 << 20))
+    assert "row 3" in _problem(await batch.upload(line), 400, "reference")
+    quote = _csv(f"{visible},1,ok", f'{visible},1,"r"x')
+    assert "row 3" in _problem(await batch.upload(quote), 400, "reference")
+    assert batch.charges() == []
+
+
 async def test_malformed_multipart_framing_names_the_file_and_charges_nothing(batch: Batch) -> None:
     (sub,) = await batch.subscriptions(1)
     csv_part = b'--b\r\nContent-Disposition: form-data; name="file"\r\n\r\n' + _csv(f"{sub},1,r1") + b"\r\n"
@@ -160,7 +187,7 @@ async def test_malformed_multipart_framing_names_the_file_and_charges_nothing(ba
 
 async def test_malformed_rows_are_refused_by_row_and_column_never_a_5xx(batch: Batch) -> None:
     sub, other_plan_sub = await batch.subscriptions(2)
-    huge = "9" * (10 * 1024 * 1024)  # 10 MB in one cell
+    huge = "9" * 2000  # a cell past 1,024 characters (a csv parse error refuses the file: D320)
     content = _csv(
         f"{sub},10.00,ok-1",
         f"{sub},5,=1+1",  # a formula as the reference

@@ -10,11 +10,13 @@ line is skipped but keeps its row number. A record is one row even when a quoted
 breaks, so ``row`` is the record's number in the file (the header is row 1), which is the line number
 for every file whose cells hold no line break.
 
-* :func:`scan` reads a whole file once: the header (a :class:`CsvFileError` when it is unusable, naming
-  ``file`` or the column), every row's errors (:class:`CsvRowError`: row, column, message), the in-file
-  duplicate references ("duplicate of row N", found from 64-bit hashes kept in an ``array('q')``; the
-  rows are named by a second pass only when a duplicate exists), the byte offset after each record, and
-  optionally the parsed valid rows (:class:`ChargeRow`, what the server charges).
+* :func:`scan` reads a whole file once (with :class:`~paysdk.contracts.csv_records.CsvRecords`, the
+  reader every CSV file shares, D320): the header (a :class:`CsvFileError` when it is unusable, naming
+  ``file`` or the column; so is a record that cannot be read as CSV, naming its row), every row's
+  errors (:class:`CsvRowError`: row, column, message), the in-file duplicate references ("duplicate
+  of row N", found from 64-bit hashes kept in an ``array('q')``; the rows are named by a second pass
+  only when a duplicate exists), the byte offset after each record, and optionally the parsed valid
+  rows (:class:`ChargeRow`, what the server charges).
 * :func:`plan_upload` also splits the file into parts of at most :data:`BATCH_MAX_ROWS` data rows
   (:class:`CsvPart`): a part is the header line plus byte ranges of the original file (one contiguous
   range, or several when invalid rows are left out), so no row is copied in memory; each part knows
@@ -24,16 +26,16 @@ for every file whose cells hold no line break.
 
 from __future__ import annotations
 
-import codecs
 import csv
 import hashlib
-import itertools
 import re
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import BinaryIO, Final
+
+from paysdk.contracts.csv_records import CsvRecords, CsvSyntaxError
 
 __all__ = [
     "BATCH_MAX_ROWS",
@@ -72,7 +74,6 @@ _CURRENCY = re.compile(r"[A-Za-z]{3}")
 #: Reference hashes (64-bit) are kept in this many ``array('q')`` by their low bits (_duplicate_hashes).
 _BUCKETS: Final = 16
 _BUCKET_MASK: Final = _BUCKETS - 1
-_BOM: Final = codecs.BOM_UTF8
 
 # Row state flags (one byte per record).
 _VALID, _BLANK, _INVALID = 0, 1, 2
@@ -80,12 +81,15 @@ _VALID, _BLANK, _INVALID = 0, 1, 2
 
 class CsvFileError(ValueError):
     """An error of the whole file (D155/D156: not UTF-8, no header, a column error, no rows, too many
-    rows): nothing in it is charged. ``column`` is ``"file"`` or the column concerned."""
+    rows; D320: a record that cannot be read as CSV): nothing in it is charged. ``column`` is ``"file"``
+    or the column concerned; ``row`` the row at which the file became unreadable, when there is one."""
 
-    def __init__(self, column: str, message: str) -> None:
-        super().__init__(f"{column}: {message}")
+    def __init__(self, column: str, message: str, row: int | None = None) -> None:
+        where = f"row {row}: " if row is not None else ""
+        super().__init__(f"{column}: {where}{message}")
         self.column = column
-        self.message = message
+        self.message = f"{where}{message}"
+        self.row = row
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,45 +213,20 @@ class CsvPlan:
 # ------------------------------------------------------------------------------------ reading
 
 
-class _Lines:
-    """The file's lines decoded as UTF-8, the byte offset after the last line handed out in
-    :attr:`offset` (what ``csv.reader`` has consumed), the line count in :attr:`line`."""
-
-    __slots__ = ("last", "line", "offset", "stream")
-
-    def __init__(self, stream: BinaryIO, offset: int) -> None:
-        self.stream = stream
-        self.offset = offset
-        self.line = 0
-        self.last = ""
-
-    def __iter__(self) -> Iterator[str]:
-        offset = self.offset
-        line = self.line
-        try:
-            for raw in self.stream:
-                line += 1
-                offset += len(raw)
-                self.offset = offset
-                self.line = line
-                self.last = text = raw.decode("utf-8")
-                yield text
-        except UnicodeDecodeError as exc:
-            raise CsvFileError(
-                "file",
-                f"is not UTF-8 text (line {line}, byte {offset - len(raw) + exc.start}); save it as UTF-8",
-            ) from None
-
-
-def _header(stream: BinaryIO) -> tuple[bytes, int, int]:
+def _header(records: CsvRecords) -> tuple[bytes, int, int]:
     """The header line (BOM removed), the offset it starts at and the offset after it."""
-    base = stream.tell()
-    first = stream.readline()
-    start = 0
-    if first.startswith(_BOM):
-        first = first[len(_BOM) :]
-        start = len(_BOM)
-    return first, base + start, base + start + len(first)
+    try:
+        first = next(records.lines, b"")
+    except CsvSyntaxError as exc:
+        raise _file_error(exc, ()) from None
+    return first, records.offset - len(first), records.offset
+
+
+def _file_error(exc: CsvSyntaxError, columns: tuple[str, ...]) -> CsvFileError:
+    """The error of the whole file for a record that cannot be read (D320): its row and column."""
+    if exc.encoding:
+        return CsvFileError("file", exc.message)
+    return CsvFileError(exc.column(columns), f"{exc.message}; nothing in the file is charged", exc.row)
 
 
 def _columns(header: bytes) -> tuple[str, ...]:
@@ -336,17 +315,6 @@ def _check(
     return ChargeRow(row, subscription, Decimal(amount), reference, currency, description)
 
 
-def _csv_error(row: int, exc: csv.Error, line: str, columns: tuple[str, ...]) -> CsvRowError:
-    """A record ``csv`` refused: a cell beyond its field limit is named by its column when the line's
-    cells can tell (a 10 MB cell), anything else is an error of the row."""
-    if "field limit" in str(exc):
-        for name, cell in zip(columns, line.split(","), strict=False):
-            if len(cell) > MAX_CELL_CHARS:
-                return CsvRowError(row, name, f"is longer than {MAX_CELL_CHARS:,} characters")
-        return CsvRowError(row, "row", f"has a cell longer than {MAX_CELL_CHARS:,} characters")
-    return CsvRowError(row, "row", f"is not valid CSV ({exc})")
-
-
 def _hash(reference: str) -> int:
     return hash(reference.encode())
 
@@ -372,50 +340,23 @@ def _fast_row(columns: tuple[str, ...], every: bool) -> re.Pattern[bytes]:
     return re.compile(b",".join(cells) + rb"\r?\n?")
 
 
-class _Pull:
-    """The lines after the current one, decoded, for ``csv.reader`` on the slow path: :attr:`offset` is
-    the byte offset after the last line handed out, :attr:`line` its number, :attr:`last` its text."""
-
-    __slots__ = ("last", "line", "lines", "offset")
-
-    def __init__(self, lines: Iterator[bytes]) -> None:
-        self.lines = lines
-        self.offset = 0
-        self.line = 0
-        self.last = ""
-
-    def __iter__(self) -> _Pull:
-        return self
-
-    def __next__(self) -> str:
-        raw = next(self.lines)
-        self.line += 1
-        self.offset += len(raw)
-        self.last = _decode(raw, self.line, self.offset - len(raw))
-        return self.last
-
-
-def _decode(raw: bytes, line: int, offset: int) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CsvFileError(
-            "file", f"is not UTF-8 text (line {line}, byte {offset + exc.start}); save it as UTF-8"
-        ) from None
-
-
 def scan(stream: BinaryIO, *, keep_rows: bool = False, max_rows: int | None = None) -> CsvScan:
     """Read and validate a batch charge file from ``stream``'s current position (a binary file object).
 
-    Raises :class:`CsvFileError` for an error of the whole file, including no data row and, with
-    ``max_rows``, more data rows than that (the server's limit, D156). Row errors are in the answer's
-    ``errors``, by row; ``keep_rows``: the valid rows are kept in ``charges`` (the server's use). A
-    duplicate reference needs a seekable ``stream`` (it is read again to name the earlier row).
+    Raises :class:`CsvFileError` for an error of the whole file, including no data row, with
+    ``max_rows`` more data rows than that (the server's limit, D156), and any record ``csv`` refuses or
+    a line longer than :data:`~paysdk.contracts.csv_records.MAX_LINE_BYTES` (D320: its row and column;
+    reading never goes on past it, so a line hidden in an open quote is never a row). Row errors are
+    in the answer's ``errors``, by row; ``keep_rows``: the valid rows are kept in ``charges`` (the
+    server's use). A duplicate reference needs a seekable ``stream`` (it is read again to name the
+    earlier row).
 
     A line that is a whole valid row of plain cells is checked by one regular expression; any other
-    line (quotes, line breaks in a cell, non-ASCII text, an error) goes through ``csv.reader``.
+    line (quotes, line breaks in a cell, non-ASCII text, an error) goes through the shared
+    :class:`~paysdk.contracts.csv_records.CsvRecords`.
     """
-    header, start, after = _header(stream)
+    records = CsvRecords(stream, offset=stream.tell(), bom=True)
+    header, start, after = _header(records)
     columns = _columns(header)
     result = CsvScan(columns=columns, header=header, start=start, charges=[] if keep_rows else None)
     reference_at = columns.index("reference")
@@ -431,63 +372,46 @@ def scan(stream: BinaryIO, *, keep_rows: bool = False, max_rows: int | None = No
     special: list[tuple[int, int]] = []  # (record index, blank or invalid); every other record is valid
     errors = result.errors
     charges = result.charges
-    lines = iter(stream)
-    pull = _Pull(lines)
     # The data row number past the limit: ``row`` minus 1 minus the blank lines so far.
     stop = max_rows + 2 if max_rows is not None else -1
     over = False
-    offset = after
-    shift = 0  # line number minus row number: the line breaks inside quoted cells so far
     row = 1
-    for raw in lines:
-        row += 1
-        offset += len(raw)
-        match = fast(raw)
-        if match is not None:
+    try:
+        for raw in records.lines:
+            row += 1
+            match = fast(raw)
+            if match is not None:
+                if row == stop:
+                    over = True
+                    break
+                add_end(records.offset)
+                value = hash(match.group(group))
+                adders[value & _BUCKET_MASK](value)
+                if keep:
+                    assert charges is not None
+                    charges.append(_fast_value(row, columns, match))
+                continue
+            cells = records.record(records.decode(raw))
+            if not cells:
+                add_end(records.offset)
+                special.append((row - 1, _BLANK))
+                if stop > 0:
+                    stop += 1
+                continue
             if row == stop:
                 over = True
                 break
-            add_end(offset)
-            value = hash(match.group(group))
-            adders[value & _BUCKET_MASK](value)
-            if keep:
-                assert charges is not None
-                charges.append(_fast_value(row, columns, match))
-            continue
-        line = row + shift
-        pull.offset, pull.line = offset, line
-        text = _decode(raw, line, offset - len(raw))
-        pull.last = text
-        try:
-            cells = next(csv.reader(itertools.chain((text,), pull), strict=True), [])
-        except csv.Error as exc:
-            offset, shift = pull.offset, pull.line - row
-            if row == stop:
-                over = True
-                break
-            add_end(offset)
-            special.append((row - 1, _INVALID))
-            errors.append(_csv_error(row, exc, pull.last, columns))
-            continue
-        offset, shift = pull.offset, pull.line - row
-        if not cells:
-            add_end(offset)
-            special.append((row - 1, _BLANK))
-            if stop > 0:
-                stop += 1
-            continue
-        if row == stop:
-            over = True
-            break
-        add_end(offset)
-        if len(cells) == width and _REFERENCE.fullmatch(reference := cells[reference_at]) is not None:
-            value = _hash(reference)
-            adders[value & _BUCKET_MASK](value)
-        checked = _check(row, cells, columns, errors)
-        if checked is None:
-            special.append((row - 1, _INVALID))
-        elif charges is not None:
-            charges.append(checked)
+            add_end(records.offset)
+            if len(cells) == width and _REFERENCE.fullmatch(reference := cells[reference_at]) is not None:
+                value = _hash(reference)
+                adders[value & _BUCKET_MASK](value)
+            checked = _check(row, cells, columns, errors)
+            if checked is None:
+                special.append((row - 1, _INVALID))
+            elif charges is not None:
+                charges.append(checked)
+    except CsvSyntaxError as exc:
+        raise _file_error(exc, columns) from None
     if over:
         raise CsvFileError(
             "file", f"has more than {max_rows:,} data rows; split it into files of {max_rows:,}"
@@ -545,16 +469,7 @@ def _name_duplicates(stream: BinaryIO, result: CsvScan, duplicates: set[int], af
     width = len(columns)
     first: dict[str, int] = {}
     repeated: set[int] = set()
-    reader = csv.reader(_Lines(stream, after), strict=True)
-    row = 1
-    while True:
-        row += 1
-        try:
-            cells = next(reader)
-        except StopIteration:
-            break
-        except csv.Error:
-            continue
+    for row, cells in CsvRecords(stream, offset=after, row=1):  # read once already: no syntax error
         if len(cells) != width:
             continue
         reference = cells[reference_at]

@@ -3,7 +3,8 @@
 ``POST /reports/payfac/conciliation/upload/{affiliation}`` takes the processor's daily settlement file and
 answers how its rows match the affiliation's settled terminal payments. The reader here is the one the
 SDK (before sending) and the reference server (after receiving) share: pure stdlib, it reads a binary
-file object once, a record at a time, hashing it as it goes.
+file object once, a record at a time, hashing it as it goes (with the CSV reader every file shares,
+:class:`~paysdk.contracts.csv_records.CsvRecords`, D320).
 
 The layout (D194): UTF-8 (a BOM is allowed), comma-separated, RFC 4180 quoting, LF or CRLF. Row 1 is the
 header naming the columns ``settlementDate``, ``paymentId``, ``amount``, ``currency`` in any order, each
@@ -14,11 +15,8 @@ error of a row is reported (row, field, message) and the row takes no part in ma
 
 from __future__ import annotations
 
-import codecs
-import csv
 import hashlib
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
@@ -27,6 +25,7 @@ from typing import BinaryIO, Final
 from pydantic import Field
 
 from paysdk.contracts.common import DecimalNumber, WireModel
+from paysdk.contracts.csv_records import CsvRecords, CsvSyntaxError
 
 __all__ = [
     "COLUMNS",
@@ -58,17 +57,19 @@ _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _PAYMENT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _AMOUNT = re.compile(r"[0-9]{1,13}(?:\.[0-9]{1,2})?")
 _CURRENCY = re.compile(r"[A-Za-z]{3}")
-_BOM: Final = codecs.BOM_UTF8
 
 
 class ReconciliationFileError(ValueError):
-    """An error of the whole file (not UTF-8, no or a bad header, too many rows): no report is made.
-    ``column`` is ``"file"`` or the column concerned."""
+    """An error of the whole file (not UTF-8, no or a bad header, too many rows, a record that cannot be
+    read as CSV, D320): no report is made. ``column`` is ``"file"`` or the column concerned; ``row`` the
+    row at which the file became unreadable, when there is one."""
 
-    def __init__(self, column: str, message: str) -> None:
-        super().__init__(f"{column}: {message}")
+    def __init__(self, column: str, message: str, row: int | None = None) -> None:
+        where = f"row {row}: " if row is not None else ""
+        super().__init__(f"{column}: {where}{message}")
         self.column = column
-        self.message = message
+        self.message = f"{where}{message}"
+        self.row = row
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,31 +92,6 @@ class ReconciliationScan:
     rows: int = 0
     valid: list[ReconciliationRow] = field(default_factory=list)
     errors: list[tuple[int, str, str]] = field(default_factory=list)
-
-
-class _Reader:
-    """The file's lines, decoded as UTF-8 and hashed as they are read."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self.stream = stream
-        self.digest = hashlib.sha256()
-        self.line = 0
-        self.first = True
-
-    def __iter__(self) -> Iterator[str]:
-        for raw in self.stream:
-            self.digest.update(raw)
-            self.line += 1
-            if self.first:
-                self.first = False
-                if raw.startswith(_BOM):
-                    raw = raw[len(_BOM) :]
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise ReconciliationFileError(
-                    "file", f"is not UTF-8 text (line {self.line}); save it as UTF-8"
-                ) from None
 
 
 def _columns(cells: list[str] | None) -> tuple[str, ...]:
@@ -190,48 +166,48 @@ def read_reconciliation_csv(stream: BinaryIO, *, max_rows: int = MAX_ROWS) -> Re
     """Read and validate a reconciliation file from ``stream``'s position, one record at a time.
 
     Raises :class:`ReconciliationFileError` for an error of the whole file (not UTF-8, a missing,
-    unknown or repeated column, more than ``max_rows`` data rows). Row errors are in ``errors``: a row
-    with the wrong number of cells, a cell longer than :data:`MAX_CELL_CHARS`, a record ``csv`` refuses,
-    a bad date, payment id, amount or currency, and a payment named by an earlier row ("appears again").
+    unknown or repeated column, more than ``max_rows`` data rows, and, naming its row and column, a
+    record ``csv`` refuses or a line longer than :data:`~paysdk.contracts.csv_records.MAX_LINE_BYTES`:
+    D320, the shared :class:`~paysdk.contracts.csv_records.CsvRecords` reads the file). Row errors are
+    in ``errors``: a row with the wrong number of cells, a cell longer than :data:`MAX_CELL_CHARS`, a bad
+    date, payment id, amount or currency, and a payment named by an earlier row ("appears again").
     A file with a header and no data rows is valid (a day without settlements).
     """
-    lines = _Reader(stream)
-    reader = csv.reader(lines, strict=True)
+    digest = hashlib.sha256()
+    records = CsvRecords(stream, bom=True, update=digest.update)
     scan = ReconciliationScan()
-    try:
-        header = next(reader, None)
-    except csv.Error as exc:
-        raise ReconciliationFileError("file", f"has an unreadable header row ({exc})") from None
-    columns = _columns(header)
+    columns: tuple[str, ...] = ()
     first_row: dict[str, int] = {}
-    row = 1
-    while True:
-        row += 1
-        try:
-            cells = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
+    try:
+        for row, cells in records:
+            if row == 1:
+                columns = _columns(cells)
+                continue
+            if not cells:
+                continue  # a blank line keeps its number
             scan.rows += 1
-            scan.errors.append((row, "row", f"is not valid CSV ({exc})"))
-            continue
-        if not cells:
-            continue  # a blank line keeps its number
-        scan.rows += 1
-        if scan.rows > max_rows:
-            raise ReconciliationFileError("file", f"has more than {max_rows:,} data rows")
-        checked = _check(row, cells, columns, scan.errors)
-        if checked is None:
-            continue
-        earlier = first_row.get(checked.payment_id)
-        if earlier is not None:
-            scan.errors.append((row, "paymentId", f"appears again: row {earlier} names this payment"))
-            continue
-        first_row[checked.payment_id] = row
-        scan.valid.append(checked)
-    for _rest in lines:  # the rest of the file (after a csv error at its end) is hashed too
-        pass
-    scan.sha256 = lines.digest.hexdigest()
+            if scan.rows > max_rows:
+                raise ReconciliationFileError("file", f"has more than {max_rows:,} data rows")
+            checked = _check(row, cells, columns, scan.errors)
+            if checked is None:
+                continue
+            earlier = first_row.get(checked.payment_id)
+            if earlier is not None:
+                scan.errors.append((row, "paymentId", f"appears again: row {earlier} names this payment"))
+                continue
+            first_row[checked.payment_id] = row
+            scan.valid.append(checked)
+    except CsvSyntaxError as exc:
+        if exc.encoding:
+            raise ReconciliationFileError("file", exc.message) from None
+        if exc.row == 1:
+            raise ReconciliationFileError("file", f"has an unreadable header row ({exc.message})") from None
+        raise ReconciliationFileError(
+            exc.column(columns), f"{exc.message}; no report is made", exc.row
+        ) from None
+    if not columns:
+        _columns(None)
+    scan.sha256 = digest.hexdigest()
     return scan
 
 

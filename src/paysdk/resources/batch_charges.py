@@ -230,7 +230,7 @@ def read_charges_csv(file: CsvInput, *, part_rows: int = BATCH_MAX_ROWS) -> Char
         except OSError as exc:
             raise ValidationError("file", f"cannot read {path}: {exc.strerror or exc}") from None
         except CsvFileError as exc:
-            raise CsvValidationError([CsvRowError(0, exc.column, exc.message)]) from None
+            raise CsvValidationError([CsvRowError(exc.row or 0, exc.column, exc.message)]) from None
         source: Path | BinaryIO = path
         name = path.name
     else:
@@ -247,7 +247,7 @@ def read_charges_csv(file: CsvInput, *, part_rows: int = BATCH_MAX_ROWS) -> Char
         try:
             plan = plan_upload(file, part_rows=part_rows)
         except CsvFileError as exc:
-            raise CsvValidationError([CsvRowError(0, exc.column, exc.message)]) from None
+            raise CsvValidationError([CsvRowError(exc.row or 0, exc.column, exc.message)]) from None
         source = file
         name = Path(str(getattr(file, "name", "") or "charges.csv")).name or "charges.csv"
     holder: list[ChargesCsvPart] = []

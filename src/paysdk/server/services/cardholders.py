@@ -27,9 +27,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import csv
-import io
 import json
 import logging
 import sqlite3
@@ -61,6 +58,7 @@ from paysdk.contracts.cardholders import (
     is_blank,
     parse_row,
 )
+from paysdk.contracts.csv_records import CsvRecords, CsvSyntaxError
 from paysdk.contracts.wallet import username_key
 from paysdk.server.backoffice_tables import PartnerEnrollmentRow, PartnerRow
 from paysdk.server.cardholder_tables import (
@@ -209,26 +207,17 @@ def file_kind(file_name: str) -> str:
 
 
 def _csv_rows(stream: IO[bytes]) -> Iterator[tuple[int, list[str]]]:
-    """``(row number, cells)`` of a CSV file from its start (the header is row 1), streaming.
-    :class:`CardholderFileError` at the row that cannot be read (encoding, quoting, a cell too long)."""
-    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="", errors="strict")
-    reader = csv.reader(text, strict=True)
-    row = 0
+    """``(row number, cells)`` of a CSV file from its start (the header is row 1), streaming with the
+    reader every CSV file shares (:class:`~paysdk.contracts.csv_records.CsvRecords`, D320).
+    :class:`CardholderFileError` at the row that cannot be read (encoding, quoting, a cell or a line too
+    long), naming the cell."""
     try:
-        while True:
-            try:
-                cells = next(reader)
-            except StopIteration:
-                return
-            except UnicodeDecodeError:
-                raise CardholderFileError("file", "is not UTF-8 text", row + 1) from None
-            except csv.Error as exc:
-                raise CardholderFileError("file", f"cannot be read as CSV ({exc})", row + 1) from None
-            row += 1
-            yield row, cells
-    finally:
-        with contextlib.suppress(ValueError):  # the file was closed already
-            text.detach()
+        yield from CsvRecords(stream, bom=True)
+    except CsvSyntaxError as exc:
+        if exc.encoding:
+            raise CardholderFileError("file", "is not UTF-8 text", exc.row) from None
+        cell = f" at cell {exc.cell + 1}" if exc.cell is not None else ""
+        raise CardholderFileError("file", f"cannot be read as CSV{cell} ({exc.message})", exc.row) from None
 
 
 def _xlsx_rows(stream: IO[bytes]) -> Iterator[tuple[int, list[Any]]]:
