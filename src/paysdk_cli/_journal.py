@@ -11,6 +11,13 @@ at any moment (``kill -9``, a power cut) leaves a journal that says what may hav
    row), ``{"part", "state": "unknown", "error"}`` (the answer was lost: the rows may have been charged)
    or ``{"part", "state": "failed", "error"}`` (the API refused the part whole: nothing charged).
 
+4. ``{"event": "layout", "afterRow", "partRows", "parts", "at"}``: a resumed run asked for another
+   ``--part-rows`` (D321): the rows after ``afterRow`` (the last row of the parts recorded so far) go in
+   parts of ``partRows`` rows from then on, and the layout has ``parts`` parts. The parts recorded keep
+   their rows and keys: a part's key names the rows it carries (``csv-<sha256>-<first>-<last>``), so a
+   part sent again is the same request, and parts are sent in order, so the recorded parts are always
+   the first ones.
+
 A part's state is the last record about it; a part with no record was never sent. :meth:`Journal.plan`
 turns that into what a resumed run does with each part (D159): ``done`` parts are not sent again, a
 ``failed`` or never-sent part is sent, a ``sending`` or ``unknown`` part is resent with its own key only
@@ -120,11 +127,20 @@ class Journal:
     context manager) releases the lock, :meth:`remove` deletes the file once the run is complete.
     """
 
-    def __init__(self, path: Path, fd: int, header: dict[str, Any], parts: dict[int, PartState]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        fd: int,
+        header: dict[str, Any],
+        parts: dict[int, PartState],
+        resplits: list[tuple[int, int]] | None = None,
+    ) -> None:
         self.path = path
         self._fd = fd
         self.header = header
         self.parts = parts
+        #: ``(afterRow, partRows)`` of each ``layout`` record, in order (D321).
+        self.resplits: list[tuple[int, int]] = resplits or []
 
     # ------------------------------------------------------------------ opening
 
@@ -165,14 +181,16 @@ class Journal:
             torn = lines.pop()  # the text after the last newline: b"" when the last record is whole
             if torn:
                 os.ftruncate(fd, len(data) - len(torn))
-            header, parts = cls._replay(path, lines)
+            header, parts, resplits = cls._replay(path, lines)
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, fd, header, parts)
+        return cls(path, fd, header, parts, resplits)
 
     @staticmethod
-    def _replay(path: Path, lines: list[bytes]) -> tuple[dict[str, Any], dict[int, PartState]]:
+    def _replay(
+        path: Path, lines: list[bytes]
+    ) -> tuple[dict[str, Any], dict[int, PartState], list[tuple[int, int]]]:
         records: list[dict[str, Any]] = []
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -192,7 +210,15 @@ class Journal:
                 f"the journal {path} has version {header.get('version')!r}, not {JOURNAL_VERSION}"
             )
         parts: dict[int, PartState] = {}
+        resplits: list[tuple[int, int]] = []
         for record in records[1:]:
+            if record.get("event") == "layout":
+                after, size, count = record.get("afterRow"), record.get("partRows"), record.get("parts")
+                if not (isinstance(after, int) and isinstance(size, int) and isinstance(count, int)):
+                    raise JournalError(f"the journal {path} has a damaged layout record")
+                resplits.append((after, size))
+                header["parts"] = count
+                continue
             index, state = record.get("part"), record.get("state")
             if not isinstance(index, int) or state not in ("sending", "done", "unknown", "failed"):
                 continue  # a note (such as "resumed"): no part state
@@ -212,7 +238,7 @@ class Journal:
             else:
                 part.error = str(record.get("error") or "")
             parts[index] = part
-        return header, parts
+        return header, parts, resplits
 
     # ------------------------------------------------------------------ recording
 
@@ -228,6 +254,32 @@ class Journal:
     def note(self, event: str, **fields: Any) -> None:
         """A line that is no part state (``resumed``), for whoever reads the journal."""
         self._append({"event": event, **fields, "at": _now()})
+
+    def layout(self, after_row: int, part_rows: int, parts: int) -> None:
+        """From now on the rows after ``after_row`` go in parts of ``part_rows``; ``parts`` in all."""
+        self._append(
+            {"event": "layout", "afterRow": after_row, "partRows": part_rows, "parts": parts, "at": _now()}
+        )
+        self.resplits.append((after_row, part_rows))
+        self.header["parts"] = parts
+
+    @property
+    def part_rows(self) -> int | None:
+        """The part size the rows not yet recorded are split by (the last layout's, else the header's)."""
+        if self.resplits:
+            return self.resplits[-1][1]
+        size = self.header.get("partRows")
+        return size if isinstance(size, int) else None
+
+    def recorded_through(self) -> int | None:
+        """The last row of the parts recorded so far (1, the header, when none is); ``None`` when a
+        recorded part has no row range (a damaged journal: no other layout is started from it)."""
+        last = 1
+        for part in self.parts.values():
+            if part.last_row is None or not isinstance(part.last_row, int):
+                return None
+            last = max(last, part.last_row)
+        return last
 
     def sending(self, index: int, key: str, first_row: int, last_row: int, rows: int) -> None:
         """Part ``index`` is about to be sent with ``key`` (durable before the request leaves)."""

@@ -80,6 +80,26 @@ def test_records_are_durable_json_lines_and_replay(tmp_path: Path) -> None:
         assert not journal.complete()
 
 
+def test_a_layout_record_replays_the_new_part_size(tmp_path: Path) -> None:
+    """D321: --resume with another --part-rows records where the new size starts and the part count."""
+    path = tmp_path / "f.csv.paysdk-journal"
+    with Journal.create(path, HEADER) as journal:
+        journal.sending(1, "csv-ab-2-4", 2, 4, 3)
+        journal.done(1, [{"row": 2, "status": "charged"}])
+        assert journal.recorded_through() == 4
+        assert journal.part_rows == HEADER["partRows"]
+        journal.layout(4, 2, 5)
+        assert (journal.part_rows, journal.header["parts"]) == (2, 5)
+    with Journal.resume(path) as journal:
+        assert journal.resplits == [(4, 2)]
+        assert (journal.part_rows, journal.header["parts"]) == (2, 5)
+        assert not journal.complete()
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"event": "layout", "afterRow": "x"}) + "\n")
+    with pytest.raises(JournalError, match="layout"):
+        Journal.resume(path)
+
+
 @pytest.mark.parametrize(
     ("state", "honours", "resend", "action"),
     [

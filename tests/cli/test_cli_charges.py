@@ -470,6 +470,41 @@ def test_a_dropped_connection_is_unknown_and_resent_only_when_told(
     assert merchant.batch_charges() == {"d-1": 1, "d-2": 1, "d-3": 1}
 
 
+@pytest.mark.parametrize("declared", [False, True], ids=["undeclared", "declared"])
+def test_the_resume_hint_says_what_the_target_declares(
+    merchant: Merchant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, declared: bool
+) -> None:
+    """Issue 20 (D322): "resending charges nothing twice" only where the environment declares
+    idempotency-key support; elsewhere a warning, at the hint and again when --resend-unknown resends."""
+    from paysdk_cli import _context
+
+    monkeypatch.setitem(_context.CLIENT_OPTIONS, "max_retries", 0)  # a lost answer stays lost
+    a, b, c = merchant.subs
+    data = _write(tmp_path / "hint.csv", [f"{a},1.00,h-1", f"{b},2.00,h-2", f"{c},3.00,h-3"])
+    env = {"PAYSDK_IDEMPOTENCY": "1" if declared else "0"}
+    merchant.sdk.sandbox.add_fault("drop", route=f"POST {UPLOAD}", count=1)
+    lost = _upload(str(data), code=5, env=env)
+    assert {line["status"] for line in _json_lines(lost.stdout)} == {"unknown"}
+    errors = {line["error"] for line in _json_lines(lost.stdout)}
+    if declared:
+        assert "the target declares idempotency-key support" in lost.stderr
+        assert "charges nothing twice" in lost.stderr
+        assert "WARNING" not in lost.stderr
+        assert all("--resume sends it again with its key" in error for error in errors)
+        resumed = _upload(str(data), "--resume", code=0, env=env)
+        assert "WARNING" not in resumed.stderr
+    else:
+        assert "WARNING: the target does not declare idempotency-key support" in lost.stderr
+        assert "--resume --resend-unknown" in lost.stderr
+        assert "never charged twice" not in lost.stderr  # no claim of safety
+        assert "charges nothing twice" not in lost.stderr
+        assert all("may charge it twice" in error for error in errors)
+        resumed = _upload(str(data), "--resume", "--resend-unknown", code=0, env=env)
+        assert "WARNING: --resend-unknown sends 1 parts" in resumed.stderr
+    assert [line["status"] for line in _json_lines(resumed.stdout)] == ["charged"] * 3
+    assert merchant.batch_charges() == {"h-1": 1, "h-2": 1, "h-3": 1}
+
+
 def _upload_requests(merchant: Merchant) -> int:
     return sum(1 for r in merchant.sdk.sandbox.requests() if r.path == UPLOAD)
 
@@ -602,20 +637,65 @@ def test_kill_9_after_a_parts_results_then_resume_sends_the_rest_once(
     assert _journal_states(data) == [(1, "sending"), (1, "done"), (2, "sending")]
     _wait_for(lambda: _upload_requests(merchant) == 2)  # the held answer is logged once it is written
 
-    mismatch = _upload(str(data), "--resume", "--part-rows", "4", code=2)
-    assert "--part-rows 4 differs from the journal's 3" in mismatch.stderr
-
     # the environment declares idempotency-key support: part 2 is resent with its own key at once
-    # (answered by the server from its key), part 3 sent; part 1 is not sent again
+    # (answered by the server from its key), the rest sent in parts of the new size (D321: the parts the
+    # journal recorded keep their rows and keys); part 1 is not sent again
     out = tmp_path / "r.csv"
-    resumed = _upload(str(data), "--resume", "--report", str(out), code=0, env={"PAYSDK_IDEMPOTENCY": "1"})
+    resumed = _upload(
+        str(data),
+        "--resume",
+        "--part-rows",
+        "1",
+        "--report",
+        str(out),
+        code=0,
+        env={"PAYSDK_IDEMPOTENCY": "1"},
+    )
     lines = _json_lines(resumed.stdout)
     assert [line["row"] for line in lines] == list(range(2, 10))
     assert {line["status"] for line in lines} == {"charged"}
     assert [line["replayed"] for line in lines] == [False] * 3 + [True] * 3 + [False] * 2
-    _wait_for(lambda: _upload_requests(merchant) == 4)
+    _wait_for(lambda: _upload_requests(merchant) == 5)  # parts 1, 2, 2 again, then rows 8 and 9
     assert [r["row_number"] for r in _report(out)] == [str(n) for n in range(2, 10)]
     assert merchant.batch_charges() == {f"part-{n}": 1 for n in range(8)}
+    assert not journal_path(data).exists()
+
+
+@BOTH_DATABASES
+def test_a_rerun_with_another_part_size_charges_every_row_exactly_once(
+    merchant: Merchant,
+    tmp_path: Path,
+    config_dir: Path,
+    cli_server: str,
+    hold_answer: Callable[[int], HeldAnswers],
+) -> None:
+    """Issue 20: a part's key names the rows it carries (D321), so running the same file again with
+    another --part-rows (after a kill and the journal deleted, or after a complete run) sends other
+    parts under other keys: the rows charged are answered with their earlier result (D157), the rest
+    charged, none twice -- before, every part answered 422 (key reused with another body)."""
+    subs = merchant.subs
+    rows = [f"{subs[n % 3]},1.{n:02d},again-{n}" for n in range(8)]
+    data = _write(tmp_path / "again.csv", rows)  # --part-rows 3: rows 2-4, 5-7, 8-9
+    held = hold_answer(2)
+    proc = _spawn(config_dir, cli_server, str(data), "--part-rows", "3")
+    _kill_when(proc, held.entered)
+    held.release.set()
+    _wait_for(lambda: _upload_requests(merchant) == 2)
+    assert merchant.batch_charges() == {f"again-{n}": 1 for n in range(6)}  # part 2 charged, unanswered
+    journal_path(data).unlink()  # start over, with smaller parts
+
+    rerun = _upload(str(data), "--part-rows", "2", code=0)
+    lines = _json_lines(rerun.stdout)
+    assert [(line["row"], line["status"]) for line in lines] == [(n, "charged") for n in range(2, 10)]
+    assert [line["replayed"] for line in lines] == [True] * 6 + [False] * 2
+    assert merchant.batch_charges() == {f"again-{n}": 1 for n in range(8)}
+
+    for size in ("5", "3"):  # complete runs again, with any part size: every row replayed
+        again = _upload(str(data), "--part-rows", size, code=0)
+        assert [(line["status"], line["replayed"]) for line in _json_lines(again.stdout)] == [
+            ("charged", True)
+        ] * 8
+    assert merchant.batch_charges() == {f"again-{n}": 1 for n in range(8)}
     assert not journal_path(data).exists()
 
 

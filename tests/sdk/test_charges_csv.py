@@ -198,6 +198,35 @@ def test_parts_are_byte_ranges_numbered_as_the_file() -> None:
     assert len({p.key for p in plan.parts}) == 3
 
 
+def test_a_parts_key_names_the_rows_it_carries_whatever_the_part_size() -> None:
+    """D321 (issue 20): the same rows are the same bytes under the same key in any split (blank lines,
+    invalid rows left out, a trailing blank line and a resplit included); other rows, another key."""
+    lines = [HEADER]
+    for index in range(20):
+        lines.append(
+            b""
+            if index % 7 == 3
+            else b"sub_1,-1,bad-%d" % index
+            if index % 5 == 4
+            else b"sub_1,1,r-%d" % index
+        )
+    data = b"\n".join(lines) + b"\n\n"
+    bodies: dict[str, bytes] = {}
+    valid = [row for part in plan_upload(io.BytesIO(data)).parts for row in part.data_rows()]
+    for size in range(1, 9):
+        for resplits in ((), ((7, 2),), ((5, 3), (12, 1))):
+            plan = plan_upload(io.BytesIO(data), part_rows=size, resplits=resplits)
+            assert [row for part in plan.parts for row in part.data_rows()] == valid
+            for part in plan.parts:
+                assert part.key == f"csv-{plan.sha256[:16]}-{part.first_row}-{part.last_row}"
+                body = _part_bytes(data, part)
+                assert bodies.setdefault(part.key, body) == body, (size, resplits, part)
+    three = plan_upload(io.BytesIO(data), part_rows=3)
+    resplit = plan_upload(io.BytesIO(data), part_rows=3, resplits=((three.parts[1].last_row, 2),))
+    assert resplit.parts[:2] == three.parts[:2]  # the parts before the new size keep their rows and keys
+    assert all(part.rows <= 2 for part in resplit.parts[2:])
+
+
 def test_the_fast_path_and_the_csv_path_agree() -> None:
     plain = HEADER + b",description,currency\nsub_1,1.5,r-1,hello world,usd\n"
     quoted = HEADER + b',description,currency\n"sub_1","1.5","r-1","hello world","usd"\n'

@@ -21,7 +21,8 @@ for every file whose cells hold no line break.
   (:class:`CsvPart`): a part is the header line plus byte ranges of the original file (one contiguous
   range, or several when invalid rows are left out), so no row is copied in memory; each part knows
   the original row numbers of the rows it carries (:meth:`CsvPart.original_row`) and its
-  ``Idempotency-Key`` (``csv-<file sha256 prefix>-<index>``, D158).
+  ``Idempotency-Key`` (``csv-<file sha256 prefix>-<first row>-<last row>``: what it carries, not its
+  index, D158/D321).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import csv
 import hashlib
 import re
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import BinaryIO, Final
@@ -489,9 +490,13 @@ def _name_duplicates(stream: BinaryIO, result: CsvScan, duplicates: set[int], af
 # ------------------------------------------------------------------------------------ splitting
 
 
-def part_key(sha256: str, index: int) -> str:
-    """The ``Idempotency-Key`` of part ``index`` of the file whose SHA-256 is ``sha256`` (D158)."""
-    return f"csv-{sha256[:KEY_HASH_DIGITS]}-{index}"
+def part_key(sha256: str, first_row: int, last_row: int) -> str:
+    """The ``Idempotency-Key`` of the part carrying the valid data rows ``first_row`` to ``last_row`` of
+    the file whose SHA-256 is ``sha256`` (D158, D321). A part's bytes are the header line and exactly
+    those rows' records (the blank lines between them included, the invalid rows left out, nothing after
+    ``last_row``), so the key names what the part contains: the same rows under the same key whatever
+    the part size or the part's index, other rows under another key."""
+    return f"csv-{sha256[:KEY_HASH_DIGITS]}-{first_row}-{last_row}"
 
 
 def _digest(stream: BinaryIO) -> tuple[str, int]:
@@ -503,77 +508,93 @@ def _digest(stream: BinaryIO) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def plan_upload(stream: BinaryIO, *, part_rows: int = BATCH_MAX_ROWS) -> CsvPlan:
+def plan_upload(
+    stream: BinaryIO, *, part_rows: int = BATCH_MAX_ROWS, resplits: Sequence[tuple[int, int]] = ()
+) -> CsvPlan:
     """Read, validate and split a batch charge file (a seekable binary file object, from its current
     position): its SHA-256, its row errors, and its parts of at most ``part_rows`` valid data rows, each
-    the header line plus byte ranges of the file (rows with an error are in no part). Raises
+    the header line plus byte ranges of the file (rows with an error are in no part). ``resplits``:
+    ``(after_row, part_rows)`` pairs: the rows after ``after_row`` go in parts of that many rows (a part
+    open at that row ends there; the CLI's ``--resume`` with another ``--part-rows``, D321). Raises
     :class:`CsvFileError` for an error of the whole file (any number of rows is fine here)."""
-    if part_rows < 1:
+    if part_rows < 1 or any(size < 1 for _, size in resplits):
         raise ValueError("part_rows must be at least 1")
     base = stream.tell()
     sha256, size = _digest(stream)
     stream.seek(base)
     result = scan(stream)
-    parts = _split(result, sha256, part_rows)
+    parts = _split(result, sha256, part_rows, resplits)
     return CsvPlan(sha256=sha256, size=size, rows=result.rows, errors=tuple(result.errors), parts=parts)
 
 
-def _split(result: CsvScan, sha256: str, part_rows: int) -> tuple[CsvPart, ...]:
+def _split(
+    result: CsvScan, sha256: str, part_rows: int, resplits: Sequence[tuple[int, int]] = ()
+) -> tuple[CsvPart, ...]:
     ends = result.ends
     state = result.state
     count = len(state)  # records, the header included (index 0)
     parts: list[CsvPart] = []
+    cuts = sorted(resplits)
 
-    def span(first: int, last: int) -> CsvSpan:
-        return CsvSpan(ends[first - 1], ends[last], first + 1, last - first + 1)
-
-    def emit(spans: list[CsvSpan], first_row: int, last_row: int, rows: int, blanks: list[int]) -> None:
-        index = len(parts) + 1
+    def emit(ranges: list[tuple[int, int]], blanks: list[int], first_row: int, last: int, rows: int) -> None:
+        """A part of the record ranges ``ranges`` (record indexes, the header is 0), the last one cut at
+        ``last``, the index of its last data row: a part never carries what follows its last row."""
+        ranges[-1] = (ranges[-1][0], last)
+        last_row = last + 1
         parts.append(
             CsvPart(
-                index,
+                len(parts) + 1,
                 first_row,
                 last_row,
                 rows,
-                tuple(spans),
-                part_key(sha256, index),
+                tuple(CsvSpan(ends[a - 1], ends[b], a + 1, b - a + 1) for a, b in ranges),
+                part_key(sha256, first_row, last_row),
                 result.header,
-                tuple(blanks),
+                tuple(row for row in blanks if row < last_row),
             )
         )
 
-    if _INVALID not in state and _BLANK not in state:  # the common case: whole ranges, no walk
+    if not cuts and _INVALID not in state and _BLANK not in state:  # the common case: no walk
         for first in range(1, count, part_rows):
             last = min(first + part_rows - 1, count - 1)
-            emit([span(first, last)], first + 1, last + 1, last - first + 1, [])
+            emit([(first, last)], [], first + 1, last, last - first + 1)
         return tuple(parts)
 
-    spans: list[CsvSpan] = []
+    ranges: list[tuple[int, int]] = []
     blanks: list[int] = []
     opened: int | None = None
-    rows = first_row = last_row = 0
+    rows = first_row = last = 0
+    size = part_rows
     for index in range(1, count):
         kind = state[index]
         if kind == _INVALID or (kind == _BLANK and opened is None):
             if opened is not None:
-                spans.append(span(opened, index - 1))
+                ranges.append((opened, index - 1))
                 opened = None
             continue
+        if kind == _VALID:
+            while cuts and index + 1 > cuts[0][0]:  # a new part size from this row on
+                if rows:
+                    if opened is not None:
+                        ranges.append((opened, index - 1))
+                    emit(ranges, blanks, first_row, last, rows)
+                    ranges, blanks, opened, rows = [], [], None, 0
+                size = cuts.pop(0)[1]
         if opened is None:
             opened = index
         if kind == _BLANK:
             blanks.append(index + 1)
-        else:
-            if not rows:
-                first_row = index + 1
-            rows += 1
-            last_row = index + 1
-            if rows == part_rows:
-                spans.append(span(opened, index))
-                emit(spans, first_row, last_row, rows, blanks)
-                spans, blanks, opened, rows = [], [], None, 0
-    if opened is not None and rows:
-        spans.append(span(opened, count - 1))
+            continue
+        if not rows:
+            first_row = index + 1
+        rows += 1
+        last = index
+        if rows == size:
+            ranges.append((opened, index))
+            emit(ranges, blanks, first_row, last, rows)
+            ranges, blanks, opened, rows = [], [], None, 0
     if rows:
-        emit(spans, first_row, last_row, rows, blanks)
+        if opened is not None:
+            ranges.append((opened, count - 1))
+        emit(ranges, blanks, first_row, last, rows)
     return tuple(parts)

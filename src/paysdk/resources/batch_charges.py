@@ -4,9 +4,10 @@ The whole file is validated locally first with the server's own rules (:mod:`pay
 D155): any invalid row raises :class:`CsvValidationError` (row-numbered errors) and nothing is sent,
 unless ``send_valid_rows=True`` (the invalid rows are then reported ``refused`` without being sent).
 The file is split into parts of at most 5,000 rows; each part is the header line plus byte ranges of
-the file, streamed from disk (never copied in memory), with ``Idempotency-Key: csv-<sha256 prefix>-<part>``
-and a multipart boundary derived from it, so the same part is the same request body in any process
-(D158). A part whose answer is lost is retried with its key only where the environment declares
+the file, streamed from disk (never copied in memory), with
+``Idempotency-Key: csv-<sha256 prefix>-<first row>-<last row>`` (what the part carries, whatever the part
+size: D321) and a multipart boundary derived from it, so the same part is the same request body in any
+process (D158). A part whose answer is lost is retried with its key only where the environment declares
 idempotency support (``Environment.honours_idempotency_keys``, D17); elsewhere its rows are reported
 ``unknown``: they may or may not have been charged, and sending the part again is safe only where keys
 are honoured (the server also answers a row whose ``reference`` it has seen with its earlier result, D157).
@@ -210,23 +211,28 @@ class ChargesCsv:
         )
 
 
-def read_charges_csv(file: CsvInput, *, part_rows: int = BATCH_MAX_ROWS) -> ChargesCsv:
+def read_charges_csv(
+    file: CsvInput, *, part_rows: int = BATCH_MAX_ROWS, resplits: Sequence[tuple[int, int]] = ()
+) -> ChargesCsv:
     """Read, validate and split a batch charge file (a path, a seekable binary file object read from
     its current position, or the file's bytes) into parts of at most ``part_rows`` rows (1-5,000); no
     request is made. A file error (not UTF-8, no header, a column error, no rows) raises
-    :class:`CsvValidationError` naming ``file`` or the column; row errors are in ``errors``. Blocking:
-    the async resource runs it on a worker thread."""
+    :class:`CsvValidationError` naming ``file`` or the column; row errors are in ``errors``.
+    ``resplits``: ``(after_row, part_rows)`` pairs, the rows after ``after_row`` in parts of that size
+    (:func:`paysdk.contracts.charges_csv.plan_upload`; the CLI's ``--resume`` with another
+    ``--part-rows``). Blocking: the async resource runs it on a worker thread."""
     from paysdk._paths import user_path
 
-    if isinstance(part_rows, bool) or not isinstance(part_rows, int) or not 1 <= part_rows <= BATCH_MAX_ROWS:
-        raise ValidationError("part_rows", f"must be an int from 1 to {BATCH_MAX_ROWS}")
+    for size in (part_rows, *(size for _, size in resplits)):
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= BATCH_MAX_ROWS:
+            raise ValidationError("part_rows", f"must be an int from 1 to {BATCH_MAX_ROWS}")
     if isinstance(file, bytes | bytearray | memoryview):
         file = io.BytesIO(bytes(file))
     if isinstance(file, str | os.PathLike):
         path = user_path(file)
         try:
             with open(path, "rb") as stream:
-                plan = plan_upload(stream, part_rows=part_rows)
+                plan = plan_upload(stream, part_rows=part_rows, resplits=resplits)
         except OSError as exc:
             raise ValidationError("file", f"cannot read {path}: {exc.strerror or exc}") from None
         except CsvFileError as exc:
@@ -245,7 +251,7 @@ def read_charges_csv(file: CsvInput, *, part_rows: int = BATCH_MAX_ROWS) -> Char
                 "file", "a file object must be seekable (each part is read when it is sent)"
             )
         try:
-            plan = plan_upload(file, part_rows=part_rows)
+            plan = plan_upload(file, part_rows=part_rows, resplits=resplits)
         except CsvFileError as exc:
             raise CsvValidationError([CsvRowError(exc.row or 0, exc.column, exc.message)]) from None
         source = file
@@ -345,7 +351,9 @@ def upload_part_operation(part: ChargesCsvPart, **options: Unpack[CallOptions]) 
     if not isinstance(part, ChargesCsvPart):
         raise ValidationError("part", "must be a part of client.subscriptions.charges.read_csv(...)")
     if "idempotency_key" in options:
-        raise ValidationError("idempotency_key", "each part carries its own key (csv-<sha256>-<part>)")
+        raise ValidationError(
+            "idempotency_key", "each part carries its own key (csv-<sha256>-<first row>-<last row>)"
+        )
     op: Operation[Any] = Operation(
         method="POST",
         path=UPLOAD_PATH,

@@ -1,7 +1,9 @@
 """``paysdk charges upload FILE``: batch CSV charges of subscriptions, safe to re-run (D155-D159, D180-D184).
 
 The file is read and validated locally first (``paysdk.contracts.charges_csv``, the server's own rules),
-split into parts of at most 5,000 rows, and each part is sent with its own ``Idempotency-Key``. A journal
+split into parts of at most 5,000 rows, and each part is sent with its own ``Idempotency-Key``, which
+names the rows it carries (D321: a re-run with another ``--part-rows`` sends other parts under other
+keys; the server answers a row it charged with its earlier result, D157). A journal
 beside the file (``<FILE>.paysdk-journal``, :mod:`paysdk_cli._journal`) records each part before it is
 sent and its results once answered, so ``--resume`` after a kill sends no row twice and skips none.
 
@@ -17,6 +19,7 @@ Credentials: the profile's wallet application login (``paysdk wallet login``, D1
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -82,7 +85,8 @@ def upload(
         typer.Option(
             "--resend-unknown",
             help="With --resume: also resend parts whose answer was lost when the API does not declare "
-            "idempotency-key support (PAYSDK_IDEMPOTENCY).",
+            "idempotency-key support (PAYSDK_IDEMPOTENCY); nothing then guarantees a row is not charged "
+            "twice: check those rows first.",
         ),
     ] = False,
     part_rows: Annotated[
@@ -92,7 +96,8 @@ def upload(
             metavar="N",
             min=1,
             max=BATCH_MAX_ROWS,
-            help="Rows per request: 1 to 5000 (default 5000). A resumed run keeps its journal's value.",
+            help="Rows per request: 1 to 5000 (default 5000). A resumed run keeps the parts its journal "
+            "recorded and splits the rest by this value (default: the journal's).",
             show_default=False,
         ),
     ] = None,
@@ -131,15 +136,16 @@ class _Run:
 
     # ------------------------------------------------------------------ reading
 
-    def read(self, part_rows: int) -> ChargesCsv:
-        """Read, validate and split the file (no request); a file error is one line and exit 2."""
+    def read(self, part_rows: int, resplits: Sequence[tuple[int, int]] = ()) -> ChargesCsv:
+        """Read, validate and split the file (no request; ``resplits`` as in
+        :func:`paysdk.resources.batch_charges.read_charges_csv`); a file error is one line and exit 2."""
         import paysdk
         from paysdk.resources.batch_charges import read_charges_csv
 
         if self.file.is_dir():
             raise CLIError(f"{self.file}: is a directory, not a CSV file", ExitCode.USAGE)
         try:
-            return read_charges_csv(self.file, part_rows=part_rows)
+            return read_charges_csv(self.file, part_rows=part_rows, resplits=resplits)
         except paysdk.CsvValidationError as exc:
             first = exc.errors[0] if exc.errors else None
             where = f"{first.column}: {first.message}" if first is not None else exc.message
@@ -219,19 +225,27 @@ class _Run:
     ) -> int:
         from paysdk_cli._journal import Journal, JournalError
 
+        resplits: list[tuple[int, int]] = []
+        resplit: tuple[int, int] | None = None
         if journal is not None:
             send_valid = send_valid or bool(journal.header.get("sendValid"))  # the run resumed decided
+            resplits = list(journal.resplits)
+            if part_rows is not None and part_rows != journal.part_rows:
+                # The parts recorded keep their rows (and so their keys: a key names the rows a part
+                # carries, D321); the rows after them go in parts of the new size.
+                after = journal.recorded_through()
+                if after is None:
+                    raise CLIError(
+                        f"the journal {path} does not say which rows its parts carry: resume without "
+                        "--part-rows",
+                        ExitCode.USAGE,
+                    )
+                resplit = (after, part_rows)
+                resplits.append(resplit)
             journaled = journal.header.get("partRows")
-            if part_rows is not None and journaled != part_rows:
-                # a part's key is its index: other part sizes would reuse keys for other rows
-                raise CLIError(
-                    f"--part-rows {part_rows} differs from the journal's {journaled}: resume without "
-                    "--part-rows (or with the same value)",
-                    ExitCode.USAGE,
-                )
             part_rows = journaled if isinstance(journaled, int) else BATCH_MAX_ROWS
         part_rows = part_rows or BATCH_MAX_ROWS
-        plan = self.read(part_rows)
+        plan = self.read(part_rows, resplits)
         if journal is not None and journal.header.get("sha256") != plan.sha256:
             raise CLIError(
                 f"{self.file} changed since its journal {path} was written: restore the file to resume, "
@@ -245,6 +259,8 @@ class _Run:
         with open_wallet_client(self.st) as client:
             honours_keys = bool(client.environment.honours_idempotency_keys)
             if journal is not None:
+                if resplit is not None:
+                    journal.layout(*resplit, len(plan.parts))
                 journal.note("resumed", resendUnknown=resend_unknown, honoursKeys=honours_keys)
                 return self._parts(client, journal, plan, honours_keys, resend_unknown=resend_unknown)
             header = {
@@ -279,6 +295,15 @@ class _Run:
             for part in plan.parts
         }
         kept = [part for part in plan.parts if actions[part.index] is PartAction.KEEP]
+        resent = sum(1 for action in actions.values() if action is PartAction.RESEND)
+        if resent and not honours_keys:
+            from paysdk_cli._output import info
+
+            info(
+                f"WARNING: --resend-unknown sends {resent} parts whose answer was lost to a target that does "
+                "not declare idempotency-key support (PAYSDK_IDEMPOTENCY): a row it already charged may be "
+                "charged again"
+            )
         progress = progress_for()
         progress.start(
             plan.rows - len(errors),
@@ -347,7 +372,8 @@ class _Run:
         how = (
             "--resume sends it again with its key"
             if honours_keys
-            else "--resume --resend-unknown sends it again"
+            else "--resume --resend-unknown sends it again, which may charge it twice: the target does not "
+            "declare idempotency-key support"
         )
         reason = f"part {part.index}: {error} ({how})"
         return [RowOutcome(row, "unknown", error=reason) for row in list(part.layout.data_rows())]
@@ -441,15 +467,29 @@ class _Run:
         tally = counts(outcomes)
         info(", ".join(f"{name} {value:,}" for name, value in tally.items()))
         if unknown_parts:
-            how = (
-                "--resume sends them again with their own keys"
-                if honours_keys
-                else "they may have been charged; --resume --resend-unknown sends them again (a row the "
-                "server already charged is answered with its earlier result, never charged twice)"
-            )
-            info(f"{tally.get('unknown', 0):,} rows of {unknown_parts} parts have no answer: {how}")
+            unknown = tally.get("unknown", 0)
+            info(f"{unknown:,} rows of {unknown_parts} parts have no answer: {_resend_hint(honours_keys)}")
         if not complete:
             info(f"the journal {journal.path} is kept: run again with --resume to continue")
+
+
+#: The ``--resume`` hint where the target declares idempotency-key support (D17, D322).
+RESEND_DECLARED = (
+    "--resume sends them again with their own keys; the target declares idempotency-key support, so it "
+    "answers a part it has seen with its earlier answer and charges nothing twice"
+)
+#: The ``--resume`` hint where it does not: resending may charge a row twice (D322).
+RESEND_UNDECLARED = (
+    "they may have been charged. WARNING: the target does not declare idempotency-key support "
+    "(PAYSDK_IDEMPOTENCY), so nothing guarantees that a resent row is not charged again: check the "
+    "payment history of these rows before --resume --resend-unknown sends them again"
+)
+
+
+def _resend_hint(honours_keys: bool) -> str:
+    """What ``--resume`` does with parts whose answer was lost, as the target declares (D322): safe
+    wording only where the environment declares idempotency-key support."""
+    return RESEND_DECLARED if honours_keys else RESEND_UNDECLARED
 
 
 def _errors_by_row(plan: ChargesCsv) -> dict[int, str]:
