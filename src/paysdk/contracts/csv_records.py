@@ -43,6 +43,8 @@ class CsvSyntaxError(ValueError):
         self.cell = cell
         self.message = message
         self.encoding = encoding
+        #: The text read of a line too long (its first bytes), to find the cell within its record.
+        self.text: str | None = None
 
     def column(self, columns: Sequence[str], default: str = "row") -> str:
         """The name of the cell at fault among the header's ``columns``, else ``default``."""
@@ -99,7 +101,7 @@ class CsvRecords:
     every raw line read (a hash's ``update``); ``bom``: a UTF-8 BOM opening the first line is dropped.
     """
 
-    __slots__ = ("_inside", "bom", "limit", "line", "lines", "offset", "row", "stream", "update")
+    __slots__ = ("_base", "_continued", "bom", "limit", "line", "lines", "offset", "stream", "update")
 
     def __init__(
         self,
@@ -113,40 +115,55 @@ class CsvRecords:
     ) -> None:
         self.stream = stream
         self.offset = offset
-        self.row = row
+        self._base = row
+        self._continued = 0  # lines read by :meth:`record` after a record's first line
         self.line = 0
         self.bom = bom
         self.limit = limit
         self.update = update
-        self._inside = False
         #: The raw lines (bytes, line end included); each one begins a record unless :meth:`record`
         #: reads it as the rest of the record it is reading.
         self.lines: Iterator[bytes] = self._raw()
 
+    @property
+    def row(self) -> int:
+        """The number of the record the last line read belongs to."""
+        return self._base + self.line - self._continued
+
     def _raw(self) -> Iterator[bytes]:
         readline = self.stream.readline
         limit = self.limit
+        size = limit + 1
         update = self.update
-        first = self.bom
-        while raw := readline(limit + 1):
+        raw = readline(size)
+        if self.bom and raw.startswith(_BOM):
+            self.line = 1
+            self.offset += len(raw)
+            if update is not None:
+                update(raw)
+            self._check(raw)
+            yield raw[len(_BOM) :]
+            raw = readline(size)
+        while raw:  # the hot loop of a million-row file: as little as it can be
             self.line += 1
-            if not self._inside:
-                self.row += 1
             self.offset += len(raw)
             if update is not None:
                 update(raw)
             if len(raw) > limit:
-                text = raw.decode("utf-8", "ignore")
-                raise CsvSyntaxError(
-                    self.row,
-                    _cell_at_fault(text, csv.field_size_limit()),
-                    f"has a line longer than {limit:,} bytes (line {self.line})",
-                )
-            if first:
-                first = False
-                if raw.startswith(_BOM):
-                    raw = raw[len(_BOM) :]
+                self._check(raw)
             yield raw
+            raw = readline(size)
+
+    def _check(self, raw: bytes) -> None:
+        if len(raw) > self.limit:
+            text = raw.decode("utf-8", "ignore")
+            error = CsvSyntaxError(
+                self.row,
+                _cell_at_fault(text, csv.field_size_limit()),
+                f"has a line longer than {self.limit:,} bytes (line {self.line})",
+            )
+            error.text = text
+            raise error
 
     def decode(self, raw: bytes) -> str:
         """``raw``, the last line read, as text; a :class:`CsvSyntaxError` when it is not UTF-8."""
@@ -167,21 +184,29 @@ class CsvRecords:
         ``csv`` refuses it."""
         taken = [first]
 
+        row = self.row
+
         def more() -> Iterator[str]:
-            for raw in self.lines:
+            while True:
+                self._continued += 1  # counted before the line is read: it belongs to this record
+                raw = next(self.lines, None)
+                if raw is None:
+                    self._continued -= 1
+                    return
                 text = self.decode(raw)
                 taken.append(text)
                 yield text
 
-        self._inside = True
         try:
             return next(csv.reader(itertools.chain((first,), more()), strict=True), [])
+        except CsvSyntaxError as exc:
+            if exc.text is not None:  # a line too long inside the record: its cell counted from the start
+                exc.cell = _cell_at_fault("".join(taken) + exc.text, csv.field_size_limit())
+            raise
         except csv.Error as exc:
             text = "".join(taken)
             cell = _cell_at_fault(text, csv.field_size_limit())
-            raise CsvSyntaxError(self.row, cell, f"is not valid CSV ({exc})") from None
-        finally:
-            self._inside = False
+            raise CsvSyntaxError(row, cell, f"is not valid CSV ({exc})") from None
 
     def __iter__(self) -> Iterator[tuple[int, list[str]]]:
         for raw in self.lines:
