@@ -129,3 +129,25 @@ def test_the_server_retries_into_the_inbox(
     payload = paysdk_callbacks.wait_for_uid(link.uid)
     assert payload.status == "approved"
     assert [d.status_code for d in paysdk_callbacks.deliveries] == [500, 200]
+
+
+def test_a_chunked_delivery_is_collected_and_content_length_with_chunked_is_400(inbox: CallbackInbox) -> None:
+    import socket
+
+    body = _body("evt-chunked")
+    head = (
+        f"POST /callbacks HTTP/1.1\r\nHost: 127.0.0.1\r\n{inbox.header_name}: {inbox.header_value}\r\n"
+        "Transfer-Encoding: chunked\r\n"
+    ).encode()
+    framed = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+
+    def exchange(data: bytes) -> bytes:
+        with socket.create_connection(("127.0.0.1", inbox.port), timeout=5) as sock:
+            sock.sendall(data)
+            return sock.makefile("rb").read()
+
+    assert exchange(head + b"\r\n" + framed).split(b"\r\n", 1)[0].endswith(b"200 OK")
+    assert [p.event_id for p in inbox.wait_for(1)] == ["evt-chunked"]
+    both = exchange(head + f"Content-Length: {len(framed)}\r\n\r\n".encode() + framed)
+    assert both.split(b"\r\n", 1)[0].endswith(b"400 Bad Request")
+    assert "RFC 9112" in str(inbox.deliveries[-1].error)

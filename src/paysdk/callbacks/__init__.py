@@ -38,7 +38,8 @@ Read the body only after the header checked out, and with a cap (D88): with Star
 ``body = await read_verified_body(request, receiver)`` returns the body, or the ``401``/``413``
 :class:`CallbackResult` to answer at once (nothing of an unauthenticated body is read; a
 ``Content-Length`` over :data:`MAX_BODY_BYTES` is refused unread, a stream is cut at it). With any other
-framework, ``receiver.verify(headers)`` first, then :func:`read_body` over its chunks (sync or async).
+framework, ``receiver.verify(headers)`` first, then :func:`read_body` over its chunks (sync or async); on
+a raw HTTP/1.1 connection (``http.server``), :func:`read_http1_body` (``Content-Length`` or chunked).
 
 Stores (pick one shared by every process that receives callbacks):
 
@@ -59,7 +60,7 @@ protocol (``claim``, ``complete``, ``release``, ``state``) for your own store.
 
 from __future__ import annotations
 
-from paysdk.callbacks._body import StreamingRequest, read_body, read_verified_body
+from paysdk.callbacks._body import StreamingRequest, read_body, read_http1_body, read_verified_body
 from paysdk.callbacks._dedup import (
     DEFAULT_LEASE,
     DEFAULT_RETENTION,
@@ -108,6 +109,7 @@ __all__ = [
     "StreamingRequest",
     "parse_payload",
     "read_body",
+    "read_http1_body",
     "read_verified_body",
     "verify_header",
 ]

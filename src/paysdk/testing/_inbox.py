@@ -16,7 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from paysdk import _json
-from paysdk.callbacks import DEFAULT_HEADER_NAME, CallbackReceiver, MemoryDedupStore
+from paysdk._errors import CallbackBodyTooLargeError, CallbackPayloadError
+from paysdk.callbacks import DEFAULT_HEADER_NAME, CallbackReceiver, MemoryDedupStore, read_http1_body
 from paysdk.contracts.callbacks import CallbackPayload
 
 __all__ = ["CallbackInbox", "Delivery"]
@@ -177,11 +178,17 @@ class CallbackInbox:
             payload, duplicate = result.payload, result.duplicate
             error = None if result.error is None else str(result.error)
             status = scripted if scripted is not None else result.status_code
-        delivery = Delivery(path, headers, body, status, payload, duplicate, error)
+        self._record(Delivery(path, headers, body, status, payload, duplicate, error))
+        return status
+
+    def _refused(self, path: str, headers: dict[str, str], status: int, error: str) -> None:
+        """A request whose body could not be framed (answered ``status``, its connection closed)."""
+        self._record(Delivery(path, headers, b"", status, None, False, error))
+
+    def _record(self, delivery: Delivery) -> None:
         with self._changed:
             self._deliveries.append(delivery)
             self._changed.notify_all()
-        return status
 
     def up(self) -> None:
         """Start listening (again, on the same port once one was picked)."""
@@ -191,10 +198,15 @@ class CallbackInbox:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(min(length, _MAX_BODY))
                 headers = {key.lower(): value for key, value in self.headers.items()}
-                status = inbox._take(self.path, headers, body)
+                try:  # Content-Length or chunked (D341)
+                    body = read_http1_body(self.headers.items(), self.rfile, limit=_MAX_BODY)
+                except CallbackPayloadError as exc:
+                    self.close_connection = True  # the framing is lost: the rest is no request
+                    status = 413 if isinstance(exc, CallbackBodyTooLargeError) else 400
+                    inbox._refused(self.path, headers, status, str(exc))
+                else:
+                    status = inbox._take(self.path, headers, body)
                 answer = b'{"ok":true}' if 200 <= status < 300 else b'{"ok":false}'
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -219,17 +219,21 @@ def _handler_class(listener: _Listener) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 self._answer(*refused)
                 return
-            try:
-                length = int(self.headers.get("Content-Length", "0"))
-            except ValueError:
-                length = -1
-            if length < 0 or length > _MAX_BODY:
-                self.close_connection = True
+            from paysdk._errors import CallbackBodyTooLargeError, CallbackPayloadError
+            from paysdk._json import dumps
+            from paysdk.callbacks import read_http1_body
+
+            try:  # Content-Length or chunked; both at once, or bad framing, refused (D341)
+                body = read_http1_body(self.headers.items(), self.rfile, limit=_MAX_BODY)
+            except CallbackPayloadError as exc:
+                self.close_connection = True  # the framing is lost: the rest is no request
+                status = 413 if isinstance(exc, CallbackBodyTooLargeError) else 400
+                warn(f"refused a callback with HTTP {status}: {exc}")
+                outcome = "too_large" if status == 413 else "invalid"
                 self._answer(
-                    413 if length > 0 else 400, b'{"outcome":"invalid","message":"body: bad length"}'
+                    status, dumps({"outcome": outcome, "message": str(exc)}), {"Connection": "close"}
                 )
                 return
-            body = self.rfile.read(length)
             status, answer = listener.receive(headers, body)
             self._answer(status, answer)
             self.wfile.flush()
