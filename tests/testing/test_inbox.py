@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from paysdk import _json
+from paysdk.contracts.callbacks import UnknownCallback
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.testing import CallbackInbox, SandboxServer
 
@@ -59,8 +60,24 @@ def test_a_wrong_header_value_is_refused_and_not_collected(inbox: CallbackInbox)
 
 
 def test_a_bad_body_is_refused(inbox: CallbackInbox) -> None:
-    assert _post(inbox, b'{"eventId": 5}').status_code == 400
+    # A payment callback (it has transactionId) without its uid, and a body that is no JSON object.
+    assert _post(inbox, _body().replace(b'"uid":"uid-1",', b"")).status_code == 400
+    assert _post(inbox, b"[1]").status_code == 400
     assert inbox.payloads == []
+    assert inbox.callbacks == []
+
+
+def test_an_unknown_kind_is_accepted_raw_and_deduplicated(inbox: CallbackInbox) -> None:
+    body = b'{"eventId": "evt-new", "event": "somethingNew", "amount": 1.10}'
+    assert _post(inbox, body).status_code == 200
+    assert _post(inbox, body).status_code == 200  # a redelivery: acknowledged, collected once
+    assert _post(inbox, b'{"eventId": 5}').status_code == 200  # no usable id: accepted, not deduplicated
+    [unknown] = inbox.wait_for(1, kind=UnknownCallback, where=lambda c: c.kind == "somethingNew")
+    assert unknown.event_id == "evt-new"
+    assert unknown.data["amount"] == Decimal("1.10")
+    assert [d.duplicate for d in inbox.deliveries] == [False, True, False]
+    assert inbox.payloads == []
+    assert len(inbox.callbacks) == 2
 
 
 def test_a_duplicate_is_answered_200_and_collected_once(inbox: CallbackInbox) -> None:
