@@ -9,8 +9,9 @@ Environment: ``PAYSDK_CALLBACK_HEADER_VALUE`` (required; comma-separated during 
 ``PAYSDK_CALLBACK_HEADER_NAME`` (default ``X-Callback-Token``), ``PAYSDK_CALLBACK_DB`` (the SQLite file
 of processed event ids; default ``callbacks.sqlite3`` in the user data directory, e.g.
 ``~/.local/share/paysdk/`` on Linux, never the working directory). The SQLite store is shared by every
-uvicorn worker on the host. Each processed payment is logged at INFO on the ``callback_receiver``
-logger, to stderr beside uvicorn's own lines.
+uvicorn worker on the host. Each processed payment and suspended subscription (the ``subsCallback``) is
+logged at INFO on the ``callback_receiver`` logger, to stderr beside uvicorn's own lines; a kind this SDK
+version does not know is acknowledged and logged with its keys.
 
 The header is checked before the body is read, and the body is read with a cap while it streams
 (``read_verified_body``): an unauthenticated or oversized request costs the receiver nothing.
@@ -32,10 +33,12 @@ from paysdk.callbacks import (
     DEFAULT_HEADER_NAME,
     AcceptedValues,
     AsyncHandler,
-    CallbackPayload,
     CallbackReceiver,
     CallbackResult,
+    PaymentCallback,
     SQLiteDedupStore,
+    SubscriptionCallback,
+    UnknownCallback,
     read_verified_body,
 )
 
@@ -62,9 +65,19 @@ def configure_logging() -> None:
         logger.propagate = False
 
 
-async def record_payment(payload: CallbackPayload) -> None:
+async def record_payment(payload: PaymentCallback) -> None:
     """Your business logic. Runs once per event; raise to have the service retry later."""
     logger.info("%s %s: %s %s", payload.reference, payload.status, payload.amount, payload.currency)
+
+
+async def record_suspension(callback: SubscriptionCallback) -> None:
+    """A subscription was suspended (all its charge attempts declined): stop the service it pays for."""
+    logger.info("subscription %s %s: %s", callback.sub_uid, callback.status, callback.reason)
+
+
+async def record_unknown(callback: UnknownCallback) -> None:
+    """A kind this SDK version does not know: acknowledged (never refused), its keys logged."""
+    logger.info("callback of unknown kind %s: keys %s", callback.kind, sorted(callback.data))
 
 
 def create_app(
@@ -105,7 +118,9 @@ def create_app(
         if isinstance(body, CallbackResult):
             result = body
         else:
-            result = await receiver.ahandle(request.headers, body, handler)
+            result = await receiver.ahandle(
+                request.headers, body, handler, on_subscription=record_suspension, on_unknown=record_unknown
+            )
         return JSONResponse(result.response_body(), status_code=result.status_code)
 
     return app

@@ -10,8 +10,8 @@ code    meaning
 4       authentication: HTTP 401/403, or no merchant token configured
 5       ``charges upload``: some rows were not charged (refused, declined or unknown, D159)
 6       the API refused the request: any other HTTP 4xx
-7       the API failed (HTTP 5xx, or a success answer that does not match the contract) or could not
-        be reached (connection, timeout)
+7       the API failed (HTTP 5xx, a 3xx redirect, or a success answer that does not match the
+        contract) or could not be reached (connection, timeout)
 130     interrupted (Ctrl-C), except ``callbacks listen`` and ``serve``, which exit 0 (also on SIGTERM)
 ======  =====================================================================
 """
@@ -75,11 +75,11 @@ def exit_code_for(exc: BaseException) -> int:
             status = int(exc.status_code)
             if status in (401, 403):
                 return ExitCode.AUTH
-            if status >= 500:
-                return ExitCode.SERVER
             if 400 <= status < 500:
                 return ExitCode.API
-            return ExitCode.ERROR
+            # 5xx, and any other answer the operation does not expect (a 3xx redirect, which the SDK
+            # never follows, or an unexpected 1xx/2xx): the API failed (D342).
+            return ExitCode.SERVER
         if isinstance(exc, errors.APIConnectionError | errors.UnexpectedResponseError):
             return ExitCode.SERVER
     return ExitCode.ERROR
@@ -113,6 +113,25 @@ def _auth_hint(status: int, own_code: int | None) -> str | None:
     if row is None:
         return _REMEDY_HINTS["merchant_token"]
     return _REMEDY_HINTS[row.remedy] if row.remedy is not None else None
+
+
+def _redirect_hint(status: int, headers: dict[str, str]) -> str | None:
+    """What to do about a 3xx: the SDK follows no redirect (an API call is never re-sent elsewhere).
+    Only the origin of ``Location`` is shown: its path or query may carry a token."""
+    if not 300 <= status < 400:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        target = urlsplit(headers.get("location", ""))
+        origin = f"{target.scheme}://{target.netloc.rpartition('@')[2]}" if target.scheme else ""
+    except ValueError:
+        origin = ""
+    where = f" to {origin}" if origin else ""
+    return (
+        f"the server answered with a redirect{where}, which the SDK does not follow: point --base-url "
+        "(or PAYSDK_BASE_URL) at the address that answers the API"
+    )
 
 
 def _address_tried(exc: BaseException) -> str | None:
@@ -163,7 +182,7 @@ def _describe(exc: BaseException, verbose: bool) -> list[str]:
             for detail in details if isinstance(details, list) else []:
                 if isinstance(detail, dict):
                     lines.append(f"  {detail.get('field', '?')}: {detail.get('message', '')}")
-            hint = _auth_hint(exc.status_code, exc.own_code)
+            hint = _auth_hint(exc.status_code, exc.own_code) or _redirect_hint(exc.status_code, exc.headers)
             if hint:
                 lines.append(f"  {hint}")
             if verbose:

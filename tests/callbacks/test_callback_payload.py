@@ -137,3 +137,69 @@ def test_a_key_sent_twice_is_refused_naming_it(extra: bytes, key: str) -> None:
     # The same document without the repeat parses.
     if key != "order":
         assert parse_payload(body.replace(extra, b"")).amount == Decimal("10.50")
+
+
+# ------------------------------------------------------------------ every kind (D340)
+
+
+def _subs_body(**overrides: object) -> bytes:
+    from paysdk._json import dumps
+
+    body: dict[str, object] = {
+        "eventId": "evt_subs",
+        "event": "subscriptionSuspended",
+        "subUid": "sub_1",
+        "status": "inactive",
+        "planId": "plan_1",
+        "client": "acme",
+        "attempts": 3,
+        "renewalDate": "2026-11-01",
+        "lastChargeId": None,
+        "reason": "Declined",
+        "occurredAt": "2026-11-02T00:00:00Z",
+    }
+    body.update(overrides)
+    return dumps({key: value for key, value in body.items() if value != "<drop>"})
+
+
+def test_parse_callback_tells_the_kinds_apart_by_their_own_fields() -> None:
+    from datetime import date
+
+    from paysdk.callbacks import PaymentCallback, SubscriptionCallback, UnknownCallback, parse_callback
+
+    payment = parse_callback(make_body(eventId="evt_pay"))
+    assert isinstance(payment, PaymentCallback)
+    assert (payment.kind, payment.event_type) == ("payment", "transaction.approved")
+    subs = parse_callback(_subs_body())
+    assert isinstance(subs, SubscriptionCallback)
+    assert (subs.kind, subs.event_type, subs.renewal_date) == (
+        "subscriptionSuspended",
+        "subscription.suspended",
+        date(2026, 11, 1),
+    )
+    assert subs.occurred_at_datetime("UTC").isoformat() == "2026-11-02T00:00:00+00:00"
+    for body, kind, event_id in [
+        (_subs_body(event="subscriptionRenewed"), "subscriptionRenewed", "evt_subs"),
+        (b'{"eventId": "evt_x", "event": 7}', None, "evt_x"),
+        (b'{"eventId": 5, "something": "else"}', None, None),
+        (b"{}", None, None),
+    ]:
+        unknown = parse_callback(body)
+        assert isinstance(unknown, UnknownCallback), body
+        assert (unknown.kind, unknown.event_id) == (kind, event_id)
+    assert "Declined" not in repr(parse_callback(_subs_body(event="new")))  # keys only, never values
+
+
+@pytest.mark.parametrize("field", ["subUid", "occurredAt", "eventId"])
+def test_a_known_kind_with_a_missing_field_is_refused_naming_it(field: str) -> None:
+    from paysdk.callbacks import parse_callback
+
+    with pytest.raises(CallbackPayloadError, match=rf"^{field}:"):
+        parse_callback(_subs_body(**{field: "<drop>"}))
+    with pytest.raises(CallbackPayloadError, match=r"^uid:"):
+        parse_callback(make_body(uid=None))  # transactionId still names a payment
+
+
+def test_parse_payload_stays_the_payment_parser() -> None:
+    with pytest.raises(CallbackPayloadError, match=r"^reference:"):
+        parse_payload(_subs_body())

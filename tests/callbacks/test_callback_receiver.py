@@ -44,7 +44,7 @@ def test_first_delivery_runs_the_handler_and_duplicates_are_acknowledged() -> No
     assert first.outcome is CallbackOutcome.PROCESSED
     assert first.processed
     assert not first.duplicate
-    assert first.payload is not None
+    assert isinstance(first.payload, CallbackPayload)
     assert first.payload.amount == Decimal("10.50")
     assert first.created_at == datetime(2025, 6, 15, 8, 30, tzinfo=ZoneInfo("America/Guatemala"))
 
@@ -239,3 +239,55 @@ async def test_ahandle_releases_when_cancelled() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert store.state("evt_cancel") is EventState.ABSENT
+
+
+# ------------------------------------------------------------------ dispatch by kind (D340)
+
+
+def test_each_kind_runs_its_own_handler_and_a_kind_without_one_is_acknowledged_once() -> None:
+    from paysdk._json import dumps
+    from paysdk.callbacks import PaymentCallback, SubscriptionCallback, UnknownCallback
+
+    receiver = CallbackReceiver(DEFAULT_HEADER_NAME, TOKEN)
+    payments: list[PaymentCallback] = []
+    subs: list[SubscriptionCallback] = []
+    unknown: list[UnknownCallback] = []
+    subs_body = dumps(
+        {
+            "eventId": "evt_s",
+            "event": "subscriptionSuspended",
+            "subUid": "sub_1",
+            "status": "inactive",
+            "planId": "p",
+            "client": "acme",
+            "attempts": 1,
+            "renewalDate": "2026-11-01",
+            "reason": "Declined",
+            "occurredAt": "2026-11-02T00:00:00Z",
+        }
+    )
+    new_kind = b'{"eventId": "evt_n", "event": "brandNew"}'
+
+    def handle(body: bytes) -> CallbackOutcome:
+        return receiver.handle(
+            HEADERS, body, payments.append, on_subscription=subs.append, on_unknown=unknown.append
+        ).outcome
+
+    assert handle(make_body(eventId="evt_p")) is CallbackOutcome.PROCESSED
+    assert handle(subs_body) is CallbackOutcome.PROCESSED
+    assert handle(new_kind) is CallbackOutcome.PROCESSED
+    assert handle(new_kind) is CallbackOutcome.DUPLICATE
+    assert [p.event_id for p in payments] == ["evt_p"]
+    assert [s.sub_uid for s in subs] == ["sub_1"]
+    assert [u.kind for u in unknown] == ["brandNew"]
+    result = receiver.handle(HEADERS, subs_body, payments.append)
+    assert result.outcome is CallbackOutcome.DUPLICATE
+    # A payment-only receiver (the handler of before issue 20) acknowledges the other kinds: no 400.
+    fresh = CallbackReceiver(DEFAULT_HEADER_NAME, TOKEN)
+    for body in (subs_body, new_kind):
+        answered = fresh.handle(HEADERS, body, payments.append)
+        assert answered.status_code == 200
+        assert answered.response_body()["eventId"] in ("evt_s", "evt_n")
+    assert fresh.handle(HEADERS, subs_body, payments.append).outcome is CallbackOutcome.DUPLICATE
+    assert len(payments) == 1
+    assert result.created_at == datetime(2026, 11, 1, 18, 0, tzinfo=ZoneInfo("America/Guatemala"))

@@ -316,3 +316,123 @@ def test_forward_to_sends_verified_new_events_with_same_headers(
     assert headers["content-type"] == "application/json"
     assert len(out.splitlines()) == 2
     assert "answered 502" in err
+
+
+# ------------------------------------------------------------------ framing: chunked, CL+TE (D341)
+
+
+def _raw(listener: Listener, data: bytes) -> bytes:
+    """Send ``data`` on one connection and read every byte answered until the listener closes it."""
+    port = int(listener.url.split(":")[2].split("/")[0])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(data)
+        return sock.makefile("rb").read()
+
+
+def _head(body_headers: str, *, close: bool = False) -> bytes:
+    connection = "Connection: close\r\n" if close else ""
+    return (
+        f"POST /callbacks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"X-Callback-Token: {HEADER_VALUE}\r\n{connection}{body_headers}\r\n"
+    ).encode()
+
+
+def _chunked(body: bytes, size: int = 7) -> bytes:
+    parts = [body[i : i + size] for i in range(0, len(body), size)]
+    framed = b"".join(f"{len(part):x};ext=1\r\n".encode() + part + b"\r\n" for part in parts)
+    return framed + b"0\r\nX-Trailer: yes\r\n\r\n"
+
+
+def test_a_chunked_delivery_is_received_and_the_next_request_on_the_connection_too(
+    config_dir: Path,
+) -> None:
+    first, second = callback_body(), callback_body(status="declined")
+    data = (
+        _head("Transfer-Encoding: chunked\r\n")
+        + _chunked(first)
+        + _head(f"Content-Length: {len(second)}\r\n", close=True)
+        + second
+    )
+    with start_listener(config_dir, global_args=("-o", "json")) as listener:
+        answer = _raw(listener, data)
+        code, out, err = listener.stop()
+    assert answer.count(b"HTTP/1.1 ") == 2, answer
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    assert answer.split(b"HTTP/1.1 ")[2].startswith(b"200"), answer
+    assert code == 0, err
+    assert [json.loads(line)["status"] for line in out.splitlines()] == ["approved", "declined"]
+    assert "Warning" not in err
+
+
+def test_content_length_with_transfer_encoding_is_400_and_the_smuggled_request_is_not_answered(
+    config_dir: Path,
+) -> None:
+    smuggled = callback_body(status="declined")
+    hidden = _head(f"Content-Length: {len(smuggled)}\r\n") + smuggled
+    body = b"0\r\n\r\n" + hidden
+    data = _head(f"Content-Length: {len(body)}\r\nTransfer-Encoding: chunked\r\n") + body
+    with start_listener(config_dir, global_args=("-o", "json")) as listener:
+        answer = _raw(listener, data)  # the listener closes the connection after its 400
+        code, out, err = listener.stop()
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert answer.count(b"HTTP/1.1 ") == 1, answer
+    assert b"Transfer-Encoding" in answer
+    assert out == ""  # neither request printed an event
+    assert code == 0, err
+    assert "refused a callback with HTTP 400" in err
+
+
+@pytest.mark.parametrize(
+    ("framing", "status"),
+    [
+        (b"40001\r\n", b"413"),  # one chunk over the 256 KiB cap: refused before it is read
+        (b"zz\r\n{}\r\n0\r\n\r\n", b"400"),  # not a hexadecimal size
+        (b"2\r\n{}XX0\r\n\r\n", b"400"),  # a chunk not followed by CRLF
+    ],
+)
+def test_a_bad_or_oversized_chunked_body_is_refused(config_dir: Path, framing: bytes, status: bytes) -> None:
+    with start_listener(config_dir) as listener:
+        answer = _raw(listener, _head("Transfer-Encoding: chunked\r\n") + framing)
+        code, out, err = listener.stop()
+    assert answer.startswith(b"HTTP/1.1 " + status), answer[:200]
+    assert out == ""
+    assert code == 0, err
+
+
+# ------------------------------------------------------------------ a 3xx answer exits 7 (D342)
+
+
+class _Redirect(BaseHTTPRequestHandler):
+    def _redirect(self) -> None:
+        self.send_response(302)
+        self.send_header("Location", "https://api.example.test/secret-path?token=abc")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = _redirect
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def test_a_redirect_from_the_control_plane_exits_7_with_a_hint(config_dir: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Redirect)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "paysdk_cli", "callbacks", "listen", "--sandbox-client", "acme"],
+            capture_output=True,
+            text=True,
+            env=subprocess_env(config_dir, PAYSDK_BASE_URL=f"http://127.0.0.1:{server.server_address[1]}"),
+            timeout=30,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 7, proc.stderr
+    assert "HTTP 302" in proc.stderr
+    assert "redirect to https://api.example.test" in proc.stderr
+    assert "secret-path" not in proc.stderr
+    assert "token=abc" not in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from paysdk import _json
+from paysdk.contracts.callbacks import UnknownCallback
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.testing import CallbackInbox, SandboxServer
 
@@ -59,8 +60,24 @@ def test_a_wrong_header_value_is_refused_and_not_collected(inbox: CallbackInbox)
 
 
 def test_a_bad_body_is_refused(inbox: CallbackInbox) -> None:
-    assert _post(inbox, b'{"eventId": 5}').status_code == 400
+    # A payment callback (it has transactionId) without its uid, and a body that is no JSON object.
+    assert _post(inbox, _body().replace(b'"uid":"uid-1",', b"")).status_code == 400
+    assert _post(inbox, b"[1]").status_code == 400
     assert inbox.payloads == []
+    assert inbox.callbacks == []
+
+
+def test_an_unknown_kind_is_accepted_raw_and_deduplicated(inbox: CallbackInbox) -> None:
+    body = b'{"eventId": "evt-new", "event": "somethingNew", "amount": 1.10}'
+    assert _post(inbox, body).status_code == 200
+    assert _post(inbox, body).status_code == 200  # a redelivery: acknowledged, collected once
+    assert _post(inbox, b'{"eventId": 5}').status_code == 200  # no usable id: accepted, not deduplicated
+    [unknown] = inbox.wait_for(1, kind=UnknownCallback, where=lambda c: c.kind == "somethingNew")
+    assert unknown.event_id == "evt-new"
+    assert unknown.data["amount"] == Decimal("1.10")
+    assert [d.duplicate for d in inbox.deliveries] == [False, True, False]
+    assert inbox.payloads == []
+    assert len(inbox.callbacks) == 2
 
 
 def test_a_duplicate_is_answered_200_and_collected_once(inbox: CallbackInbox) -> None:
@@ -129,3 +146,25 @@ def test_the_server_retries_into_the_inbox(
     payload = paysdk_callbacks.wait_for_uid(link.uid)
     assert payload.status == "approved"
     assert [d.status_code for d in paysdk_callbacks.deliveries] == [500, 200]
+
+
+def test_a_chunked_delivery_is_collected_and_content_length_with_chunked_is_400(inbox: CallbackInbox) -> None:
+    import socket
+
+    body = _body("evt-chunked")
+    head = (
+        f"POST /callbacks HTTP/1.1\r\nHost: 127.0.0.1\r\n{inbox.header_name}: {inbox.header_value}\r\n"
+        "Transfer-Encoding: chunked\r\n"
+    ).encode()
+    framed = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+
+    def exchange(data: bytes) -> bytes:
+        with socket.create_connection(("127.0.0.1", inbox.port), timeout=5) as sock:
+            sock.sendall(data)
+            return sock.makefile("rb").read()
+
+    assert exchange(head + b"\r\n" + framed).split(b"\r\n", 1)[0].endswith(b"200 OK")
+    assert [p.event_id for p in inbox.wait_for(1)] == ["evt-chunked"]
+    both = exchange(head + f"Content-Length: {len(framed)}\r\n\r\n".encode() + framed)
+    assert both.split(b"\r\n", 1)[0].endswith(b"400 Bad Request")
+    assert "RFC 9112" in str(inbox.deliveries[-1].error)

@@ -3,7 +3,10 @@
 A receiver that reads the whole body before it checks the header lets anyone make it hold a gigabyte.
 :func:`read_verified_body` (Starlette, FastAPI) checks the header first and refuses a declared
 ``Content-Length`` over the cap unread; :func:`read_body` reads any byte iterator, sync or async, and
-stops at the first chunk that crosses the cap.
+stops at the first chunk that crosses the cap. :func:`read_http1_body` frames the body of a request read
+off a raw HTTP/1.1 connection (the standard library's ``http.server``, as ``paysdk callbacks listen`` and
+the pytest plugin's inbox use): ``Content-Length`` or ``Transfer-Encoding: chunked``, both together
+refused (RFC 9112 section 6.1; D341).
 """
 
 from __future__ import annotations
@@ -12,11 +15,11 @@ import logging
 from collections.abc import AsyncIterable, Awaitable, Iterable, Mapping
 from typing import Protocol, overload
 
-from paysdk._errors import CallbackBodyTooLargeError
+from paysdk._errors import CallbackBodyTooLargeError, CallbackPayloadError
 from paysdk.callbacks._payload import MAX_BODY_BYTES
 from paysdk.callbacks._receiver import CallbackOutcome, CallbackReceiver, CallbackResult
 
-__all__ = ["StreamingRequest", "read_body", "read_verified_body"]
+__all__ = ["StreamingRequest", "read_body", "read_http1_body", "read_verified_body"]
 
 logger = logging.getLogger("paysdk.callbacks")
 
@@ -35,6 +38,12 @@ class _Capped:
         declared = _declared(content_length)
         if declared is not None and declared > limit:
             raise _too_large(limit)
+
+    def check(self, more: int) -> None:
+        """Refuse now when ``more`` bytes would pass the limit (before they are read)."""
+        if self._size + more > self._limit:
+            self._chunks.clear()
+            raise _too_large(self._limit)
 
     def add(self, chunk: bytes) -> None:
         self._size += len(chunk)
@@ -129,3 +138,99 @@ async def read_verified_body(
     except CallbackBodyTooLargeError as exc:
         logger.warning("callback refused: %s", exc)
         return CallbackResult(CallbackOutcome.TOO_LARGE, error=exc)
+
+
+class ByteReader(Protocol):
+    """What :func:`read_http1_body` reads from: a buffered binary stream (``handler.rfile``)."""
+
+    def read(self, size: int, /) -> bytes:
+        """Up to ``size`` bytes (fewer only at the end of the stream)."""
+        ...
+
+    def readline(self, size: int, /) -> bytes:
+        """One line, at most ``size`` bytes."""
+        ...
+
+
+#: The longest chunk-size line (with its extensions) and trailer line :func:`read_http1_body` reads.
+_MAX_LINE = 1024
+#: The most trailer lines after the last chunk.
+_MAX_TRAILERS = 32
+
+
+def _framing_error(problem: str) -> CallbackPayloadError:
+    return CallbackPayloadError(f"body: {problem}")
+
+
+def _line(rfile: ByteReader, what: str) -> bytes:
+    line = rfile.readline(_MAX_LINE + 1)
+    if len(line) > _MAX_LINE:
+        raise _framing_error(f"{what} longer than {_MAX_LINE} bytes")
+    if not line.endswith(b"\r\n"):
+        raise _framing_error(f"{what} not ended by CRLF (or the body ended early)")
+    return line[:-2]
+
+
+def _exactly(rfile: ByteReader, size: int) -> bytes:
+    data = rfile.read(size)
+    if len(data) != size:
+        raise _framing_error(f"ended after {len(data)} of {size} bytes")
+    return data
+
+
+def _chunked(rfile: ByteReader, limit: int) -> bytes:
+    capped = _Capped(limit, None)
+    while True:
+        text = _line(rfile, "a chunk-size line").split(b";", 1)[0].strip()
+        if not text or len(text) > 16 or not all(c in b"0123456789abcdefABCDEF" for c in text):
+            raise _framing_error("a chunk size that is not a hexadecimal number")
+        size = int(text, 16)
+        if size == 0:
+            break
+        capped.check(size)  # a chunk over the limit is refused unread
+        capped.add(_exactly(rfile, size))
+        if rfile.read(2) != b"\r\n":
+            raise _framing_error("a chunk not followed by CRLF")
+    for _ in range(_MAX_TRAILERS + 1):
+        if not _line(rfile, "a trailer line"):
+            return capped.body()
+    raise _framing_error(f"more than {_MAX_TRAILERS} trailer lines")
+
+
+def read_http1_body(
+    headers: Iterable[tuple[str, str]], rfile: ByteReader, *, limit: int = MAX_BODY_BYTES
+) -> bytes:
+    """The body of an HTTP/1.1 request whose head was read off ``rfile``, at most ``limit`` bytes.
+
+    ``headers``: every header line as a ``(name, value)`` pair, repeats included (``handler.headers.items()``
+    of :mod:`http.server`). The body is framed by ``Transfer-Encoding: chunked`` (chunk extensions and
+    trailers read and dropped) or ``Content-Length``, neither meaning an empty body. Raises
+    :class:`~paysdk.CallbackBodyTooLargeError` (answer ``413``) when the declared length or the chunks
+    pass ``limit`` (a declared length or chunk over it is not read), and
+    :class:`~paysdk.CallbackPayloadError` (answer ``400``) for framing that cannot be trusted: both
+    headers at once (RFC 9112 section 6.1: a request smuggled behind a proxy that reads the other one),
+    a transfer coding other than ``chunked``, several differing or non-numeric lengths, a malformed chunk
+    or a body that ends early. After either error the connection's framing is lost: close it.
+    """
+    lengths: list[str] = []
+    codings: list[str] = []
+    for name, value in headers:
+        key = name.strip().lower()
+        if key == "content-length":
+            lengths.extend(part.strip() for part in value.split(","))
+        elif key == "transfer-encoding":
+            codings.extend(part.strip().lower() for part in value.split(",") if part.strip())
+    if lengths and codings:
+        raise _framing_error("Content-Length and Transfer-Encoding together are refused (RFC 9112 6.1)")
+    if codings:
+        if codings != ["chunked"]:
+            raise _framing_error("the only transfer coding accepted is chunked")
+        return _chunked(rfile, limit)
+    if not lengths:
+        return b""
+    if len(set(lengths)) > 1 or not lengths[0].isdigit() or not lengths[0].isascii():
+        raise _framing_error("Content-Length is not one whole number")
+    length = int(lengths[0])
+    if length > limit:
+        raise _too_large(limit)
+    return _exactly(rfile, length)

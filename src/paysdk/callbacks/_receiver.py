@@ -1,4 +1,4 @@
-"""The receiver: verify, parse, deduplicate, run the merchant's handler once."""
+"""The receiver: verify, parse, deduplicate, run the handler of the callback's kind once (D340)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,38 @@ from paysdk._errors import CallbackAuthenticationError, CallbackError, CallbackP
 from paysdk._secret import Secret
 from paysdk.callbacks._dedup import AsyncDedupStore, DedupStore, EventState, MemoryDedupStore
 from paysdk.callbacks._headers import AcceptedValues, normalize_accepted_values, verify_header
-from paysdk.callbacks._payload import parse_payload
-from paysdk.contracts.callbacks import DEFAULT_TIMEZONE, CallbackPayload
+from paysdk.callbacks._payload import parse_callback
+from paysdk.contracts.callbacks import (
+    DEFAULT_TIMEZONE,
+    Callback,
+    PaymentCallback,
+    SubscriptionCallback,
+    UnknownCallback,
+)
 
-__all__ = ["AsyncHandler", "CallbackOutcome", "CallbackReceiver", "CallbackResult", "Handler"]
+__all__ = [
+    "AsyncHandler",
+    "AsyncSubscriptionHandler",
+    "AsyncUnknownHandler",
+    "CallbackOutcome",
+    "CallbackReceiver",
+    "CallbackResult",
+    "Handler",
+    "SubscriptionHandler",
+    "UnknownHandler",
+]
 
 logger = logging.getLogger("paysdk.callbacks")
 
-Handler: TypeAlias = Callable[[CallbackPayload], None]
-AsyncHandler: TypeAlias = Callable[[CallbackPayload], Awaitable[None] | None]
+#: The payment callback's handler (spec 2.4).
+Handler: TypeAlias = Callable[[PaymentCallback], None]
+AsyncHandler: TypeAlias = Callable[[PaymentCallback], Awaitable[None] | None]
+#: The ``subsCallback``'s handler (D148).
+SubscriptionHandler: TypeAlias = Callable[[SubscriptionCallback], None]
+AsyncSubscriptionHandler: TypeAlias = Callable[[SubscriptionCallback], Awaitable[None] | None]
+#: The handler of a kind this version does not know, given the raw body (D340).
+UnknownHandler: TypeAlias = Callable[[UnknownCallback], None]
+AsyncUnknownHandler: TypeAlias = Callable[[UnknownCallback], Awaitable[None] | None]
 
 #: A failed claim is re-checked this often when the other claim vanishes in between (released/expired).
 _CLAIM_ATTEMPTS = 3
@@ -67,14 +90,17 @@ _STATUS_CODES = {
 class CallbackResult:
     """The outcome of :meth:`CallbackReceiver.handle`.
 
-    ``payload`` is ``None`` when the header or body was refused; ``error`` then holds the
-    :class:`~paysdk.CallbackError` (its message is safe to log and to return: it never holds a
-    header value). ``created_at`` is ``payload.createdAt`` as an aware datetime in the receiver's
+    ``payload`` is the callback of its kind (:class:`~paysdk.contracts.callbacks.PaymentCallback`,
+    :class:`~paysdk.contracts.callbacks.SubscriptionCallback` or the raw
+    :class:`~paysdk.contracts.callbacks.UnknownCallback`), ``None`` when the header or body was refused;
+    ``error`` then holds the :class:`~paysdk.CallbackError` (its message is safe to log and to return:
+    it never holds a header value). ``created_at`` is when it happened (a payment's ``createdAt``, a
+    subscription's ``occurredAt``; ``None`` for an unknown kind) as an aware datetime in the receiver's
     timezone.
     """
 
     outcome: CallbackOutcome
-    payload: CallbackPayload | None = None
+    payload: Callback | None = None
     error: CallbackError | None = None
     created_at: datetime | None = None
 
@@ -96,7 +122,7 @@ class CallbackResult:
     def response_body(self) -> dict[str, Any]:
         """A small JSON-ready body to answer with (``{"outcome": ..., "message"?: ...}``)."""
         body: dict[str, Any] = {"outcome": self.outcome.value}
-        if self.payload is not None:
+        if self.payload is not None and self.payload.event_id is not None:
             body["eventId"] = self.payload.event_id
         if self.error is not None:
             body["message"] = str(self.error)
@@ -106,13 +132,18 @@ class CallbackResult:
 class CallbackReceiver:
     """Receives merchant callbacks: one object per callback URL, shared by all requests.
 
-    :meth:`handle` (sync) or :meth:`ahandle` (asyncio) verifies the static header, parses the body,
-    claims the ``eventId`` in ``store`` and runs the handler only for the first delivery. If the
-    handler raises, the claim is released and the exception propagates (answer 5xx: the service
-    retries, and the redelivery is processed). Bad header and bad body are returned as results
-    (401/400), not raised. :meth:`ahandle` is the source, :meth:`handle` is generated from it by
-    ``scripts/unasync.py``; ``ahandle`` also takes an ``async def`` handler and a blocking store (SQLite,
-    memory), whose calls then run in a worker thread so the event loop is not blocked.
+    :meth:`handle` (sync) or :meth:`ahandle` (asyncio) verifies the static header, parses the body into
+    its kind's model, claims the ``eventId`` in ``store`` and, for the first delivery only, runs the
+    handler of that kind (D340): ``handler`` for a payment callback, ``on_subscription`` for a
+    ``subsCallback``, ``on_unknown`` for a kind this version does not know (the raw
+    :class:`~paysdk.contracts.callbacks.UnknownCallback`; one without a usable ``eventId`` is not
+    deduplicated). A kind without a handler is acknowledged (200) and remembered, never refused, so the
+    service does not retry it for 7 days. If the handler raises, the claim is released and the
+    exception propagates (answer 5xx: the service retries, and the redelivery is processed). Bad header
+    and bad body are returned as results (401/400), not raised. :meth:`ahandle` is the source,
+    :meth:`handle` is generated from it by ``scripts/unasync.py``; ``ahandle`` also takes ``async def``
+    handlers and a blocking store (SQLite, memory), whose calls then run in a worker thread so the event
+    loop is not blocked.
 
     ``store`` defaults to a fresh :class:`~paysdk.callbacks.MemoryDedupStore`, which only
     deduplicates within one process; production receivers pass a shared store. ``timezone`` is the
@@ -150,20 +181,20 @@ class CallbackReceiver:
             return CallbackResult(CallbackOutcome.UNAUTHORIZED, error=exc)
         return None
 
-    def _check(self, headers: Mapping[str, str], body: bytes) -> CallbackResult | CallbackPayload:
+    def _check(self, headers: Mapping[str, str], body: bytes) -> CallbackResult | Callback:
         refused = self.verify(headers)
         if refused is not None:
             return refused
         try:
-            return parse_payload(body)
+            return parse_callback(body)
         except CallbackPayloadError as exc:
             logger.warning("callback refused: %s", exc)
             return CallbackResult(CallbackOutcome.INVALID, error=exc)
 
-    def _result(self, outcome: CallbackOutcome, payload: CallbackPayload) -> CallbackResult:
+    def _result(self, outcome: CallbackOutcome, payload: Callback) -> CallbackResult:
         if outcome is not CallbackOutcome.PROCESSED:
             logger.info("callback %s: event %s", outcome.value, payload.event_id)
-        return CallbackResult(outcome, payload, created_at=payload.created_at_datetime(self.timezone))
+        return CallbackResult(outcome, payload, created_at=payload.occurred_at_datetime(self.timezone))
 
     @staticmethod
     def _not_claimed(state: EventState) -> CallbackOutcome | None:
@@ -184,13 +215,25 @@ class CallbackReceiver:
         return _ThreadedStore(cast(DedupStore, self.store))
 
     # unasync: begin
-    async def ahandle(self, headers: Mapping[str, str], body: bytes, handler: AsyncHandler) -> CallbackResult:
+    async def ahandle(
+        self,
+        headers: Mapping[str, str],
+        body: bytes,
+        handler: AsyncHandler | None = None,
+        *,
+        on_subscription: AsyncSubscriptionHandler | None = None,
+        on_unknown: AsyncUnknownHandler | None = None,
+    ) -> CallbackResult:
         """Process one delivery, for ``asyncio`` code; see the class docstring."""
         store = self._async_store()
         checked = self._check(headers, body)
         if isinstance(checked, CallbackResult):
             return checked
         payload, event_id = checked, checked.event_id
+        chosen = _pick(payload, handler, on_subscription, on_unknown)
+        if event_id is None:  # an unknown kind without a usable eventId: nothing to deduplicate on
+            await _async_run_handler(chosen, payload)
+            return self._result(CallbackOutcome.PROCESSED, payload)
         for _ in range(_CLAIM_ATTEMPTS):
             if await store.claim(event_id):
                 break
@@ -200,7 +243,7 @@ class CallbackReceiver:
         else:
             return self._result(CallbackOutcome.IN_PROGRESS, payload)
         try:
-            await _async_run_handler(handler, payload)
+            await _async_run_handler(chosen, payload)
         except BaseException:
             # The handler's exception matters more; an unreleased claim still expires with its lease.
             try:
@@ -215,13 +258,25 @@ class CallbackReceiver:
 
     # unasync: generated begin
     # Generated by scripts/unasync.py from the async code above. Do not edit by hand.
-    def handle(self, headers: Mapping[str, str], body: bytes, handler: Handler) -> CallbackResult:
+    def handle(
+        self,
+        headers: Mapping[str, str],
+        body: bytes,
+        handler: Handler | None = None,
+        *,
+        on_subscription: SubscriptionHandler | None = None,
+        on_unknown: UnknownHandler | None = None,
+    ) -> CallbackResult:
         """Process one delivery, for blocking code; see the class docstring."""
         store = self._store()
         checked = self._check(headers, body)
         if isinstance(checked, CallbackResult):
             return checked
         payload, event_id = checked, checked.event_id
+        chosen = _pick(payload, handler, on_subscription, on_unknown)
+        if event_id is None:  # an unknown kind without a usable eventId: nothing to deduplicate on
+            _run_handler(chosen, payload)
+            return self._result(CallbackOutcome.PROCESSED, payload)
         for _ in range(_CLAIM_ATTEMPTS):
             if store.claim(event_id):
                 break
@@ -231,7 +286,7 @@ class CallbackReceiver:
         else:
             return self._result(CallbackOutcome.IN_PROGRESS, payload)
         try:
-            _run_handler(handler, payload)
+            _run_handler(chosen, payload)
         except BaseException:
             # The handler's exception matters more; an unreleased claim still expires with its lease.
             try:
@@ -245,16 +300,35 @@ class CallbackReceiver:
     # unasync: generated end
 
 
-def _run_handler(handler: Handler, payload: CallbackPayload) -> None:
+def _pick(
+    payload: Callback, on_payment: object, on_subscription: object, on_unknown: object
+) -> Callable[[Any], object] | None:
+    """The handler of ``payload``'s kind (``None``: acknowledged without one)."""
+    if isinstance(payload, PaymentCallback):
+        chosen = on_payment
+    elif isinstance(payload, SubscriptionCallback):
+        chosen = on_subscription
+    else:
+        chosen = on_unknown
+    if chosen is None:
+        logger.debug("callback of kind %s acknowledged: no handler for it", payload.kind)
+    return cast(Callable[[Any], object] | None, chosen)
+
+
+def _run_handler(handler: Callable[[Any], object] | None, payload: Callback) -> None:
+    if handler is None:
+        return
     # Typed as returning None, but an ``async def`` passed by mistake returns a coroutine.
-    returned = cast(Callable[[CallbackPayload], object], handler)(payload)
+    returned = handler(payload)
     if inspect.isawaitable(returned):
         if inspect.iscoroutine(returned):
             returned.close()
         raise TypeError("the handler is async: use 'await receiver.ahandle(...)'")
 
 
-async def _async_run_handler(handler: AsyncHandler, payload: CallbackPayload) -> None:
+async def _async_run_handler(handler: Callable[[Any], object] | None, payload: Callback) -> None:
+    if handler is None:
+        return
     returned = handler(payload)
     if inspect.isawaitable(returned):
         await returned

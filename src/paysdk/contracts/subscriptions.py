@@ -15,7 +15,7 @@ settings' names and the payment-history envelope).
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import Field, StrictBool
 
@@ -172,22 +172,8 @@ class BatchChargeResult(WireModel):
 
 
 # ------------------------------------------------------------------------------------ callbacks
-
-
-class SubsCallback(WireModel):
-    """The ``subsCallback`` the scheduled charge process sends when a subscription is suspended (D148)."""
-
-    event_id: str
-    event: Literal["subscriptionSuspended"]
-    sub_uid: str
-    status: SubscriptionStatus
-    plan_id: str
-    client: str
-    attempts: int
-    renewal_date: date
-    last_charge_id: str | None = None
-    reason: str
-    occurred_at: datetime
+# The ``subsCallback`` model is paysdk.contracts.callbacks.SubscriptionCallback, with every callback
+# kind (D340); ``SubsCallback`` here is that class (see ``__getattr__`` at the end).
 
 
 # ------------------------------------------------------------------------------------ control plane
@@ -261,3 +247,17 @@ class SandboxSubscription(Subscription):
     ends_on: date | None = None
     plan: Plan
     charges: list[SubscriptionCharge] = Field(default_factory=list)
+
+
+if TYPE_CHECKING:
+    from paysdk.contracts.callbacks import SubscriptionCallback as SubsCallback
+
+
+def __getattr__(name: str) -> Any:
+    """``SubsCallback``: the ``subsCallback`` model, now
+    :class:`paysdk.contracts.callbacks.SubscriptionCallback` with every callback kind (D340)."""
+    if name == "SubsCallback":
+        from paysdk.contracts.callbacks import SubscriptionCallback
+
+        return SubscriptionCallback
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

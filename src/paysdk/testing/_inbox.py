@@ -1,8 +1,9 @@
 """A callback receiver for tests: a small HTTP server on a free loopback port that collects deliveries.
 
-Every POST is checked and parsed with :class:`paysdk.callbacks.CallbackReceiver` (the header, the body,
-duplicates by ``eventId``), answered as that receiver says (or with the statuses you script), and kept
-in :attr:`CallbackInbox.deliveries`. Standard library and SDK only.
+Every POST is checked and parsed with :class:`paysdk.callbacks.CallbackReceiver` (the header, the body
+into its kind's model, duplicates by ``eventId``; every kind accepted, D340), answered as that receiver
+says (or with the statuses you script), and kept in :attr:`CallbackInbox.deliveries`. Standard library
+and SDK only.
 """
 
 from __future__ import annotations
@@ -13,31 +14,35 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from paysdk import _json
-from paysdk.callbacks import DEFAULT_HEADER_NAME, CallbackReceiver, MemoryDedupStore
-from paysdk.contracts.callbacks import CallbackPayload
+from paysdk._errors import CallbackBodyTooLargeError, CallbackPayloadError
+from paysdk.callbacks import DEFAULT_HEADER_NAME, CallbackReceiver, MemoryDedupStore, read_http1_body
+from paysdk.contracts.callbacks import Callback, PaymentCallback, SubscriptionCallback, UnknownCallback
 
 __all__ = ["CallbackInbox", "Delivery"]
 
 #: Largest delivery body the inbox reads (the callback is a small JSON object).
 _MAX_BODY = 1 << 20
 
+C = TypeVar("C", PaymentCallback, SubscriptionCallback, UnknownCallback)
+
 
 @dataclass(frozen=True)
 class Delivery:
     """One request the inbox received, and what it answered.
 
-    ``payload`` is the verified, parsed callback (``None`` when the header or body was refused: see
-    ``error``). ``duplicate``: an ``eventId`` already received. ``status_code``: the answer sent.
+    ``payload`` is the verified callback parsed into its kind's model (``PaymentCallback``,
+    ``SubscriptionCallback`` or the raw ``UnknownCallback``; ``None`` when the header or body was
+    refused: see ``error``). ``duplicate``: an ``eventId`` already received. ``status_code``: the answer sent.
     """
 
     path: str
     headers: dict[str, str]
     body: bytes
     status_code: int
-    payload: CallbackPayload | None
+    payload: Callback | None
     duplicate: bool
     error: str | None
     at: float = field(default_factory=time.monotonic)
@@ -59,7 +64,7 @@ class Delivery:
 
 
 class _Refused(Exception):
-    def __init__(self, payload: CallbackPayload) -> None:
+    def __init__(self, payload: Callback) -> None:
         super().__init__("refused by a scripted status")
         self.payload = payload
 
@@ -69,7 +74,9 @@ class CallbackInbox:
 
     Give a merchant ``callback_url=inbox.url``, ``callback_header_name=inbox.header_name`` and
     ``callback_header_value=inbox.header_value`` (the ``paysdk_callbacks`` fixture does). Then
-    ``inbox.wait_for(1)`` returns the verified payloads once that many distinct events arrived.
+    ``inbox.wait_for(1)`` returns the verified payment callbacks once that many distinct ones arrived;
+    ``wait_for(1, kind=SubscriptionCallback)`` waits for another kind (``UnknownCallback``: a kind this
+    version does not know, accepted all the same).
     ``respond_with([500, 200])`` scripts the next answers (the delivery is still recorded);
     :meth:`down`/:meth:`up` stop and restart listening on the same port.
     """
@@ -108,8 +115,13 @@ class CallbackInbox:
             return list(self._deliveries)
 
     @property
-    def payloads(self) -> list[CallbackPayload]:
-        """The verified callbacks answered ``2xx``, one per ``eventId``, oldest first."""
+    def payloads(self) -> list[PaymentCallback]:
+        """The verified payment callbacks answered ``2xx``, one per ``eventId``, oldest first."""
+        return [d.payload for d in self.deliveries if d.accepted and isinstance(d.payload, PaymentCallback)]
+
+    @property
+    def callbacks(self) -> list[Callback]:
+        """The verified callbacks of every kind answered ``2xx``, one per ``eventId``, oldest first."""
         return [d.payload for d in self.deliveries if d.accepted and d.payload is not None]
 
     def respond_with(self, statuses: list[int]) -> None:
@@ -124,23 +136,42 @@ class CallbackInbox:
             self._statuses.clear()
             self._receiver = CallbackReceiver(self.header_name, [self.header_value], store=MemoryDedupStore())
 
+    @overload
+    def wait_for(
+        self,
+        count: int = ...,
+        timeout: float = ...,
+        where: Callable[[PaymentCallback], bool] | None = ...,
+    ) -> list[PaymentCallback]: ...
+    @overload
+    def wait_for(
+        self,
+        count: int = ...,
+        timeout: float = ...,
+        where: Callable[[C], bool] | None = ...,
+        *,
+        kind: type[C],
+    ) -> list[C]: ...
     def wait_for(
         self,
         count: int = 1,
         timeout: float = 10.0,
-        where: Callable[[CallbackPayload], bool] | None = None,
-    ) -> list[CallbackPayload]:
-        """Block until ``count`` distinct verified callbacks (matching ``where``) arrived; return them.
+        where: Callable[[Any], bool] | None = None,
+        *,
+        kind: type[Any] = PaymentCallback,
+    ) -> list[Any]:
+        """Block until ``count`` distinct verified callbacks of ``kind`` (default: payment callbacks;
+        ``SubscriptionCallback``, ``UnknownCallback``) matching ``where`` arrived; return them.
 
         Raises ``AssertionError`` after ``timeout`` seconds, saying how many arrived.
         """
         deadline = time.monotonic() + timeout
 
-        def matching() -> list[CallbackPayload]:
+        def matching() -> list[Any]:
             return [
                 d.payload
                 for d in self._deliveries
-                if d.accepted and d.payload is not None and (where is None or where(d.payload))
+                if d.accepted and isinstance(d.payload, kind) and (where is None or where(d.payload))
             ]
 
         with self._changed:
@@ -148,13 +179,13 @@ class CallbackInbox:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise AssertionError(
-                        f"expected {count} callback(s), got {len(found)} "
+                        f"expected {count} callback(s), got {len(found)} of kind {kind.__name__} "
                         f"({len(self._deliveries)} deliveries in all)"
                     )
                 self._changed.wait(left)
             return found
 
-    def wait_for_uid(self, uid: str, timeout: float = 10.0) -> CallbackPayload:
+    def wait_for_uid(self, uid: str, timeout: float = 10.0) -> PaymentCallback:
         """The first verified callback of transaction ``uid`` (waits up to ``timeout`` seconds)."""
         return self.wait_for(1, timeout, where=lambda payload: payload.uid == uid)[0]
 
@@ -164,24 +195,30 @@ class CallbackInbox:
             scripted = self._statuses.pop(0) if self._statuses else None
         refuse = scripted is not None and not 200 <= scripted < 300
 
-        def handler(payload: CallbackPayload) -> None:
+        def handler(payload: Callback) -> None:
             if refuse:  # the claim is released: the service's retry is processed again
                 raise _Refused(payload)
 
-        payload: CallbackPayload | None
+        payload: Callback | None
         try:
-            result = receiver.handle(headers, body, handler)
+            result = receiver.handle(headers, body, handler, on_subscription=handler, on_unknown=handler)
         except _Refused as refused:
             payload, duplicate, error, status = refused.payload, False, None, scripted or 500
         else:
             payload, duplicate = result.payload, result.duplicate
             error = None if result.error is None else str(result.error)
             status = scripted if scripted is not None else result.status_code
-        delivery = Delivery(path, headers, body, status, payload, duplicate, error)
+        self._record(Delivery(path, headers, body, status, payload, duplicate, error))
+        return status
+
+    def _refused(self, path: str, headers: dict[str, str], status: int, error: str) -> None:
+        """A request whose body could not be framed (answered ``status``, its connection closed)."""
+        self._record(Delivery(path, headers, b"", status, None, False, error))
+
+    def _record(self, delivery: Delivery) -> None:
         with self._changed:
             self._deliveries.append(delivery)
             self._changed.notify_all()
-        return status
 
     def up(self) -> None:
         """Start listening (again, on the same port once one was picked)."""
@@ -191,10 +228,15 @@ class CallbackInbox:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(min(length, _MAX_BODY))
                 headers = {key.lower(): value for key, value in self.headers.items()}
-                status = inbox._take(self.path, headers, body)
+                try:  # Content-Length or chunked (D341)
+                    body = read_http1_body(self.headers.items(), self.rfile, limit=_MAX_BODY)
+                except CallbackPayloadError as exc:
+                    self.close_connection = True  # the framing is lost: the rest is no request
+                    status = 413 if isinstance(exc, CallbackBodyTooLargeError) else 400
+                    inbox._refused(self.path, headers, status, str(exc))
+                else:
+                    status = inbox._take(self.path, headers, body)
                 answer = b'{"ok":true}' if 200 <= status < 300 else b'{"ok":false}'
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

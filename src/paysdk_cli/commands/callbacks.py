@@ -1,7 +1,8 @@
 """``paysdk callbacks listen``: a local receiver for merchant callbacks (spec 2.4, 5.4, 6).
 
 Built on :class:`paysdk.callbacks.CallbackReceiver`: each POST is verified (static header, constant time),
-parsed, deduplicated on ``eventId`` and printed once; verified new events are optionally forwarded to
+parsed by kind (a payment, a ``subsCallback``, or a kind this version does not know, accepted as it is;
+D340), deduplicated on ``eventId`` and printed once; verified new events are optionally forwarded to
 ``--forward-to`` with the same headers. Standard library ``http.server`` only (no server extra needed).
 """
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from http.server import BaseHTTPRequestHandler
 
     from paysdk.callbacks import CallbackReceiver
-    from paysdk.contracts.callbacks import CallbackPayload
+    from paysdk.contracts.callbacks import Callback
 
 __all__ = ["HEADER_VALUE_ENV", "app"]
 
@@ -90,18 +91,37 @@ def _read_header_values(
     )
 
 
-def _event_line(payload: CallbackPayload) -> str:
-    amount = format(payload.amount, "f")
-    parts = [
-        payload.event_id,
-        payload.uid,
-        payload.status,
-        f"{amount} {payload.currency}",
-        f"ref={payload.reference}",
-        f"channel={payload.channel}",
-    ]
-    if payload.external_id:
-        parts.append(f"externalId={payload.external_id}")
+def _event_line(payload: Callback) -> str:
+    """One human line per event, by kind: a payment, a ``subsCallback``, or an unknown kind's keys."""
+    from paysdk.contracts.callbacks import PaymentCallback, SubscriptionCallback
+
+    if isinstance(payload, PaymentCallback):
+        parts = [
+            payload.event_id,
+            payload.uid,
+            payload.status,
+            f"{format(payload.amount, 'f')} {payload.currency}",
+            f"ref={payload.reference}",
+            f"channel={payload.channel}",
+        ]
+        if payload.external_id:
+            parts.append(f"externalId={payload.external_id}")
+    elif isinstance(payload, SubscriptionCallback):
+        parts = [
+            payload.event_id,
+            payload.sub_uid,
+            payload.event,
+            f"status={payload.status}",
+            f"plan={payload.plan_id}",
+            f"attempts={payload.attempts}",
+            f"reason={payload.reason}",
+        ]
+    else:
+        parts = [
+            payload.event_id or "(no eventId)",
+            f"unknown kind {payload.kind or '(no event)'}",
+            f"keys={','.join(sorted(payload.data))}",
+        ]
     return "  ".join(parts)
 
 
@@ -170,19 +190,21 @@ class _Listener:
         """Handle one POST (its header already checked); returns the status and JSON body to answer."""
         from paysdk._json import dumps
 
-        def on_event(payload: CallbackPayload) -> None:
+        def on_event(payload: Callback) -> None:
             if self.forward is not None:
                 self.forward(headers, body)
             with self.lock:
-                emit_event(self.output, payload.to_wire(), _event_line(payload))
+                emit_event(self.output, payload.to_body(), _event_line(payload))
                 self.events += 1
 
         try:
-            result = self.receiver.handle(headers, body, on_event)
+            result = self.receiver.handle(
+                headers, body, on_event, on_subscription=on_event, on_unknown=on_event
+            )
         except Exception as exc:  # the forward failed: the claim was released, the sender will retry
             warn(f"{exc}; answered 502 so the sender retries")
             return 502, dumps({"outcome": "error", "message": "forwarding failed"})
-        if result.duplicate and result.payload is not None:
+        if result.duplicate and result.payload is not None and result.payload.event_id is not None:
             info(
                 f"duplicate delivery of event {result.payload.event_id} acknowledged "
                 f"({result.outcome.value}, HTTP {result.status_code}), not printed again"
@@ -219,17 +241,21 @@ def _handler_class(listener: _Listener) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 self._answer(*refused)
                 return
-            try:
-                length = int(self.headers.get("Content-Length", "0"))
-            except ValueError:
-                length = -1
-            if length < 0 or length > _MAX_BODY:
-                self.close_connection = True
+            from paysdk._errors import CallbackBodyTooLargeError, CallbackPayloadError
+            from paysdk._json import dumps
+            from paysdk.callbacks import read_http1_body
+
+            try:  # Content-Length or chunked; both at once, or bad framing, refused (D341)
+                body = read_http1_body(self.headers.items(), self.rfile, limit=_MAX_BODY)
+            except CallbackPayloadError as exc:
+                self.close_connection = True  # the framing is lost: the rest is no request
+                status = 413 if isinstance(exc, CallbackBodyTooLargeError) else 400
+                warn(f"refused a callback with HTTP {status}: {exc}")
+                outcome = "too_large" if status == 413 else "invalid"
                 self._answer(
-                    413 if length > 0 else 400, b'{"outcome":"invalid","message":"body: bad length"}'
+                    status, dumps({"outcome": outcome, "message": str(exc)}), {"Connection": "close"}
                 )
                 return
-            body = self.rfile.read(length)
             status, answer = listener.receive(headers, body)
             self._answer(status, answer)
             self.wfile.flush()
@@ -340,8 +366,10 @@ def listen(
 ) -> None:
     """Receive merchant callbacks locally: verify, deduplicate, print one line per event.
 
-    Answers 200 to a verified callback (also to a duplicate, which is not printed again),
-    401 when the header is missing or wrong, 400 for a bad body, 502 when --forward-to fails
+    Every kind is accepted: payments, the subsCallback, and kinds this version does not
+    know (printed as they came). Answers 200 to a verified callback (also to a duplicate,
+    which is not printed again), 401 when the header is missing or wrong, 400 for a body
+    that is no JSON object or a known kind with a bad field, 502 when --forward-to fails
     (so the sender retries). The header value is a secret and is never a bare argument:
     it comes from PAYSDK_CALLBACK_HEADER_VALUE, --header-value-env VAR, --header-value-file
     FILE, --sandbox-client SLUG, or a hidden prompt. Events go to stdout (JSON lines with

@@ -1,5 +1,5 @@
-"""Outbound events: the merchant generic callback today, the subscription ``subsCallback`` next; delivery
-and retries (spec 2.4, 5.4, 6; decisions D5-D8, D15, D16, D128).
+"""Outbound events: the merchant generic callback and the subscription ``subsCallback``; delivery and
+retries (spec 2.4, 5.4, 6; decisions D5-D8, D15, D16, D128, D340).
 
 * :func:`enqueue_event` queues any event: one ``eventId``, its exact payload bytes, the target URL and
   the client's registered header, and its first delivery job (kind :data:`JOB_KIND`, due at once). One
@@ -7,8 +7,10 @@ and retries (spec 2.4, 5.4, 6; decisions D5-D8, D15, D16, D128).
   A delivery round is claimed by lease, so several server processes never send one round twice; a round
   whose process died before recording it is sent again by the runner that takes it over, with the same
   ``eventId`` (spec 6.4: receivers deduplicate on it).
+* Every kind of callback has its model in :mod:`paysdk.contracts.callbacks`, the receivers' models too
+  (D340): a payload is built from that model only (:func:`enqueue_callback`), never as a loose dict.
 * The payment-link callback (:func:`enqueue`): one event per terminal status (D8). Its payload is
-  :class:`paysdk.contracts.callbacks.CallbackPayload` written once with :func:`paysdk._json.dumps`
+  :class:`paysdk.contracts.callbacks.PaymentCallback` written once with :func:`paysdk._json.dumps`
   (``amount`` an exact JSON number, ``createdAt`` ``DD/MM/YYYY HH:MM:SS`` in the client's timezone,
   ``channel`` the display name, ``eventId`` top level) and stored; every attempt sends the same bytes.
 * Each attempt is a POST with the client's registered static header (D15) and ``X-Event-Id`` (D5),
@@ -43,7 +45,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from paysdk import _json
-from paysdk.contracts.callbacks import CallbackPayload, format_created_at
+from paysdk.contracts.callbacks import KnownCallback, PaymentCallback, format_created_at
 from paysdk.contracts.common import CHANNEL_DISPLAY_NAMES
 from paysdk.contracts.sandbox import CallbackAttempt
 from paysdk.server import jobs
@@ -69,6 +71,7 @@ __all__ = [
     "callback_host_problem",
     "deliver_job",
     "enqueue",
+    "enqueue_callback",
     "enqueue_event",
     "wait_after",
 ]
@@ -209,6 +212,28 @@ def enqueue_event(
     return event_id
 
 
+def enqueue_callback(
+    session: Session,
+    client: ClientRow,
+    build: Callable[[str], KnownCallback],
+    *,
+    event_type: str,
+    ref: str,
+    now: datetime,
+) -> str | None:
+    """Queue a callback built from its contract model (D340): ``build(event_id)`` returns the
+    :data:`~paysdk.contracts.callbacks.KnownCallback` whose wire form is the body; ``event_type`` must be
+    the model's own (checked). See :func:`enqueue_event` for the rest."""
+
+    def body(event_id: str) -> Mapping[str, Any]:
+        callback = build(event_id)
+        if callback.event_type != event_type:
+            raise ValueError(f"event type {event_type!r} is not the callback's ({callback.event_type!r})")
+        return callback.to_body()
+
+    return enqueue_event(session, client, event_type, body, ref=ref, now=now)
+
+
 def enqueue(session: Session, tx: TransactionRow, client: ClientRow, *, now: datetime) -> str | None:
     """Queue the payment-link callback of ``tx``'s terminal status (spec 2.4, D8): event type
     ``transaction.<status>``. Returns the event id, or ``None`` when the client registered no callback URL.
@@ -216,8 +241,8 @@ def enqueue(session: Session, tx: TransactionRow, client: ClientRow, *, now: dat
     assert tx.transaction_id is not None
     transaction_id = tx.transaction_id
 
-    def build(event_id: str) -> Mapping[str, Any]:
-        return CallbackPayload(
+    def build(event_id: str) -> PaymentCallback:
+        return PaymentCallback(
             event_id=event_id,
             reference=tx.reference,
             uid=tx.uid,
@@ -230,9 +255,10 @@ def enqueue(session: Session, tx: TransactionRow, client: ClientRow, *, now: dat
             created_at=format_created_at(tx.created_at, client.timezone),
             transaction_id=transaction_id,
             payment_method_type=tx.payment_method_type,
-        ).to_wire()
+        )
 
-    return enqueue_event(session, client, f"transaction.{tx.status}", build, ref=tx.uid, now=now)
+    event_type = PaymentCallback.EVENT_TYPE_PREFIX + tx.status
+    return enqueue_callback(session, client, build, event_type=event_type, ref=tx.uid, now=now)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from sqlalchemy import Table, and_, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from paysdk.contracts.subscriptions import SubsCallback
+from paysdk.contracts.callbacks import SubscriptionCallback
 from paysdk.server import jobs
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement
@@ -72,7 +72,7 @@ EVERY = timedelta(hours=12)
 #: Subscriptions charged per database transaction.
 BATCH_SIZE = 1000
 #: The event type of the ``subsCallback`` (D148).
-EVENT_TYPE = "subscription.suspended"
+EVENT_TYPE = SubscriptionCallback.EVENT_TYPES["subscriptionSuspended"]
 
 _SUBS: Table = SubscriptionRow.__table__  # type: ignore[assignment]
 _OUTBOX: Table = WalletOutboxRow.__table__  # type: ignore[assignment]
@@ -426,8 +426,8 @@ def _queue_callback(
     client = session.get(ClientRow, sub.client_id)
     assert client is not None
 
-    def build(event_id: str) -> dict[str, Any]:
-        return SubsCallback(
+    def build(event_id: str) -> SubscriptionCallback:
+        return SubscriptionCallback(
             event_id=event_id,
             event="subscriptionSuspended",
             sub_uid=sub.sub_uid,
@@ -439,9 +439,9 @@ def _queue_callback(
             last_charge_id=charge_id,
             reason=reason,
             occurred_at=now,
-        ).model_dump(by_alias=True, mode="json")
+        )
 
-    callbacks.enqueue_event(session, client, EVENT_TYPE, build, ref=sub.sub_uid, now=now)
+    callbacks.enqueue_callback(session, client, build, event_type=EVENT_TYPE, ref=sub.sub_uid, now=now)
 
 
 # ------------------------------------------------------------------------------------ the job
