@@ -225,7 +225,7 @@ async def test_a_claimed_job_whose_owner_vanished_is_taken_over_after_the_lease(
     context = app.state.paysdk
     due = _add(app, "test_lease", "ref-l")
     vanished = Scheduler(context, {"test_lease": flaky}, owner="runner-a")
-    job = await context.run(vanished._claim, None, False)  # claimed, then its process "dies"
+    job = await context.run(vanished._claim, None)  # claimed, then its process "dies"
     assert job is not None
     assert job.attempts == 1
     wall = _Wall()
@@ -260,8 +260,9 @@ async def test_a_callback_taken_over_is_sent_again_with_the_same_event_id(
     await pay(asgi_client, link["uid"], "4242424242424242")  # round 1: 500, round 2 due in 1 minute
     context = app.state.paysdk
     vanished = Scheduler(context, CORE_JOB_HANDLERS, owner="runner-a")
-    far = datetime.now(UTC) + timedelta(days=1)
-    job = await context.run(vanished._claim, far, True)  # claims round 2 (the clock moves to it) and dies
+    # An advance by a day: the clock moves first (D361), then the advance claims round 2 and dies.
+    far = await context.run(context.clock.advance, 86_400_000_000)
+    job = await context.run(vanished._claim, far)
     assert job is not None
     assert job.kind == callbacks.JOB_KIND
     wall = _Wall()

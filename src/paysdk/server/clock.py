@@ -11,13 +11,23 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from paysdk.server.core_tables import ClockRow
 
 __all__ = ["Clock"]
 
-_US = timedelta(microseconds=1)
+#: One upsert of the single row, the same SQL on SQLite (3.35+) and PostgreSQL: the offset grows by the
+#: step in the database, never by a value read before (D361).
+_ADD = text(
+    "INSERT INTO clock (id, offset_us) VALUES (1, :step) "
+    "ON CONFLICT (id) DO UPDATE SET offset_us = clock.offset_us + excluded.offset_us RETURNING offset_us"
+)
+_RAISE = text(
+    "INSERT INTO clock (id, offset_us) VALUES (1, :offset) ON CONFLICT (id) DO UPDATE SET offset_us = "
+    "CASE WHEN excluded.offset_us > clock.offset_us THEN excluded.offset_us ELSE clock.offset_us END"
+)
 
 
 def _wall() -> datetime:
@@ -48,27 +58,17 @@ class Clock:
         """The offset in seconds, exact."""
         return Decimal(self.offset_us(session)).scaleb(-6)
 
-    def move_to_at_least(self, session: Session, moment: datetime) -> datetime:
-        """Move the virtual time forward so that ``now() >= moment``; never backwards. Returns ``now()``."""
-        row = session.get(ClockRow, 1, with_for_update=True)
-        if row is None:
-            row = ClockRow(id=1, offset_us=0)
-            session.add(row)
-        wall = self._wall()
-        needed = (moment - wall) // _US
-        if needed > row.offset_us:
-            row.offset_us = needed
-        session.flush()
-        return wall + timedelta(microseconds=row.offset_us)
+    def advance(self, session: Session, step_us: int) -> datetime:
+        """Add ``step_us`` microseconds to the stored offset in one statement and return the new virtual
+        now. Atomic in the database whichever process runs it (D361): concurrent advances add up, and the
+        first advance of a new database inserts the row (``ON CONFLICT``), never failing on its key."""
+        offset = session.execute(_ADD, {"step": step_us}).scalar_one()
+        return self._wall() + timedelta(microseconds=offset)
 
     def set_offset_at_least(self, session: Session, offset_us: int) -> None:
-        """Raise the offset to ``offset_us`` microseconds (no change when it is already larger)."""
-        row = session.get(ClockRow, 1, with_for_update=True)
-        if row is None:
-            session.add(ClockRow(id=1, offset_us=max(offset_us, 0)))
-        elif offset_us > row.offset_us:
-            row.offset_us = offset_us
-        session.flush()
+        """Raise the offset to ``offset_us`` microseconds (no change when it is already larger), in one
+        statement (the row is inserted when missing, as :meth:`advance` does)."""
+        session.execute(_RAISE, {"offset": max(offset_us, 0)})
 
 
 class _FrozenClock(Clock):

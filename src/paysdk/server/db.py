@@ -15,6 +15,9 @@ Decisions kept here:
   ``BEGIN IMMEDIATE`` (WAL journal, busy timeout) so concurrent writers queue instead of failing;
   on PostgreSQL state changes are guarded by conditional ``UPDATE ... WHERE status = 'pending'``.
 * ``postgresql://`` (and ``postgres://``) URLs are rewritten to the psycopg 3 driver.
+* A SQLite file the server creates is ``0600`` and the directories it creates ``0700``; an existing file
+  other users can read is warned about (D362). Servers started together create and check the schema
+  under a PostgreSQL advisory lock (D360).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from sqlalchemy import DateTime, Dialect, Table, create_engine, event
+from sqlalchemy import DateTime, Dialect, Table, create_engine, event, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeDecorator
@@ -59,6 +62,12 @@ log = logging.getLogger("paysdk.server")
 CHECKPOINT_EVERY = 100
 
 _CENT = Decimal("0.01")
+
+#: The PostgreSQL advisory lock key under which servers create and check the schema ("paysdk" in ASCII,
+#: then 1): a fixed 64-bit key, D360.
+SCHEMA_LOCK_KEY = 0x70617973646B_0001
+_ADVISORY_LOCK = text("SELECT pg_advisory_lock(:key)")
+_ADVISORY_UNLOCK = text("SELECT pg_advisory_unlock(:key)")
 
 
 def to_cents(amount: Decimal) -> int:
@@ -107,21 +116,64 @@ def default_database_url() -> str:
     import platformdirs
 
     directory = Path(platformdirs.user_data_dir("paysdk"))
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # mode applies to the last part only
-    directory.chmod(0o700)
+    _private_directories(directory)
+    directory.chmod(0o700)  # our own directory: tightened if an older version left it wider
     path = directory / "sandbox.db"
-    _private_file(path)
+    _private_sqlite_file(path, tighten=True)
     return f"sqlite:///{path}"
 
 
-def _private_file(path: Path) -> None:
-    """Create ``path`` empty with mode ``0600`` (an empty file is a valid SQLite database), or tighten it."""
-    os.close(os.open(path, os.O_CREAT | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0), 0o600))
-    path.chmod(0o600)
-    for suffix in ("-wal", "-shm"):
-        sibling = path.with_name(path.name + suffix)
-        if sibling.exists():
-            sibling.chmod(0o600)
+#: The files SQLite keeps next to a database (they hold its pages too).
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _private_directories(directory: Path) -> None:
+    """Create ``directory`` and its missing parents with mode ``0700`` whatever the umask (D362);
+    directories that exist are left as they are."""
+    missing: list[Path] = []
+    while not directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    for created in reversed(missing):
+        try:
+            created.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by someone else: not ours to change
+            continue
+        created.chmod(0o700)
+
+
+def _private_sqlite_file(path: Path, *, tighten: bool) -> str | None:
+    """Create the SQLite database ``path`` empty with mode ``0600`` (an empty file is a valid SQLite
+    database; SQLite gives its ``-wal``/``-shm``/``-journal`` files the database file's mode), D362.
+
+    An existing database (or side file) other users may read or write is tightened to ``0600`` when
+    ``tighten`` (the default database, in our own directory), else left as it is and described in the
+    warning returned (``None``: nothing to warn about)."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        pass
+    else:
+        try:
+            os.fchmod(fd, 0o600)  # whatever the umask
+        finally:
+            os.close(fd)
+        return None
+    files = [path, *(path.with_name(path.name + suffix) for suffix in SQLITE_SIDE_FILES)]
+    loose = [
+        (file, mode) for file in files if file.exists() and (mode := file.stat().st_mode & 0o777) & 0o077
+    ]
+    if not loose:
+        return None
+    if tighten:
+        for file, _ in loose:
+            file.chmod(0o600)
+        return None
+    listed = ", ".join(f"{file} (mode {mode:04o})" for file, mode in loose)
+    return (
+        f"the database file is open to other users of this machine: {listed}; it holds merchant tokens and "
+        "secrets: chmod 600 it"
+    )
 
 
 def normalize_database_url(url: str | None) -> str:
@@ -136,7 +188,7 @@ def normalize_database_url(url: str | None) -> str:
         path, query, params = url[len("sqlite:///") :].partition("?")
         if path and path != ":memory:":
             file = Path(path).expanduser()  # sqlite:///~/x.db is the home directory's x.db, not ./~/x.db
-            file.parent.mkdir(parents=True, exist_ok=True)
+            _private_directories(file.parent)  # those it makes are 0700 (D362)
             url = f"sqlite:///{file}{query}{params}"
     return url
 
@@ -200,8 +252,15 @@ class Database:
         self.url = normalize_database_url(url)
         parsed = make_url(self.url)
         self.dialect = parsed.get_backend_name()
+        #: Why the SQLite database file is open to other users (``None``: it is not, or there is no file),
+        #: logged once, here, as a warning (``paysdk serve`` shows it, D362).
+        self.file_warning: str | None = None
         if self.dialect == "sqlite":
             memory = parsed.database in (None, "", ":memory:")
+            if not memory and not str(parsed.database).startswith("file:"):
+                self.file_warning = _private_sqlite_file(Path(str(parsed.database)), tighten=False)
+                if self.file_warning is not None:
+                    log.warning("%s", self.file_warning)
             self.engine: Engine = create_engine(
                 self.url,
                 connect_args={"check_same_thread": False, "timeout": 30},
@@ -256,25 +315,51 @@ class Database:
         """Create the tables of the core and of every registered family that do not exist yet
         (idempotent), and refuse a database whose existing tables lack a column or index of this version
         (:class:`SchemaMismatch`): nothing migrates databases of development versions before the first
-        release (D135)."""
+        release (D135). Creation and check run under :meth:`_schema_lock`, so servers started together on
+        a new database never create a table twice (D360)."""
         from paysdk.server.core_tables import Base
 
         tables = self._tables()
-        Base.metadata.create_all(self.engine, tables=tables)
         expected = {t.name: ([c.name for c in t.columns], [str(i.name) for i in t.indexes]) for t in tables}
-        with self.engine.connect() as connection:
-            lacking = _lacking(expected, _existing_schema(connection))
+        with self._schema_lock():
+            Base.metadata.create_all(self.engine, tables=tables)
+            with self.engine.connect() as connection:
+                lacking = _lacking(expected, _existing_schema(connection))
         if lacking is not None:
             raise SchemaMismatch(
                 f"the database was made by an older development version of paysdk: {lacking}; start with a "
                 "new database (delete the file, or pass another --db)"
             )
 
+    @contextlib.contextmanager
+    def _schema_lock(self) -> Iterator[None]:
+        """Hold the schema's lock across processes (D360). PostgreSQL: the session advisory lock
+        :data:`SCHEMA_LOCK_KEY`, on a connection of its own, released after (or by the server when the
+        process dies). SQLite: nothing more is needed: ``create_all`` looks for and creates the tables in
+        one transaction, which ``BEGIN IMMEDIATE`` makes the file's only writer."""
+        if self.dialect != "postgresql":
+            yield
+            return
+        with self.engine.connect() as connection:
+            connection.execute(_ADVISORY_LOCK, {"key": SCHEMA_LOCK_KEY})
+            connection.commit()  # a session lock: it outlives the transaction
+            try:
+                yield
+            finally:
+                try:
+                    connection.execute(_ADVISORY_UNLOCK, {"key": SCHEMA_LOCK_KEY})
+                    connection.commit()
+                except Exception:
+                    connection.invalidate()  # closing the connection releases the lock
+                    raise
+
     def schema_current(self) -> bool:
         """Whether the database already holds every table, column and index of this version, checked
         against :data:`paysdk.server.schema_snapshot.TABLES` with Core queries only: no table module is
         imported (D310). ``False`` for a server of other families than the default ones (their tables
-        are in no snapshot) and for a database :meth:`create_schema` still has to create or refuse."""
+        are in no snapshot) and for a database :meth:`create_schema` still has to create or refuse. A read
+        outside :meth:`_schema_lock`: a schema another process is creating is seen whole or not at all
+        (``create_all`` is one transaction), and ``False`` sends the caller to the locked creation."""
         if not self.default_families:
             return False
         from paysdk.server.schema_snapshot import TABLES

@@ -9,12 +9,12 @@ one order: due time first, an expiry before a job due at the same moment.
 
 * :meth:`Scheduler.run_due` runs every job due at the current virtual time, oldest due first, including
   jobs that running a job creates (an expiry queues its callback, due at once).
-* :meth:`Scheduler.advance` moves the virtual clock forward by steps: it runs every job due before the
-  target *at its own due time* (the clock is set to the job's ``due_at`` first), so callback retries land
-  exactly 1, 2, 4 ... minutes apart even when the clock jumps a week; then the clock is set to the target.
-  A job runs on the clock frozen at its due time (:meth:`Clock.frozen_at`): what it causes happens at
-  that virtual time, so a job it creates (an expiry's callback, due at once) is due before the target
-  and runs in the same advance, however long the wall clock took.
+* :meth:`Scheduler.advance` moves the virtual clock forward: it adds the step to the stored offset in one
+  statement (concurrent advances on any number of processes add up, D361), then runs every job due up
+  to the new time *at its own due time*, so callback retries land exactly 1, 2, 4 ... minutes apart even
+  when the clock jumps a week. A job runs on the clock frozen at its due time (:meth:`Clock.frozen_at`):
+  what it causes happens at that virtual time, so a job it creates (an expiry's callback, due at once)
+  is due before the target and runs in the same advance, however long the wall clock took.
 * :meth:`Scheduler.ticker` runs :meth:`run_due` about every second of wall time while the app is served
   with its lifespan (uvicorn). In process (``httpx.ASGITransport``, no lifespan) tests drive time with
   ``POST /_sandbox/clock/advance``.
@@ -154,7 +154,7 @@ class Scheduler:
         """The job kinds this scheduler runs."""
         return frozenset(self._handlers)
 
-    def _claim(self, session: Session, until: datetime | None, move_clock: bool) -> ClaimedJob | None:
+    def _claim(self, session: Session, until: datetime | None) -> ClaimedJob | None:
         """Claim the oldest job or transaction expiry due at ``until`` (``None``: the virtual now); an
         expiry comes first on a tie."""
         clock = self._context.clock
@@ -169,10 +169,7 @@ class Scheduler:
             wall_now=self._wall(),
             lease=self._lease,
         )
-        job = claimed or job
-        if job is not None and move_clock:
-            clock.move_to_at_least(session, job.due_at)
-        return job
+        return claimed or job
 
     async def _run_one(self, job: ClaimedJob, clock: Clock) -> None:
         context = self._context
@@ -240,28 +237,28 @@ class Scheduler:
         ran = 0
         async with self._lock:
             while True:
-                job = await self._context.run(self._claim, None, False)
+                job = await self._context.run(self._claim, None)
                 if job is None:
                     return ran
                 await self._run_one(job, self._context.clock)
                 ran += 1
 
     async def advance(self, seconds: timedelta) -> int:
-        """Move the virtual clock ``seconds`` forward, running every job that falls due on the way."""
+        """Move the virtual clock ``seconds`` forward, running every job that falls due on the way.
+
+        The step is added to the stored offset first, in one statement (:meth:`Clock.advance`), so
+        concurrent advances, in this process or another on the same database, each add their whole step
+        (D361); then every job due up to the new time runs, each on the clock frozen at its due time."""
         ran = 0
         clock = self._context.clock
-        step = seconds // timedelta(microseconds=1)
         async with self._lock:
-            start_offset, start = await self._context.run(lambda s: (clock.offset_us(s), clock.now(s)))
-            target = start + seconds
+            target = await self._context.run(clock.advance, seconds // timedelta(microseconds=1))
             while True:
-                job = await self._context.run(self._claim, target, True)
+                job = await self._context.run(self._claim, target)
                 if job is None:
                     break
                 await self._run_one(job, clock.frozen_at(job.due_at))
                 ran += 1
-            # The offset grows by exactly ``seconds`` (more only if a job's due time needed it).
-            await self._context.run(clock.set_offset_at_least, start_offset + step)
         return ran
 
     def recover(self) -> None:

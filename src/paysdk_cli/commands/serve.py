@@ -101,6 +101,16 @@ def _stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
+def _show_server_warnings() -> None:
+    """The server's warnings (and errors) on stderr, one line each, from its start on: a database file
+    other users can read (D362) is said before anything listens."""
+    import logging
+
+    from paysdk._logging import enable_stderr_log
+
+    enable_stderr_log(logging.WARNING, ("paysdk.server",))
+
+
 def _checked_address(value: str | list[str] | None) -> str | list[str] | None:
     """``--public-url`` / ``--allowed-host`` checked as the server will (a clear usage error if malformed)."""
     if not value:
@@ -267,6 +277,7 @@ def serve(
     _check_address_free(host, port)
     for note in notes:
         typer.echo(note, err=True)
+    _show_server_warnings()
     _stop_on_sigterm()
     given = {
         "body_timeout": body_timeout,
