@@ -93,6 +93,10 @@ def _serve(db_url: str, port: int, *extra: str) -> subprocess.Popen[str]:
     )
 
 
+#: The first request after the probe waits for the full server's load: generous on a loaded machine.
+LOAD_WAIT = 60.0
+
+
 def _wait_healthy(proc: subprocess.Popen[str], base: str) -> httpx.Response:
     deadline = time.monotonic() + 60
     while True:
@@ -144,14 +148,29 @@ def test_serve_answers_as_a_server_built_at_once(tmp_path: Path, db_url: str) ->
         ]
         assert re.fullmatch(r"req_[0-9a-f]{32}", booted.headers["x-request-id"])
         # What the boot stage does not answer, the full server does, as it would.
-        assert httpx.head(f"{base}/_sandbox/health").status_code == 405
-        assert httpx.get(f"{base}/_sandbox/health", headers={"Host": "evil.example"}).status_code == 421
-        created = httpx.post(f"{base}/_sandbox/clients", content=dumps({}), headers=JSON_TYPE)
+        assert httpx.head(f"{base}/_sandbox/health", timeout=LOAD_WAIT).status_code == 405
+        assert (
+            httpx.get(
+                f"{base}/_sandbox/health", headers={"Host": "evil.example"}, timeout=LOAD_WAIT
+            ).status_code
+            == 421
+        )
+        created = httpx.post(
+            f"{base}/_sandbox/clients", content=dumps({}), headers=JSON_TYPE, timeout=LOAD_WAIT
+        )
         assert created.status_code == 201
         merchant = SandboxClient.model_validate(created.json())
-        link = httpx.post(f"{base}/transactions", content=dumps(link_body(merchant)), headers=auth(merchant))
+        link = httpx.post(
+            f"{base}/transactions",
+            content=dumps(link_body(merchant)),
+            headers=auth(merchant),
+            timeout=LOAD_WAIT,
+        )
         assert link.status_code == 200, link.text
-        assert httpx.get(f"{base}/_sandbox/health").json()["database"] == booted.json()["database"]
+        assert (
+            httpx.get(f"{base}/_sandbox/health", timeout=LOAD_WAIT).json()["database"]
+            == booted.json()["database"]
+        )
     finally:
         _stop(proc)
 
