@@ -13,7 +13,9 @@ of each request (:class:`paysdk.server.middleware.ServerMiddleware` installs it,
 byte is read (:func:`declared_too_large`); a body that grows past it is cut off with ``413``; a body
 not complete within :data:`BODY_TIMEOUT` seconds of its first read is ``408`` (within a second more).
 Both answers are the D1 body naming ``body`` and carry ``Connection: close``, so the rest of the body
-is never read.
+is never read. A request that declares both ``Content-Length`` and ``Transfer-Encoding`` is ``400``
+naming ``Transfer-Encoding``, with ``Connection: close``, before any read (:func:`framing_refusal`,
+RFC 9112 section 6.1, D390): what follows its head on the connection is never answered.
 
 Upload routes (D110): the routes of :data:`UPLOAD_ROUTES` take files (``multipart/form-data`` or
 ``application/octet-stream``) and have their own, larger bounds: :data:`MAX_UPLOAD_BYTES` (256 MiB,
@@ -53,6 +55,7 @@ __all__ = [
     "BodyRefused",
     "BoundedReceive",
     "declared_too_large",
+    "framing_refusal",
     "is_upload_route",
     "parse_json_object",
     "read_json_object",
@@ -119,7 +122,8 @@ def is_upload_route(method: str, path: str) -> bool:
 
 
 class BodyRefused(APIProblem):
-    """``413`` (too large) or ``408`` (too slow) for a request body, raised while it streams (D85).
+    """``413`` (too large) or ``408`` (too slow) for a request body, raised while it streams (D85), or
+    ``400`` for a body framed two ways (:func:`framing_refusal`, D390).
 
     The answer closes the connection (``Connection: close``): the rest of the body is never read.
     """
@@ -145,6 +149,34 @@ class BodyRefused(APIProblem):
             [("body", f"was not received completely within {timeout:g} seconds")],
             headers={"Connection": "close"},
         )
+
+    @classmethod
+    def framed_twice(cls) -> BodyRefused:
+        """The request declares both ``Content-Length`` and ``Transfer-Encoding`` (RFC 9112 section 6.1)."""
+        return cls(
+            400,
+            None,
+            "A request may not declare both Content-Length and Transfer-Encoding.",
+            [("Transfer-Encoding", "must not be sent with Content-Length (RFC 9112 section 6.1)")],
+            headers={"Connection": "close"},
+        )
+
+
+def framing_refusal(scope: Scope) -> BodyRefused | None:
+    """``400`` closing the connection for a request that declares both ``Content-Length`` and
+    ``Transfer-Encoding`` (RFC 9112 section 6.1), else ``None``; checked before any read.
+
+    h11 frames such a body by ``Transfer-Encoding`` and would keep the connection, so a second request
+    hidden in the body (by a proxy in front that frames by ``Content-Length``) would be answered: request
+    smuggling. The answer carries ``Connection: close``, so nothing after this request's head is read.
+    """
+    length = coding = False
+    for key, _value in scope["headers"]:
+        if key == b"content-length":
+            length = True
+        elif key == b"transfer-encoding":
+            coding = True
+    return BodyRefused.framed_twice() if length and coding else None
 
 
 def declared_too_large(scope: Scope, limit: int) -> bool:

@@ -71,7 +71,7 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk._redact import MASK, is_sensitive_name
-from paysdk.server.bodies import BodyBounds, BodyRefused, declared_too_large
+from paysdk.server.bodies import BodyBounds, BodyRefused, declared_too_large, framing_refusal
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.core_tables import ClientRow, IdempotencyRow, RequestLogRow
@@ -704,7 +704,10 @@ class ServerMiddleware:
             await self.app(scope, receive, send)
             return
         request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
-        refused = self.context.addresses.refusal(scope)  # allowed host, control plane (D91, D92)
+        # Content-Length with Transfer-Encoding: 400, and the connection closed (D390).
+        refused: APIProblem | None = framing_refusal(scope)
+        if refused is None:
+            refused = self.context.addresses.refusal(scope)  # allowed host, control plane (D91, D92)
         if refused is None and self.context.control.guarded:
             refused = self.context.control.refusal(scope)  # the control token (D270)
         if refused is None:
