@@ -59,6 +59,7 @@ __all__ = [
     "is_upload_route",
     "parse_json_object",
     "read_json_object",
+    "template_regex",
     "validate",
 ]
 
@@ -100,16 +101,21 @@ UPLOAD_ROUTE_LIMITS[("POST", "/reports/payfac/conciliation/upload/{affiliation}"
 #: The body types an upload route takes (media types, lower case).
 UPLOAD_CONTENT_TYPES = (b"multipart/form-data", b"application/octet-stream")
 
+
+def template_regex(template: str) -> str:
+    """The regular expression of the paths a route template names: ``/leads/files/upload/{fileName}``
+    matches ``/leads/files/upload/a.pdf`` (a ``{name}`` segment matches any one segment, and itself)."""
+    return re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template))
+
+
 _UPLOAD_EXACT = frozenset((method, path) for method, path in UPLOAD_ROUTES if "{" not in path)
 _UPLOAD_PATTERNS = tuple(
-    (method, re.compile(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(path)) + "/?"))
-    for method, path in UPLOAD_ROUTES
-    if "{" in path
+    (method, re.compile(template_regex(path) + "/?")) for method, path in UPLOAD_ROUTES if "{" in path
 )
 
 #: The bounds of :data:`UPLOAD_ROUTE_LIMITS` whose paths have a ``{name}`` segment, as patterns.
 _LIMIT_PATTERNS = tuple(
-    (method, re.compile(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(path)) + "/?"), limit)
+    (method, re.compile(template_regex(path) + "/?"), limit)
     for (method, path), limit in UPLOAD_ROUTE_LIMITS.items()
     if "{" in path
 )

@@ -579,14 +579,29 @@ class LazyRouters(Protocol):
 
 
 def _deprecation_headers(message: Message, scope: Scope, marks: deprecations.Marks) -> Message:
-    """``http.response.start`` with the headers of a marked operation (D196): the operation as
-    ``/openapi.json`` names it, from the route FastAPI matched (the fast lane's paths have no parameters)."""
-    route = scope.get("route")
-    template = getattr(route, "path", None) or scope["path"]
-    pairs = marks.get(f"{scope['method']} {template}")
+    """``http.response.start`` with the headers of a marked operation (D196), the operation named by the
+    request's path as ``/openapi.json`` names it, mount prefix included (D392:
+    :func:`paysdk.server.services.deprecations.marked`)."""
+    path = scope["path"]
+    root = scope.get("root_path") or ""
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    route_path = getattr(scope.get("route"), "path", None)
+    pairs = deprecations.marked(marks, scope["method"], path, route_path)
     if pairs is None:
         return message
     return {**message, "headers": [*message.get("headers", ()), *pairs]}
+
+
+def _marking(send: Send, scope: Scope, marks: deprecations.Marks) -> Send:
+    """``send`` adding a marked operation's headers (an answer the layer gives before routing)."""
+
+    async def marking(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = _deprecation_headers(message, scope, marks)
+        await send(message)
+
+    return marking if marks else send
 
 
 class _Exchange:
@@ -715,7 +730,10 @@ class ServerMiddleware:
             if declared_too_large(scope, limit):
                 refused = BodyRefused.too_large(limit)  # before a byte is read (D85)
         if refused is not None:
-            await _send_problem(refused, scope, receive, _stamping(send, request_id.encode("ascii")))
+            stamped = _stamping(send, request_id.encode("ascii"))
+            if not is_control_path(scope["path"], self._control):  # a marked upload's 413 (D392)
+                stamped = _marking(stamped, scope, await self._deprecation_marks())
+            await _send_problem(refused, scope, receive, stamped)
             return
         if self._routers is not None and self._routers.needed(scope):
             # The families' routers not included at start (D303): imported once, on the event loop.
@@ -740,9 +758,7 @@ class ServerMiddleware:
                     await self._dispatch(scope, receive, stamped)  # the reset is in the fast lane
             return
         exchange = _Exchange(self, scope, send, hook, request_id)
-        if deprecations.stale(self._fault_key):  # a look at most once a second (D255)
-            await self.context.run_brief(deprecations.load, self._fault_key)
-        exchange.deprecated = deprecations.headers_for(self._fault_key)
+        exchange.deprecated = await self._deprecation_marks()
         try:
             await self._faults(scope, receive, exchange.send)
         except ClientDisconnect:  # mid-body: BoundedReceive logged it
@@ -752,6 +768,12 @@ class ServerMiddleware:
             raise
         finally:
             await exchange.record()
+
+    async def _deprecation_marks(self) -> deprecations.Marks:
+        """The deprecation marks of the database (D196), read again at most once a second (D255)."""
+        if deprecations.stale(self._fault_key):
+            await self.context.run_brief(deprecations.load, self._fault_key)
+        return deprecations.headers_for(self._fault_key)
 
     # -- faults
 
