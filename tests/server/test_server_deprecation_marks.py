@@ -157,3 +157,23 @@ async def test_a_marked_uploads_413_is_marked(client: httpx.AsyncClient) -> None
     streamed = await client.post(target, content=chunks(), headers=headers)
     assert streamed.status_code == 413, streamed.text
     _assert_marked(streamed, operation)
+
+
+def test_two_marked_templates_taking_one_path_are_told_apart_by_the_route() -> None:
+    """``/rest/cards/users/users/permissions`` is a path of both templates below; the route that answered
+    (its path without the mount prefix) names the operation (D392)."""
+    from paysdk.server.services.deprecations import marked
+
+    one = ((b"deprecation", b"@1"),)
+    other = ((b"deprecation", b"@2"),)
+    marks = {
+        "GET /rest/cards/users/{authUserId}/permissions": one,
+        "GET /rest/cards/{cardId}/users/permissions": other,
+    }
+    path = "/rest/cards/users/users/permissions"
+    assert marked(marks, "GET", path, "/cards/{cardId}/users/permissions") is other
+    assert marked(marks, "GET", path, "/cards/users/{authUserId}/permissions") is one
+    assert marked(marks, "GET", path) in (one, other)
+    assert marked(marks, "POST", path) is None
+    assert marked(marks, "GET", "/rest/cards/crd_1/users/permissions/x") is None
+    assert marked(marks, "GET", "/rest/cards/crd_1/users/permissions") is other
