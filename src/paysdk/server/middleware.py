@@ -36,6 +36,10 @@ are never logged, faulted or idempotent.
   ``Content-Length`` over the limit is ``413`` before any byte is read, and ``receive`` is a
   :class:`paysdk.server.bodies.BoundedReceive` (``413`` past the limit, ``408`` when the body stalls). A
   client that disconnects mid-body is one log line (status ``0`` in the request log), never a traceback.
+  First of all, a request declaring both ``Content-Length`` and ``Transfer-Encoding`` is ``400`` and its
+  connection closed (:func:`paysdk.server.bodies.framing_refusal`, D390).
+* Deprecation marks (D196): every answer for a public path of a marked operation, the refusals above
+  included, carries its headers; the operation is named from the request's path (D392).
 * Hook CORS (D14): ``/transactions-hook`` answers preflight ``OPTIONS`` itself and adds
   ``Access-Control-Allow-Origin: *`` to every answer, errors included.
 * Request ids (D65): every answer, control plane, pages, errors and preflights included, carries
