@@ -1,4 +1,5 @@
-"""Exit codes and the one place where an exception becomes an ``Error:`` line on stderr.
+"""Exit codes and the one place where an exception becomes an ``Error:`` line on stderr (its control
+characters escaped, :func:`paysdk_cli._output.printable`).
 
 ======  =====================================================================
 code    meaning
@@ -26,7 +27,7 @@ from typing import Any
 
 import typer
 
-from paysdk_cli._output import error
+from paysdk_cli._output import error, printable
 
 __all__ = ["CLIError", "ExitCode", "exit_code_for", "report", "restyle_usage_error", "usage_error_for"]
 
@@ -337,11 +338,11 @@ def usage_error_for(exc: BaseException, ctx: Any) -> Any:
 
 def report(exc: BaseException, *, verbose: bool = False) -> int:
     """Print ``exc`` on stderr (traceback only when ``verbose``) and return its exit code."""
-    if verbose:
-        traceback.print_exception(exc, file=sys.stderr)
+    if verbose:  # escaped as every line below: an exception's message may hold what a server sent
+        sys.stderr.write(printable("".join(traceback.format_exception(exc))))
     lines = _describe(exc, verbose)
     error(lines[0])
     for line in lines[1:]:
-        sys.stderr.write(line + "\n")
+        sys.stderr.write(printable(line) + "\n")
     sys.stderr.flush()
     return exit_code_for(exc)

@@ -9,6 +9,10 @@
 * ``emit_event(data, text)`` writes one line per event (JSON lines, or the human ``text``).
 * ``info``/``warn``/``error`` write to stderr and never to stdout.
 * ``mask(data, keys)`` replaces secret values before anything is printed.
+* Nothing a server or a file says reaches the terminal as a control: every human output (table cells,
+  column names, titles, event lines, info, warnings, errors) shows C0 controls other than newline and tab,
+  DEL and C1 controls escaped as ``\x1b`` (:func:`printable`, D393); JSON output escapes them as
+  ``\u001b``/``\u009b`` (still the same JSON value).
 
 rich and paysdk are imported only when a table or JSON document is actually written.
 """
@@ -30,13 +34,27 @@ __all__ = [
     "emit_event",
     "error",
     "info",
+    "json_text",
     "mask",
+    "printable",
     "warn",
 ]
 
+#: C0 controls other than newline and tab, DEL and the C1 controls: a terminal acts on them (an escape
+#: sequence retitles the window, clears the screen, rewrites what was shown).
+_CONTROLS = [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)]
+_ESCAPED = {code: f"\\x{code:02x}" for code in _CONTROLS}
+#: In JSON text they may appear raw only inside strings (JSON's own syntax is ASCII): ``\u00XX`` there.
+_JSON_ESCAPED = {code: f"\\u{code:04x}" for code in _CONTROLS if code >= 0x7F}
+
+
+def printable(text: str) -> str:
+    """``text`` with every control a terminal would act on shown as ``\x1b`` (module docstring)."""
+    return text.translate(_ESCAPED)
+
 
 def _stderr(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    sys.stderr.write(printable(text) + "\n")
     sys.stderr.flush()
 
 
@@ -67,10 +85,12 @@ def mask(data: Mapping[str, Any], keys: Iterable[str], *, show: bool = False) ->
     return result
 
 
-def _json_text(data: Any) -> str:
+def json_text(data: Any) -> str:
+    """``data`` as exact JSON text (``Decimal`` digits kept) with DEL and the C1 controls escaped as
+    ``\\u00XX`` (the C0 ones are already): the same JSON value, nothing a terminal acts on."""
     from paysdk._json import dumps
 
-    return dumps(data).decode("utf-8")
+    return dumps(data).decode("utf-8").translate(_JSON_ESCAPED)
 
 
 #: An ISO-8601 UTC timestamp as the API writes it; tables show it to the second (``...Z``).
@@ -85,6 +105,11 @@ def _compact_time(text: str) -> str:
 
 
 def _cell(value: Any) -> str:
+    """A value as the text of a table cell, escaped (:func:`printable`)."""
+    return printable(_text(value))
+
+
+def _text(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -98,9 +123,9 @@ def _cell(value: Any) -> str:
     if isinstance(value, str):
         return _compact_time(value)
     if isinstance(value, Mapping):
-        return _json_text(value) if value else "-"
+        return json_text(value) if value else "-"
     if isinstance(value, Sequence):
-        return ", ".join(_cell(item) for item in value) if value else "-"
+        return ", ".join(_text(item) for item in value) if value else "-"
     return str(value)
 
 
@@ -123,6 +148,7 @@ class _Column:
         from rich.cells import cell_len
 
         self.name = name
+        self.label = printable(name)  # as shown (a CSV header name may hold anything)
         self.index = index
         self.cells = cells
         present = [v for v in values if v is not None]
@@ -131,10 +157,10 @@ class _Column:
         )
         self.prose = any(any(ch.isspace() for ch in cell) for cell in cells)
         lines = [line for cell in cells for line in (cell.splitlines() or [""])]
-        self.natural = max([cell_len(name), *(cell_len(line) for line in lines)])
+        self.natural = max([cell_len(self.label), *(cell_len(line) for line in lines)])
         if self.prose:
             longest_word = max((cell_len(word) for cell in cells for word in cell.split()), default=0)
-            self.minimum = max(cell_len(name), longest_word, min(self.natural, PROSE_MIN_WIDTH))
+            self.minimum = max(cell_len(self.label), longest_word, min(self.natural, PROSE_MIN_WIDTH))
         else:
             self.minimum = self.natural  # an ID, amount, timestamp or status never wraps
         self.identifier = _is_identifier(name) and bool(present)
@@ -196,7 +222,8 @@ def _write_blocks(records: Sequence[Mapping[str, Any]], names: Sequence[str], wi
 
     from rich.cells import cell_len
 
-    key_width = max((cell_len(name) for name in names), default=0)
+    labels = {name: printable(name) for name in names}
+    key_width = max((cell_len(label) for label in labels.values()), default=0)
     room = width - key_width - 2
     indent = " " * (key_width + 2)
     lines: list[str] = []
@@ -214,7 +241,8 @@ def _write_blocks(records: Sequence[Mapping[str, Any]], names: Sequence[str], wi
                         textwrap.wrap(part, room, break_long_words=False, break_on_hyphens=False) or [""]
                     )
                 ]
-            lines.append(name + " " * (key_width - cell_len(name) + 2) + parts[0])
+            label = labels[name]
+            lines.append(label + " " * (key_width - cell_len(label) + 2) + parts[0])
             lines.extend(indent + part for part in parts[1:])
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
@@ -231,7 +259,7 @@ def _print_table(
     console = _console()
     width = int(console.width)
     if title:
-        sys.stdout.write(title + "\n\n")
+        sys.stdout.write(printable(title) + "\n\n")
     fitted = None
     if not isinstance(data, Mapping):
         table_columns = [
@@ -250,7 +278,7 @@ def _print_table(
     table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False)
     for column in shown:
         table.add_column(
-            column.name,
+            Text(column.label),  # never read as rich markup
             width=widths[column.name],
             justify="right" if column.numeric else "left",
             no_wrap=not column.prose,
@@ -276,13 +304,13 @@ def emit(
     ``columns`` picks (and orders) what the table shows; JSON always holds every key.
     """
     if fmt is OutputFormat.json:
-        sys.stdout.write(_json_text(data) + "\n")
+        sys.stdout.write(json_text(data) + "\n")
         sys.stdout.flush()
     else:
         _print_table(data, columns, title)
 
 
 def emit_event(fmt: OutputFormat, data: Mapping[str, Any], text: str) -> None:
-    """One line per event on stdout: a JSON line, or ``text`` for people. Flushed at once."""
-    sys.stdout.write((_json_text(data) if fmt is OutputFormat.json else text) + "\n")
+    """One line per event on stdout: a JSON line, or ``text`` for people (escaped). Flushed at once."""
+    sys.stdout.write((json_text(data) if fmt is OutputFormat.json else printable(text)) + "\n")
     sys.stdout.flush()

@@ -334,3 +334,30 @@ def test_ctrl_c_stops_following_with_130_and_says_how_to_reattach(
     assert result.exit_code == 130, result.stderr
     batch_id = _json_lines(result.stdout)[0]["data"]["batchId"]
     assert f"paysdk cardholders progress {batch_id} --partner {backoffice.partner_id}" in result.stderr
+
+
+#: An escape sequence that retitles the window and clears the screen, and C1 controls (CSI, OSC).
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\x9b2J\x9d0;x\x9c"
+
+
+def _no_controls(text: str) -> None:
+    """No C0 control but newline and tab, no DEL, no C1 control reached the output."""
+    bad = [ch for ch in text if (ord(ch) < 0x20 and ch not in "\n\t") or 0x7F <= ord(ch) < 0xA0]
+    assert not bad, repr(text)
+
+
+def test_a_hostile_header_name_in_the_servers_answer_is_printed_escaped(
+    backoffice: Backoffice, tmp_path: Path
+) -> None:
+    """The server refuses the file naming the unknown column as it was sent; the CLI shows the name with
+    its control characters escaped (D393), in the error lines and in -o json's exact JSON."""
+    hostile = tmp_path / "holders.csv"
+    hostile.write_text(
+        HEADER.replace("username", "user" + HOSTILE) + "\r\nE1,u1,u1@example.com,Ana,Lima,\r\n"
+    )
+    result = run_cli(
+        "cardholders", "upload", str(hostile), "--partner", backoffice.partner_id, env=backoffice.env
+    )
+    assert result.exit_code == 6, result.stderr
+    _no_controls(result.stdout + result.stderr)
+    assert "user\\x1b]0;owned\\x07\\x1b[2J\\x9b2J\\x9d0;x\\x9c" in result.stderr

@@ -375,6 +375,22 @@ def test_a_quoted_cell_past_the_csv_field_limit_refuses_the_file_and_charges_not
     assert merchant.batch_charges() == {}
 
 
+def test_a_header_name_with_control_characters_is_printed_escaped(merchant: Merchant, tmp_path: Path) -> None:
+    """A column name that holds an escape sequence (window title, clear screen) and C1 controls is shown
+    escaped (D393): nothing a terminal acts on reaches it, with -o json or a table."""
+    data = tmp_path / "hostile.csv"
+    data.write_bytes(
+        "subscriptionId,amount,reference,x\x1b]0;owned\x07\x1b[2J\x9b2J\x7f\nsub_1,1.00,r\n".encode()
+    )
+    for output in ("json", "table"):
+        result = run_cli("-o", output, "charges", "upload", str(data), "--validate-only")
+        assert result.exit_code == 2, result.stderr
+        assert "x\\x1b]0;owned\\x07\\x1b[2J\\x9b2J\\x7f: is not a column" in result.stderr
+        text = result.stdout + result.stderr
+        assert not [ch for ch in text if (ord(ch) < 0x20 and ch not in "\n\t") or 0x7F <= ord(ch) < 0xA0]
+    assert merchant.batch_charges() == {}
+
+
 def test_unreadable_file_and_option_misuse_are_usage_errors(merchant: Merchant, tmp_path: Path) -> None:
     missing = _upload(str(tmp_path / "nope.csv"), code=2)
     assert "nope.csv" in missing.stderr

@@ -207,3 +207,54 @@ def test_one_record_is_name_value_lines_and_a_long_value_stays_on_its_line(
         f"URL  {url}",
         "at   2026-01-02T03:04:05Z",
     ]
+
+
+# ------------------------------------------------------------------------------ control characters
+
+#: What a server message or a file may hold: an escape sequence that retitles the window and clears the
+#: screen, a bell, a carriage return, DEL and C1 controls (CSI, OSC, ST).
+HOSTILE = "a\x1b]0;owned\x07\x1b[2J\rb\x7f\x9b2J\x9d0;x\x9c"
+HOSTILE_SHOWN = "a\\x1b]0;owned\\x07\\x1b[2J\\x0db\\x7f\\x9b2J\\x9d0;x\\x9c"
+
+
+def _controls(text: str) -> list[str]:
+    return [ch for ch in text if (ord(ch) < 0x20 and ch not in "\n\t") or 0x7F <= ord(ch) < 0xA0]
+
+
+@pytest.mark.parametrize("width", [40, 200])  # blocks, and a table
+def test_human_output_escapes_control_characters(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    """Every human output of the one output layer (D393): cells, column names, titles, event lines,
+    information, warnings and errors; newline and tab are kept."""
+    from paysdk_cli._output import emit_event, error, info, warn
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    rows = [{"id": "crd_1", HOSTILE: HOSTILE, "note": "line one\nline\ttwo"}, {"id": "crd_2", HOSTILE: "-"}]
+    emit(OutputFormat.table, rows, title=HOSTILE)
+    emit(OutputFormat.table, rows[0], title="One")
+    emit_event(OutputFormat.table, {"message": HOSTILE}, f"event {HOSTILE}")
+    info(HOSTILE)
+    warn(HOSTILE)
+    error(HOSTILE)
+    out, err = capsys.readouterr()
+    assert _controls(out + err) == []
+    assert out.count(HOSTILE_SHOWN) >= 5, out  # the title, the column name, its cells, the event
+    assert err.count(HOSTILE_SHOWN) == 3, err
+    assert "line one\n" in out  # a newline stays a newline
+    assert "\t" in out
+
+
+def test_json_output_stays_the_same_json_without_controls(capsys: pytest.CaptureFixture[str]) -> None:
+    from paysdk_cli._output import emit_event
+
+    data = {HOSTILE: HOSTILE, "amount": Decimal("10.50")}
+    emit(OutputFormat.json, data)
+    emit_event(OutputFormat.json, data, "unused")
+    out, _ = capsys.readouterr()
+    assert _controls(out) == []
+    assert "\\u009b" in out
+    assert "\\u001b" in out
+    document, event = out.splitlines()
+    assert json.loads(document, parse_float=Decimal) == data == json.loads(event, parse_float=Decimal)
+    assert '"amount":10.50' in document

@@ -12,10 +12,12 @@ from cardholder_kit import Backoffice, csv_file, done, person
 from fastapi import FastAPI
 from sqlalchemy import select
 
+from openapi_conformance import Exchange, conformance_errors
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server.wallet_tables import WalletUserRow
 
 CMS = "/cms/rest"
+ASSOCIATION = "/app/partners/{partnerId}/cardholders/{cardholderId}/cards/association"
 
 
 async def _merchant(client: httpx.AsyncClient) -> tuple[str, str]:
@@ -196,6 +198,21 @@ async def test_association_of_an_uploaded_cardholder(
     assert created.json()["data"]["holderId"] == holder
     same = await asgi_client.post(path(holder), json={"cardId": card["cardId"]}, headers=headers)
     assert same.status_code == 200
+    assert same.json() == created.json()  # the card again, unchanged (D189)
+    # ... as /openapi.json declares the 200 (D391: it once declared no body for it).
+    repeat = Exchange(
+        "POST",
+        path(holder),
+        "",
+        [(k, v) for k, v in same.request.headers.items()],
+        same.request.content,
+        same.status_code,
+        list(same.headers.items()),
+        same.content,
+    )
+    assert conformance_errors(app.openapi(), [repeat]) == []
+    declared = app.openapi()["paths"][f"{CMS}{ASSOCIATION}"]["post"]["responses"]
+    assert declared["200"]["content"] == declared["201"]["content"]
     bad_body = await asgi_client.post(path(holder), json={"cardId": ""}, headers=headers)
     assert bad_body.status_code == 400
     assert bad_body.json()["details"][0]["field"] == "cardId"

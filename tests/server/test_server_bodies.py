@@ -47,3 +47,18 @@ def test_what_the_walk_refuses(raw: bytes, status: int, field: str) -> None:
 )
 def test_what_passes(raw: bytes) -> None:
     assert isinstance(parse_json_object(raw), dict)
+
+
+def test_the_upload_bounds_are_the_contracts_limits() -> None:
+    """One number per upload route: what the layer enforces (and /openapi.json states) is the limit the
+    contract and the route's own reader name (D391)."""
+    from paysdk.contracts.onboarding import MAX_DOCUMENT_BYTES
+    from paysdk.contracts.reconciliation import MAX_FILE_BYTES
+    from paysdk.server.bodies import UPLOAD_ROUTE_LIMITS
+    from paysdk.server.services.batch_charges import MAX_CSV_BYTES
+
+    assert UPLOAD_ROUTE_LIMITS == {
+        ("POST", "/v1/subscriptions/charges/upload-csv"): MAX_CSV_BYTES,
+        ("POST", "/leads/files/upload/{fileName}"): MAX_DOCUMENT_BYTES,
+        ("POST", "/reports/payfac/conciliation/upload/{affiliation}"): MAX_FILE_BYTES,
+    }

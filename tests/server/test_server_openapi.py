@@ -16,6 +16,7 @@ import pytest
 from fastapi import FastAPI
 from openapi_spec_validator import validate as validate_spec
 from server_helpers import auth, dumps, link_body
+from starlette.types import Message, Scope
 
 import paysdk.server.openapi as server_openapi
 from paysdk.contracts.common import ErrorBody
@@ -45,6 +46,18 @@ NOT_IDEMPOTENT = {
     ("put", "/rest/users/auth/otp"),
     ("patch", "/rest/cards/{cardId}"),
     ("get", "/rest/cards/{cardId}"),
+}
+
+#: The bounds of the upload routes (D110, D156, D195): their 413 and 408 say these, not the 1 MiB and
+#: 30 s of the other routes (D391).
+UPLOAD_BOUNDS = {
+    ("post", "/v1/subscriptions/charges/upload-csv"): ("16777216 bytes (16 MiB)", "600 seconds"),
+    ("post", "/cms/rest/app/partners/{partnerId}/cardholders/upload"): (
+        "268435456 bytes (256 MiB)",
+        "600 seconds",
+    ),
+    ("post", "/reports/payfac/conciliation/upload/{affiliation}"): ("16777216 bytes (16 MiB)", "600 seconds"),
+    ("post", "/leads/files/upload/{fileName}"): ("10485760 bytes (10 MiB)", "600 seconds"),
 }
 
 
@@ -111,8 +124,9 @@ async def test_every_operation_documents_the_server_wide_answers(asgi_client: ht
                 assert is_error_body(spec, responses[status]), where
                 assert "`body`" in responses[status]["description"], where
         if takes_body:
-            assert "1048576 bytes (1 MiB)" in responses["413"]["description"]
-            assert "30 seconds" in responses["408"]["description"]
+            size, seconds = UPLOAD_BOUNDS.get((method, path), ("1048576 bytes (1 MiB)", "30 seconds"))
+            assert f"larger than {size}:" in responses["413"]["description"], where
+            assert f"within {seconds} of" in responses["408"]["description"], where
         parameters = [resolve(spec, parameter) for parameter in operation.get("parameters", [])]
         keys = [p for p in parameters if p["name"] == "Idempotency-Key" and p["in"] == "header"]
         if not keys:
@@ -144,6 +158,88 @@ async def test_every_operation_documents_the_server_wide_answers(asgi_client: ht
     assert all(re.search(REQUEST_ID_PATTERN, new_request_id()) for _ in range(100))  # what is minted
     assert idempotent_seen >= IDEMPOTENT
     assert len(idempotent_seen) >= 20
+
+
+async def test_every_success_answer_declares_its_body(asgi_client: httpx.AsyncClient) -> None:
+    """A 2xx the server answers with a body says so (D391: the repeat card association's 200 said
+    nothing, though it answers the card)."""
+    spec = await document(asgi_client)
+    for method, path, operation in operations(spec):
+        for status, response in operation["responses"].items():
+            if status.startswith("2") and status != "204":
+                assert response.get("content"), (method, path, status)
+
+
+async def _declared(app: FastAPI, method: str, path: str, length: int) -> int:
+    """The status of ``method path`` declaring a ``Content-Length`` of ``length`` and sending no byte
+    (the ASGI app called directly: a client would send the bytes it declares)."""
+    statuses: list[int] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    scope: Scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"testserver"),
+            (b"content-type", b"application/octet-stream"),
+            (b"content-length", str(length).encode()),
+        ],
+        "client": ("127.0.0.1", 1234),
+        "server": ("testserver", 80),
+    }
+    await app(scope, receive, send)
+    return statuses[0]
+
+
+#: The upload routes' bounds with the default options: 16, 256, 16 and 10 MiB.
+_DEFAULT_UPLOADS = {op: int(size.split()[0]) for op, (size, _seconds) in UPLOAD_BOUNDS.items()}
+
+
+@pytest.mark.parametrize(
+    ("limits", "uploads"),
+    [
+        ({}, _DEFAULT_UPLOADS),
+        ({"body_limit": 1000, "upload_limit": 3000}, dict.fromkeys(UPLOAD_BOUNDS, 3000)),
+    ],
+    ids=["defaults", "smaller"],
+)
+async def test_each_413_states_the_limit_the_server_enforces(
+    db_url: str, limits: dict[str, Any], uploads: dict[tuple[str, str], int]
+) -> None:
+    """The size a 413's description states is the body the operation takes: a declared
+    ``Content-Length`` one byte over it is 413, one of exactly it is not (D391: the upload routes said
+    1 MiB where they take 256, 10 and 16 MiB). The lengths are only declared: no byte is sent."""
+    application = create_app(db_url, start_ticker=False, **limits)
+    try:
+        spec = application.openapi()
+        stated = {}
+        for method, path, operation in operations(spec):
+            if "413" not in operation["responses"]:
+                continue
+            found = re.search(r"larger than (\d+) bytes", operation["responses"]["413"]["description"])
+            assert found, (method, path)
+            limit = int(found.group(1))
+            if limit != limits.get("body_limit", 1 << 20):
+                stated[(method, path)] = limit
+            concrete = re.sub(r"\{[^/]+\}", "x1", path)
+            assert await _declared(application, method.upper(), concrete, limit + 1) == 413, (method, path)
+            assert await _declared(application, method.upper(), concrete, limit) != 413, (method, path)
+        assert stated == uploads  # the upload routes, each with its own bound; the others the body limit
+    finally:
+        application.state.paysdk.db.dispose()
 
 
 async def test_existing_409_and_422_descriptions_are_extended_not_replaced(

@@ -13,7 +13,9 @@ of each request (:class:`paysdk.server.middleware.ServerMiddleware` installs it,
 byte is read (:func:`declared_too_large`); a body that grows past it is cut off with ``413``; a body
 not complete within :data:`BODY_TIMEOUT` seconds of its first read is ``408`` (within a second more).
 Both answers are the D1 body naming ``body`` and carry ``Connection: close``, so the rest of the body
-is never read.
+is never read. A request that declares both ``Content-Length`` and ``Transfer-Encoding`` is ``400``
+naming ``Transfer-Encoding``, with ``Connection: close``, before any read (:func:`framing_refusal`,
+RFC 9112 section 6.1, D390): what follows its head on the connection is never answered.
 
 Upload routes (D110): the routes of :data:`UPLOAD_ROUTES` take files (``multipart/form-data`` or
 ``application/octet-stream``) and have their own, larger bounds: :data:`MAX_UPLOAD_BYTES` (256 MiB,
@@ -53,9 +55,11 @@ __all__ = [
     "BodyRefused",
     "BoundedReceive",
     "declared_too_large",
+    "framing_refusal",
     "is_upload_route",
     "parse_json_object",
     "read_json_object",
+    "template_regex",
     "validate",
 ]
 
@@ -89,19 +93,29 @@ UPLOAD_ROUTE_LIMITS: dict[tuple[str, str], int] = {("POST", "/v1/subscriptions/c
 #: An onboarding document takes at most 10 MiB (D195); a route with a ``{name}`` segment is matched as
 #: :data:`UPLOAD_ROUTES` are.
 UPLOAD_ROUTE_LIMITS[("POST", "/leads/files/upload/{fileName}")] = 10 << 20
+#: A settlement file for reconciliation takes at most 16 MiB (D194).
+UPLOAD_ROUTE_LIMITS[("POST", "/reports/payfac/conciliation/upload/{affiliation}")] = 16 << 20
+#: These bounds are the contracts' (``MAX_CSV_BYTES``, ``MAX_DOCUMENT_BYTES``, ``MAX_FILE_BYTES``; a test
+#: holds them equal, importing the contracts here would cost the start ~0.2 s), and ``/openapi.json``
+#: states each route's from here (D391).
 #: The body types an upload route takes (media types, lower case).
 UPLOAD_CONTENT_TYPES = (b"multipart/form-data", b"application/octet-stream")
 
+
+def template_regex(template: str) -> str:
+    """The regular expression of the paths a route template names: ``/leads/files/upload/{fileName}``
+    matches ``/leads/files/upload/a.pdf`` (a ``{name}`` segment matches any one segment, and itself)."""
+    return re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template))
+
+
 _UPLOAD_EXACT = frozenset((method, path) for method, path in UPLOAD_ROUTES if "{" not in path)
 _UPLOAD_PATTERNS = tuple(
-    (method, re.compile(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(path)) + "/?"))
-    for method, path in UPLOAD_ROUTES
-    if "{" in path
+    (method, re.compile(template_regex(path) + "/?")) for method, path in UPLOAD_ROUTES if "{" in path
 )
 
 #: The bounds of :data:`UPLOAD_ROUTE_LIMITS` whose paths have a ``{name}`` segment, as patterns.
 _LIMIT_PATTERNS = tuple(
-    (method, re.compile(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(path)) + "/?"), limit)
+    (method, re.compile(template_regex(path) + "/?"), limit)
     for (method, path), limit in UPLOAD_ROUTE_LIMITS.items()
     if "{" in path
 )
@@ -119,7 +133,8 @@ def is_upload_route(method: str, path: str) -> bool:
 
 
 class BodyRefused(APIProblem):
-    """``413`` (too large) or ``408`` (too slow) for a request body, raised while it streams (D85).
+    """``413`` (too large) or ``408`` (too slow) for a request body, raised while it streams (D85), or
+    ``400`` for a body framed two ways (:func:`framing_refusal`, D390).
 
     The answer closes the connection (``Connection: close``): the rest of the body is never read.
     """
@@ -145,6 +160,34 @@ class BodyRefused(APIProblem):
             [("body", f"was not received completely within {timeout:g} seconds")],
             headers={"Connection": "close"},
         )
+
+    @classmethod
+    def framed_twice(cls) -> BodyRefused:
+        """The request declares both ``Content-Length`` and ``Transfer-Encoding`` (RFC 9112 section 6.1)."""
+        return cls(
+            400,
+            None,
+            "A request may not declare both Content-Length and Transfer-Encoding.",
+            [("Transfer-Encoding", "must not be sent with Content-Length (RFC 9112 section 6.1)")],
+            headers={"Connection": "close"},
+        )
+
+
+def framing_refusal(scope: Scope) -> BodyRefused | None:
+    """``400`` closing the connection for a request that declares both ``Content-Length`` and
+    ``Transfer-Encoding`` (RFC 9112 section 6.1), else ``None``; checked before any read.
+
+    h11 frames such a body by ``Transfer-Encoding`` and would keep the connection, so a second request
+    hidden in the body (by a proxy in front that frames by ``Content-Length``) would be answered: request
+    smuggling. The answer carries ``Connection: close``, so nothing after this request's head is read.
+    """
+    length = coding = False
+    for key, _value in scope["headers"]:
+        if key == b"content-length":
+            length = True
+        elif key == b"transfer-encoding":
+            coding = True
+    return BodyRefused.framed_twice() if length and coding else None
 
 
 def declared_too_large(scope: Scope, limit: int) -> bool:
@@ -211,23 +254,23 @@ class BodyBounds:
         return BoundedReceive(self, scope, receive)
 
     def limit_for(self, scope: Scope) -> int:
-        """The largest body of this request: :attr:`upload_limit` on an upload route (or the route's own
-        smaller bound, :data:`UPLOAD_ROUTE_LIMITS`), else :attr:`limit`."""
-        return self.upload_limit_of(scope) if is_upload_route(scope["method"], scope["path"]) else self.limit
+        """The largest body of this request (:meth:`bounds_of` its method and path)."""
+        return self.bounds_of(scope["method"], scope["path"])[0]
 
-    def upload_limit_of(self, scope: Scope) -> int:
-        """:attr:`upload_limit`, or the upload route's own smaller bound (:data:`UPLOAD_ROUTE_LIMITS`)."""
-        own = UPLOAD_ROUTE_LIMITS.get((scope["method"], scope["path"].rstrip("/") or "/"))
+    def bounds_of(self, method: str, path: str) -> tuple[int, float]:
+        """The largest body (bytes) and the time to send it (seconds) of a request ``method path``:
+        :attr:`upload_limit` (or the upload route's own smaller bound, :data:`UPLOAD_ROUTE_LIMITS`) and
+        :attr:`upload_timeout` on an upload route, else :attr:`limit` and :attr:`timeout`. ``path`` may
+        be a route's template (``/leads/files/upload/{fileName}``): the bounds ``/openapi.json`` states
+        for the operation are these, the ones enforced (D391)."""
+        if not is_upload_route(method, path):
+            return self.limit, self.timeout
+        own = UPLOAD_ROUTE_LIMITS.get((method, path.rstrip("/") or "/"))
         if own is None and _LIMIT_PATTERNS:
             own = next(
-                (
-                    n
-                    for m, pattern, n in _LIMIT_PATTERNS
-                    if m == scope["method"] and pattern.fullmatch(scope["path"])
-                ),
-                None,
+                (n for m, pattern, n in _LIMIT_PATTERNS if m == method and pattern.fullmatch(path)), None
             )
-        return self.upload_limit if own is None else min(own, self.upload_limit)
+        return (self.upload_limit if own is None else min(own, self.upload_limit)), self.upload_timeout
 
     def _enter(self, reader: BoundedReceive, loop: asyncio.AbstractEventLoop) -> None:
         if loop is not self._loop:  # first use, or another event loop (tests): start afresh
@@ -283,10 +326,7 @@ class BoundedReceive:
         self._bounds = bounds
         self._scope = scope
         self._receive = receive
-        if is_upload_route(scope["method"], scope["path"]):
-            self._limit, self._timeout = bounds.upload_limit_of(scope), bounds.upload_timeout
-        else:
-            self._limit, self._timeout = bounds.limit, bounds.timeout
+        self._limit, self._timeout = bounds.bounds_of(scope["method"], scope["path"])
         self._received = 0
         self._state = 0  # 0 reading, 1 complete, 2 refused or disconnected
         self.deadline = 0.0

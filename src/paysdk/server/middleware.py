@@ -36,6 +36,10 @@ are never logged, faulted or idempotent.
   ``Content-Length`` over the limit is ``413`` before any byte is read, and ``receive`` is a
   :class:`paysdk.server.bodies.BoundedReceive` (``413`` past the limit, ``408`` when the body stalls). A
   client that disconnects mid-body is one log line (status ``0`` in the request log), never a traceback.
+  First of all, a request declaring both ``Content-Length`` and ``Transfer-Encoding`` is ``400`` and its
+  connection closed (:func:`paysdk.server.bodies.framing_refusal`, D390).
+* Deprecation marks (D196): every answer for a public path of a marked operation, the refusals above
+  included, carries its headers; the operation is named from the request's path (D392).
 * Hook CORS (D14): ``/transactions-hook`` answers preflight ``OPTIONS`` itself and adds
   ``Access-Control-Allow-Origin: *`` to every answer, errors included.
 * Request ids (D65): every answer, control plane, pages, errors and preflights included, carries
@@ -71,7 +75,7 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk._redact import MASK, is_sensitive_name
-from paysdk.server.bodies import BodyBounds, BodyRefused, declared_too_large
+from paysdk.server.bodies import BodyBounds, BodyRefused, declared_too_large, framing_refusal
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.core_tables import ClientRow, IdempotencyRow, RequestLogRow
@@ -579,14 +583,29 @@ class LazyRouters(Protocol):
 
 
 def _deprecation_headers(message: Message, scope: Scope, marks: deprecations.Marks) -> Message:
-    """``http.response.start`` with the headers of a marked operation (D196): the operation as
-    ``/openapi.json`` names it, from the route FastAPI matched (the fast lane's paths have no parameters)."""
-    route = scope.get("route")
-    template = getattr(route, "path", None) or scope["path"]
-    pairs = marks.get(f"{scope['method']} {template}")
+    """``http.response.start`` with the headers of a marked operation (D196), the operation named by the
+    request's path as ``/openapi.json`` names it, mount prefix included (D392:
+    :func:`paysdk.server.services.deprecations.marked`)."""
+    path = scope["path"]
+    root = scope.get("root_path") or ""
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    route_path = getattr(scope.get("route"), "path", None)
+    pairs = deprecations.marked(marks, scope["method"], path, route_path)
     if pairs is None:
         return message
     return {**message, "headers": [*message.get("headers", ()), *pairs]}
+
+
+def _marking(send: Send, scope: Scope, marks: deprecations.Marks) -> Send:
+    """``send`` adding a marked operation's headers (an answer the layer gives before routing)."""
+
+    async def marking(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = _deprecation_headers(message, scope, marks)
+        await send(message)
+
+    return marking if marks else send
 
 
 class _Exchange:
@@ -704,7 +723,10 @@ class ServerMiddleware:
             await self.app(scope, receive, send)
             return
         request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
-        refused = self.context.addresses.refusal(scope)  # allowed host, control plane (D91, D92)
+        # Content-Length with Transfer-Encoding: 400, and the connection closed (D390).
+        refused: APIProblem | None = framing_refusal(scope)
+        if refused is None:
+            refused = self.context.addresses.refusal(scope)  # allowed host, control plane (D91, D92)
         if refused is None and self.context.control.guarded:
             refused = self.context.control.refusal(scope)  # the control token (D270)
         if refused is None:
@@ -712,7 +734,10 @@ class ServerMiddleware:
             if declared_too_large(scope, limit):
                 refused = BodyRefused.too_large(limit)  # before a byte is read (D85)
         if refused is not None:
-            await _send_problem(refused, scope, receive, _stamping(send, request_id.encode("ascii")))
+            stamped = _stamping(send, request_id.encode("ascii"))
+            if not is_control_path(scope["path"], self._control):  # a marked upload's 413 (D392)
+                stamped = _marking(stamped, scope, await self._deprecation_marks())
+            await _send_problem(refused, scope, receive, stamped)
             return
         if self._routers is not None and self._routers.needed(scope):
             # The families' routers not included at start (D303): imported once, on the event loop.
@@ -737,9 +762,7 @@ class ServerMiddleware:
                     await self._dispatch(scope, receive, stamped)  # the reset is in the fast lane
             return
         exchange = _Exchange(self, scope, send, hook, request_id)
-        if deprecations.stale(self._fault_key):  # a look at most once a second (D255)
-            await self.context.run_brief(deprecations.load, self._fault_key)
-        exchange.deprecated = deprecations.headers_for(self._fault_key)
+        exchange.deprecated = await self._deprecation_marks()
         try:
             await self._faults(scope, receive, exchange.send)
         except ClientDisconnect:  # mid-body: BoundedReceive logged it
@@ -749,6 +772,12 @@ class ServerMiddleware:
             raise
         finally:
             await exchange.record()
+
+    async def _deprecation_marks(self) -> deprecations.Marks:
+        """The deprecation marks of the database (D196), read again at most once a second (D255)."""
+        if deprecations.stale(self._fault_key):
+            await self.context.run_brief(deprecations.load, self._fault_key)
+        return deprecations.headers_for(self._fault_key)
 
     # -- faults
 

@@ -8,9 +8,10 @@ generated document (the control plane is not in it):
 * ``421`` when the ``Host`` is not served (D91; not when the server answers any host);
 * ``429`` (with ``Retry-After``) and ``5XX``: the faults the control plane injects (``rate_limit``,
   ``error``), and a server error (D133);
-* ``413`` and ``408`` (the body bounds, with this server's limit and timeout, D85) on operations that
-  take a body: a documented request body, or ``POST``/``PUT``/``PATCH`` (the checkout's forms, and the
-  idempotency layer reads any body sent with a key);
+* ``413`` and ``408`` (the body bounds, with the limit and timeout this server enforces on the operation:
+  an upload route's own, D85, D110, D391) on operations that take a body: a documented request body, or
+  ``POST``/``PUT``/``PATCH`` (the checkout's forms, and the idempotency layer reads any body sent with a
+  key);
 * on the operations :func:`paysdk.server.families.honours_idempotency_key` accepts for the served
   families' registrations (D17): the optional
   ``Idempotency-Key`` header, ``Idempotent-Replayed`` on the answers a replay may repeat, the key's
@@ -103,18 +104,27 @@ _KEY_422 = (
 )
 
 
-def _descriptions(bounds: BodyBounds) -> dict[str, str]:
-    size = f"{bounds.limit} bytes" + (" (1 MiB)" if bounds.limit == 1 << 20 else "")
+def _size(size: int) -> str:
+    """``268435456 bytes (256 MiB)``; the bytes alone when not a whole number of MiB."""
+    mib, rest = divmod(size, 1 << 20)
+    return f"{size} bytes" + (f" ({mib} MiB)" if mib and not rest else "")
+
+
+def _body_descriptions(limit: int, timeout: float) -> dict[str, str]:
+    """The ``413`` and ``408`` of an operation whose body may hold ``limit`` bytes sent within ``timeout``
+    seconds: the bounds the server enforces on it (:meth:`BodyBounds.bounds_of`, D391)."""
     closed = "ownCode null, details names `body`; the answer carries `Connection: close` (D85)."
     return {
-        "413": f"Request body larger than {size}: a declared Content-Length over it is refused before "
-        f"a byte is read, a longer body when it crosses the limit; {closed}",
-        "408": f"Request body not received completely within {bounds.timeout:g} seconds of its first "
-        f"read; {closed}",
-        "421": "The Host header names a host this server does not answer (not a loopback name, its own "
-        "address, the --public-url host or an --allowed-host), before routing; ownCode null, details "
-        "names `Host` (D91).",
+        "413": f"Request body larger than {_size(limit)}: a declared Content-Length over it is refused "
+        f"before a byte is read, a longer body when it crosses the limit; {closed}",
+        "408": f"Request body not received completely within {timeout:g} seconds of its first read; {closed}",
     }
+
+
+_421 = (
+    "The Host header names a host this server does not answer (not a loopback name, its own address, the "
+    "--public-url host or an --allowed-host), before routing; ownCode null, details names `Host` (D91)."
+)
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -160,7 +170,6 @@ def complete_openapi(
     components.setdefault("securitySchemes", {}).update(SECURITY_SCHEMES)  # the routes' ``auth`` (D131)
     components.setdefault("headers", {}).update(_HEADERS)
     components.setdefault("parameters", {})[_KEY] = _PARAMETER
-    descriptions = _descriptions(bounds)
     for path, item in document.get("paths", {}).items():
         for method in _METHODS:
             operation = item.get(method)
@@ -170,15 +179,16 @@ def complete_openapi(
             if "422" in responses and _schema_ref(responses["422"]) == _FASTAPI_422:
                 del responses["422"]
             if not addresses.any_host:
-                responses["421"] = _error(descriptions["421"])
+                responses["421"] = _error(_421)
             own_429 = "429" in responses  # the route's own 429 (7204) carries no Retry-After
             _add_cause(responses, "429", _FAULT_429)
             retry_after = {**_RETRY_AFTER, "required": not own_429}
             responses["429"].setdefault("headers", {})["Retry-After"] = retry_after
             responses.setdefault("5XX", _error(_SERVER_5XX))
             if "requestBody" in operation or method in _BODY_METHODS:
-                responses["413"] = _error(descriptions["413"])
-                responses["408"] = _error(descriptions["408"])
+                bounded = _body_descriptions(*bounds.bounds_of(method.upper(), path))
+                responses["413"] = _error(bounded["413"])
+                responses["408"] = _error(bounded["408"])
             idempotent = honours_idempotency_key(method.upper(), path, prefixes)
             if idempotent:
                 parameters = operation.setdefault("parameters", [])

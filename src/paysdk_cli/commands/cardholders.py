@@ -33,6 +33,7 @@ import typer
 from paysdk_cli._app import new_app
 from paysdk_cli._context import state
 from paysdk_cli._errors import CLIError, ExitCode
+from paysdk_cli._output import json_text, printable
 from paysdk_cli._state import OutputFormat, State
 
 if TYPE_CHECKING:
@@ -176,9 +177,7 @@ def associate_card(
 
 
 def _json_line(data: dict[str, Any]) -> None:
-    from paysdk._json import dumps
-
-    sys.stdout.write(dumps(data).decode("utf-8") + "\n")
+    sys.stdout.write(json_text(data) + "\n")
     sys.stdout.flush()
 
 
@@ -402,13 +401,15 @@ class _RichDisplay(_Display):
 
     def row_failed(self, data: Any, count: int) -> None:
         if count <= ROWS_SHOWN:
-            self._bar.console.print(f"row {data.row} failed: {data.field}: {data.message}", markup=False)
+            self._bar.console.print(
+                printable(f"row {data.row} failed: {data.field}: {data.message}"), markup=False
+            )
 
     def done(self, data: Any) -> None:
         self._update(data)
 
     def note(self, message: str) -> None:
-        self._bar.console.print(message, markup=False)
+        self._bar.console.print(printable(message), markup=False)
 
     def close(self) -> None:
         if not self._closed:

@@ -422,16 +422,16 @@ class _Run:
         from paysdk_cli._output import emit
 
         if self.st.output is OutputFormat.json:
-            from paysdk._json import dumps
+            from paysdk_cli._output import json_text
 
             sys.stdout.flush()
             write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
             for outcome in outcomes:
-                line = dumps(outcome.to_json()) + b"\n"
+                line = json_text(outcome.to_json()) + "\n"
                 if write is not None:
-                    write(line)
+                    write(line.encode("utf-8"))
                 else:
-                    sys.stdout.write(line.decode("utf-8"))
+                    sys.stdout.write(line)
             sys.stdout.flush()
         else:
             emit(self.st.output, {**summary, **counts(outcomes)}, title=f"Batch charges {self.file.name}")

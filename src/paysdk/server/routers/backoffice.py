@@ -73,7 +73,11 @@ def _association_route() -> dict[str, Any]:
         status=201,
         errors=only(BACKOFFICE_ERRORS, 400, 404, 409),
     )
-    kwargs["responses"][200] = {"description": "The card was already this cardholder's: unchanged (D189)."}
+    # The same card, in the same envelope as the 201 (D391).
+    kwargs["responses"][200] = {
+        "model": kwargs["response_model"],
+        "description": "The card was already this cardholder's: unchanged (D189).",
+    }
     return kwargs
 
 

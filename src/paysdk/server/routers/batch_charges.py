@@ -35,7 +35,6 @@ _ERRORS = {
     400: "A file error (ownCode null, naming file or the column): not multipart, no file part, not UTF-8, "
     "no header, a missing, unknown or repeated column, no data rows, more than 5,000 rows. Nothing is "
     "charged.",
-    413: "The body is larger than 16 MiB (ownCode null, naming body).",
 }
 
 

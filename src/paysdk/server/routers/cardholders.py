@@ -45,7 +45,6 @@ _UPLOAD_ERRORS = {
     "a corrupt workbook, a missing, unknown or repeated column, no data rows, more than 200,000 data "
     "rows, a cell over 1,024 characters (D186, D210). No batch is made.",
     404: "Unknown partner, or another merchant's (ownCode null, naming partnerId).",
-    413: "The body is larger than the upload bound (256 MiB, D110).",
 }
 _PROGRESS_ERRORS = {
     **only(BACKOFFICE_ERRORS, 401),

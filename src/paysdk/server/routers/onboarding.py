@@ -43,7 +43,6 @@ _UPLOAD_ERRORS = {
     404: "An unknown lead, or another referrer's (ownCode null, naming leadId).",
     409: f"No leadId (5000); or the lead is decided, or already holds {MAX_DOCUMENTS} documents "
     "(ownCode null, naming leadId).",
-    413: f"The file is larger than {MAX_DOCUMENT_BYTES >> 20} MiB (ownCode null, naming body).",
     415: "The file name's extension, the Content-Type and the file's leading bytes do not agree on pdf, "
     "png or jpeg (ownCode null, naming file).",
 }

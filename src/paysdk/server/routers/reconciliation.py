@@ -32,7 +32,6 @@ _ERRORS = {
     f"a missing, unknown or repeated column, more than {MAX_ROWS:,} rows. Row errors are not errors: "
     "they are the report's invalid rows.",
     404: "The affiliation is not the caller's (ownCode null, naming affiliation).",
-    413: "The body is larger than 16 MiB (ownCode null, naming body).",
 }
 
 

@@ -20,6 +20,8 @@ database (:func:`paysdk.server.services.faults.database_key`) keeps the marks re
 from __future__ import annotations
 
 import email.utils
+import functools
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -32,6 +34,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import ORMExecuteState, Session
 
 from paysdk.contracts.deprecations import OPERATION_HEADER, Deprecation, DeprecationSet
+from paysdk.server.bodies import template_regex
 from paysdk.server.db import on_reset
 from paysdk.server.deprecation_tables import DeprecationRow
 from paysdk.server.errors import APIProblem
@@ -44,6 +47,7 @@ __all__ = [
     "headers_for",
     "list_all",
     "load",
+    "marked",
     "put",
     "stale",
 ]
@@ -114,6 +118,36 @@ def headers_for(key: str) -> Marks:
     """The marks of database ``key`` as read last (:func:`load` them first when :func:`stale`)."""
     known = _registry.get(key)
     return known.marks if known is not None else {}
+
+
+@functools.lru_cache(maxsize=1024)
+def _pattern(template: str) -> re.Pattern[str]:
+    return re.compile(template_regex(template))
+
+
+def marked(
+    marks: Marks, method: str, path: str, route_path: str | None = None
+) -> tuple[tuple[bytes, bytes], ...] | None:
+    """The headers of the marked operation a request ``method path`` is one of, else ``None`` (D392).
+
+    The operation is named from the request's own path, matched against the marked operations'
+    templates (``/rest/cards/{cardId}`` takes ``/rest/cards/crd_1``) as ``/openapi.json`` names them,
+    mount prefix included: so every answer of it is marked, whether FastAPI routed it, the fast lane
+    answered it, or the middleware refused it before routing (a ``413``). Should two marked templates take
+    the path, ``route_path`` (the path of the route that answered, without its mount prefix, when one
+    did) picks the one it ends with."""
+    exact = marks.get(f"{method} {path}")
+    if exact is not None:
+        return exact
+    prefix = method + " "
+    found = [
+        (name, pairs)
+        for name, pairs in marks.items()
+        if name.startswith(prefix) and _pattern(name[len(prefix) :]).fullmatch(path)
+    ]
+    if len(found) > 1 and route_path:
+        found = [item for item in found if item[0].endswith(route_path)] or found
+    return found[0][1] if found else None
 
 
 def load(connection: Connection, key: str) -> Marks:
