@@ -100,7 +100,7 @@ def _calamine(content: bytes) -> list[tuple[int, list[object]]]:
     rows = CalamineWorkbook.from_filelike(io.BytesIO(content)).get_sheet_by_index(0).iter_rows()
     found: list[tuple[int, list[object]]] = []
     for number, cells in enumerate(rows, 1):
-        kept = list(cells)
+        kept: list[object] = list(cells)
         while kept and kept[-1] == "":
             kept.pop()
         if kept:
