@@ -26,6 +26,9 @@
    rounds, ratio of the medians (goal <= 1.2x); ``POST /_sandbox/reset`` after filling every table
    (1,000 transactions, 100 callbacks, 50 cards with movements): median (goal < 5 ms) and p95
    (``benchmarks/bench_start.py``).
+9. Hostile xlsx cardholder files against ``paysdk serve`` (``benchmarks/bench_hostile.py``): a cell at
+   ``XFD1048576``, 1 MB and 4 MB zips of 1 and 4 GiB of whitespace, a zip directory that lies, each sent
+   twice: the answers (goal 4xx), the server's peak RSS growth (goal < 100 MB) and its health after.
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
@@ -516,6 +519,10 @@ def main() -> None:
     from benchmarks.bench_start import start_rows  # start and reset of the server (issue 12, D300-D305)
 
     rows.extend(start_rows())
+
+    from benchmarks.bench_hostile import hostile_rows  # hostile xlsx files (issue 20, D330)
+
+    rows.extend(hostile_rows())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'figures':<30}  {'ratio':>8}  goal")
     for name, figures, ratio_text, goal in rows:

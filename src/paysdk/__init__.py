@@ -99,7 +99,7 @@ if TYPE_CHECKING:
     from paysdk._types import NOT_GIVEN, NotGiven
     from paysdk._version import __version__ as __version__
     from paysdk._wallet_auth import UserSession, WalletCredentials, wallet_store_key
-    from paysdk.contracts.reconciliation import ReconciliationReport
+    from paysdk.contracts.reconciliation import ReconciliationReport, ReconciliationReportPage
     from paysdk.contracts.subscriptions import Subscription, SubscriptionCharge, VerifyCard
     from paysdk.contracts.terminal import CaptureMode, TerminalPayment, TerminalStatus
     from paysdk.resources.batch_charges import (
@@ -164,6 +164,7 @@ _LAZY: dict[str, str] = {
     "TerminalPayment": "paysdk.contracts.terminal",
     "TerminalStatus": "paysdk.contracts.terminal",
     "ReconciliationReport": "paysdk.contracts.reconciliation",
+    "ReconciliationReportPage": "paysdk.contracts.reconciliation",
 }
 
 __all__ = [
@@ -231,6 +232,7 @@ __all__ = [
     "PostCallOptions",
     "RateLimitError",
     "ReconciliationReport",
+    "ReconciliationReportPage",
     "RedisTokenStore",
     "RefreshTokenReusedError",
     "RequestError",

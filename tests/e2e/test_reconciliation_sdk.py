@@ -20,6 +20,8 @@ import httpx
 import pytest
 
 import paysdk
+from paysdk.contracts.reconciliation import PAGE_ENTRIES
+from paysdk.server.services.reconciliation import KEPT_REPORTS
 
 from .conftest import Maker, call
 from .test_processor_webhooks import Raw
@@ -217,3 +219,70 @@ def test_report_io_is_streamed(tmp_path: Path) -> None:
     rows = "".join(f"2026-01-05,tpm_{i:024d},1.00,GTQ\n" for i in range(20_000))
     scan = read_reconciliation_csv(io.BytesIO((HEADER + "\n" + rows).encode()))
     assert (scan.rows, len(scan.valid), scan.errors) == (20_000, 20_000, [])
+
+
+def invalid_rows(s: dict[str, Any], count: int) -> bytes:
+    """``count`` rows of 8 bytes with 4 errors each (rows 2 to ``count + 1``), then a row matching the
+    paid payment (``count + 2``)."""
+    tail = f"{s['day']},{s['paid'].id},10.00,GTQ\n"
+    return (HEADER + "\n" + "x,!,-,1\n" * count + tail).encode()
+
+
+@pytest.mark.covers("reconciliation.upload", "reconciliation.report_page")
+async def test_a_report_of_two_pages_is_read_whole_and_the_latest_kept(make: Maker, raw: Raw) -> None:
+    """D331: past PAGE_ENTRIES entries the answer is the first page and the counts; upload() reads the
+    rest; the pages are the caller's, and a client keeps its latest KEPT_REPORTS reports."""
+    s = await _settled(make)
+    count = PAGE_ENTRIES // 4 + 1  # 4 errors a row: the entries pass one page
+    content = invalid_rows(s, count)
+    report = await call(s["client"].reconciliation.upload(s["affiliation"], content))
+    entries = 4 * count + 1 + 2  # the errors, the matched row, two payments of the day not named
+    assert (report.pages, report.complete, report.all_matched) == (2, True, False)
+    assert report.counts.to_wire() == {
+        "matched": 1,
+        "missing": 2,
+        "unknown": 0,
+        "amountMismatch": 0,
+        "invalid": 4 * count,
+        "invalidRows": count,
+    }
+    assert len(report.invalid) == 4 * count
+    assert [item.row for item in report.invalid[::4]] == list(range(2, count + 2))
+    assert [m.row for m in report.matched] == [count + 2]
+    assert [(m.payment_id, m.amount) for m in report.missing] == sorted(
+        [(s["refunded"].id, Decimal("15.00")), (s["missing"].id, Decimal("30.00"))]
+    )
+    first = await call(s["client"].reconciliation.upload(s["affiliation"], content, whole=False))
+    assert (first.complete, len(first.invalid) + len(first.matched), first.counts) == (
+        False,
+        PAGE_ENTRIES,
+        report.counts,
+    )
+    second = await call(s["client"].reconciliation.report_page(first.report_id, 2))
+    assert isinstance(second, paysdk.ReconciliationReportPage)
+    assert (second.page, second.pages) == (2, 2)
+    assert len(second.invalid) + len(second.missing) == entries - PAGE_ENTRIES
+    assert first.invalid + second.invalid == report.invalid
+
+    # 404 naming the page or the report: past the last page, not a number, another client's report.
+    auth = {"Authorization": s["token"]}
+    base = f"/reports/payfac/conciliation/reports/{first.report_id}/pages/"
+    for page, field in (("3", "page"), ("0", "page"), ("x", "page")):
+        refused = await call(raw.http.get(base + page, headers=auth))
+        assert (refused.status_code, refused.json()["details"][0]["field"]) == (404, field), refused.text
+    with pytest.raises(paysdk.NotFoundError) as foreign:
+        await call(s["other"].reconciliation.report_page(first.report_id, 1))
+    assert foreign.value.body["details"][0]["field"] == "reportId"
+    with pytest.raises(paysdk.ValidationError):
+        await call(s["client"].reconciliation.report_page(first.report_id, 0))
+
+    # The client's latest 10 reports are kept: the 11th long upload since forgets the first.
+    for _ in range(KEPT_REPORTS - 1):
+        await call(s["client"].reconciliation.upload(s["affiliation"], content, whole=False))
+    assert (await call(s["client"].reconciliation.report_page(first.report_id, 2))).page == 2
+    await call(s["client"].reconciliation.upload(s["affiliation"], content, whole=False))
+    with pytest.raises(paysdk.NotFoundError):
+        await call(s["client"].reconciliation.report_page(first.report_id, 2))
+    # A report of one page is not stored: no report id.
+    short = await call(s["client"].reconciliation.upload(s["affiliation"], _file(s), whole=False))
+    assert (short.pages, short.report_id, short.complete) == (1, None, True)

@@ -317,6 +317,8 @@ _ARGUMENTS: dict[str, Any] = {
     "batch_id": "bat_1",
     "affiliation": "1234567890",
     "csv_file": b"settlementDate,paymentId,amount,currency\n2026-01-05,tpm_1,1.00,GTQ\n",
+    "report_id": "rcr_1",
+    "page": 2,
     "part": paysdk.read_charges_csv(b"subscriptionId,amount,reference\nsub_1,1.00,r-1\n").parts[0],
     "currency": "GTQ",  # terminal payments
     "terminal_id": "POS-1",

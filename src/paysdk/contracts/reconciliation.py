@@ -32,12 +32,15 @@ __all__ = [
     "MAX_CELL_CHARS",
     "MAX_FILE_BYTES",
     "MAX_ROWS",
+    "PAGE_ENTRIES",
     "AmountMismatchRow",
     "InvalidRow",
     "MatchedRow",
     "MissingPayment",
+    "ReconciliationCounts",
     "ReconciliationFileError",
     "ReconciliationReport",
+    "ReconciliationReportPage",
     "ReconciliationRow",
     "ReconciliationScan",
     "UnknownRow",
@@ -257,8 +260,30 @@ class InvalidRow(WireModel):
     message: str
 
 
+#: Entries of a report's page, the five lists together (D331): the upload's answer holds the first.
+PAGE_ENTRIES: Final = 5000
+
+
+class ReconciliationCounts(WireModel):
+    """How many entries each list of the whole report holds (D331); ``invalid_rows``: the rows with an
+    error (``invalid`` counts every error of every row)."""
+
+    matched: int = 0
+    missing: int = 0
+    unknown: int = 0
+    amount_mismatch: int = 0
+    invalid: int = 0
+    invalid_rows: int = 0
+
+
 class ReconciliationReport(WireModel):
-    """The answer of ``POST /reports/payfac/conciliation/upload/{affiliation}`` (D194, D241)."""
+    """The answer of ``POST /reports/payfac/conciliation/upload/{affiliation}`` (D194, D241, D331).
+
+    The lists hold the report's first page: at most :data:`PAGE_ENTRIES` entries taken in the order
+    ``matched``, ``amount_mismatch``, ``unknown``, ``invalid``, ``missing``. ``counts`` gives each
+    list's whole length; when ``pages`` is more than 1, ``report_id`` names the stored report whose
+    pages ``GET /reports/payfac/conciliation/reports/{reportId}/pages/{page}`` answers (the SDK's
+    ``upload`` reads them for you and returns the whole report)."""
 
     affiliation: str
     file_sha256: str
@@ -268,8 +293,39 @@ class ReconciliationReport(WireModel):
     unknown: list[UnknownRow] = Field(default_factory=list)
     amount_mismatch: list[AmountMismatchRow] = Field(default_factory=list)
     invalid: list[InvalidRow] = Field(default_factory=list)
+    counts: ReconciliationCounts | None = None
+    pages: int = 1
+    report_id: str | None = None
 
     @property
     def all_matched(self) -> bool:
-        """Whether every row matched and no payment is missing."""
+        """Whether every row matched and no payment is missing (by ``counts`` when the server sent
+        them, so a first page says it for the whole report)."""
+        if self.counts is not None:
+            counts = self.counts
+            return not (counts.missing or counts.unknown or counts.amount_mismatch or counts.invalid)
         return not (self.missing or self.unknown or self.amount_mismatch or self.invalid)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the lists hold the whole report (one page, or every page read)."""
+        if self.counts is None:
+            return True
+        counts = self.counts
+        held = (len(self.matched), len(self.missing), len(self.unknown), len(self.amount_mismatch))
+        wanted = (counts.matched, counts.missing, counts.unknown, counts.amount_mismatch)
+        return held == wanted and len(self.invalid) == counts.invalid
+
+
+class ReconciliationReportPage(WireModel):
+    """Page ``page`` (1 to ``pages``) of a stored report (D331): the report's entries from
+    ``(page - 1) * PAGE_ENTRIES`` on, in the order of :class:`ReconciliationReport`'s lists."""
+
+    report_id: str
+    page: int
+    pages: int
+    matched: list[MatchedRow] = Field(default_factory=list)
+    missing: list[MissingPayment] = Field(default_factory=list)
+    unknown: list[UnknownRow] = Field(default_factory=list)
+    amount_mismatch: list[AmountMismatchRow] = Field(default_factory=list)
+    invalid: list[InvalidRow] = Field(default_factory=list)

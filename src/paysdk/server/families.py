@@ -37,6 +37,7 @@ from paysdk.server import (
     cardholder_tables,
     deprecation_tables,
     onboarding_tables,
+    reconciliation_tables,
     subscription_tables,
     wallet_tables,
 )
@@ -357,12 +358,18 @@ RECONCILIATION = Family(
     name="reconciliation",
     prefixes=("/reports",),
     routers=(("", "paysdk.server.routers.reconciliation:router"),),
-    idempotent_posts=False,  # a report is computed, nothing is stored (D194, D241)
+    tables=reconciliation_tables.RECONCILIATION_RESET_ORDER,
+    # A report is computed from the file; only the pages of a long one are kept for reading (D194,
+    # D241, D331): the same file sent twice changes nothing else, so no key is needed.
+    idempotent_posts=False,
     sdk_resources=("reconciliation",),
     cli_groups=("reconciliation",),
     operations={
         "POST /reports/payfac/conciliation/upload/{affiliation}": _reach(
             "reconciliation.upload", "reconciliation upload"
+        ),
+        "GET /reports/payfac/conciliation/reports/{reportId}/pages/{page}": _reach(
+            "reconciliation.report_page", "reconciliation upload"
         ),
     },
 )

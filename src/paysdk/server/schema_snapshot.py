@@ -459,6 +459,10 @@ TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("environment", "secret", "created_at"),
         (),
     ),
+    "reconciliation_report_pages": (
+        ("report_id", "page", "client_id", "pages", "created_at", "data"),
+        ("ix_reconciliation_report_pages_client",),
+    ),
     "onboarding_documents": (
         (
             "id",
@@ -502,6 +506,7 @@ RESET_ORDER: tuple[str, ...] = (
     "deprecations",
     "onboarding_documents",
     "onboarding_leads",
+    "reconciliation_report_pages",
     "terminal_processor_events",
     "terminal_refunds",
     "terminal_payments",

@@ -134,6 +134,14 @@ async def upload(request: Request, partnerId: str) -> Response:
     token = bearer(request)
     received = await service.receive_file(request.headers.get("content-type"), request.stream())
     try:
+
+        def known(session: Session) -> CardholderUpload | None:
+            # A file this partner sent before is answered before it is read again (D330).
+            return service.known_upload(session, _partner(session, context, token, partnerId), received)
+
+        earlier = await context.run(known)
+        if earlier is not None:
+            return data(earlier, 200)
         problem: APIProblem | None = None
         scanned: service.FileScan | None = None
         try:

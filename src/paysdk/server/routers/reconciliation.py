@@ -4,8 +4,10 @@ logic is in :mod:`paysdk.server.services.reconciliation`.
 Merchant token in ``Authorization`` (``Bearer `` optional, D9); the affiliation must be the caller's
 (``404`` naming ``affiliation`` otherwise). The body is ``multipart/form-data`` with the CSV in the part
 ``file`` (at most 16 MiB, an upload route of :mod:`paysdk.server.bodies`), read as it streams. The report
-is computed, nothing is stored, so the route needs no idempotency key: the same file gives the same
-report (the family does not honour ``Idempotency-Key``, D241).
+is computed, so the route needs no idempotency key: the same file gives the same report (the family
+does not honour ``Idempotency-Key``, D241). The answer holds the report's first page and the counts;
+a report of more pages is stored and ``GET /reports/payfac/conciliation/reports/{reportId}/pages/{page}``
+answers each page (D331).
 """
 
 from __future__ import annotations
@@ -14,18 +16,27 @@ import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
+from sqlalchemy.orm import Session
 from starlette.responses import Response
 
-from paysdk.contracts.reconciliation import COLUMNS, MAX_ROWS, ReconciliationReport
+from paysdk.contracts.reconciliation import (
+    COLUMNS,
+    MAX_ROWS,
+    PAGE_ENTRIES,
+    ReconciliationReport,
+    ReconciliationReportPage,
+)
 from paysdk.server.context import get_context
+from paysdk.server.errors import JSONResponse
 from paysdk.server.routers._common import answer, credentials, header, route
 from paysdk.server.services import reconciliation
 
-__all__ = ["UPLOAD_PATH", "router"]
+__all__ = ["PAGE_PATH", "UPLOAD_PATH", "router"]
 
 router = APIRouter(tags=["reconciliation"])
 
 UPLOAD_PATH = "/reports/payfac/conciliation/upload/{affiliation}"
+PAGE_PATH = "/reports/payfac/conciliation/reports/{reportId}/pages/{page}"
 
 _ERRORS = {
     400: "A file error (ownCode null, naming file or the column): not multipart, no file part, not UTF-8, "
@@ -64,7 +75,8 @@ def _declaration() -> dict[str, Any]:
 @router.post(UPLOAD_PATH, **_declaration())
 async def upload_reconciliation(affiliation: str, request: Request) -> Response:
     """Match each row with the affiliation's settled payments (D194): matched, missing, unknown,
-    amount-mismatch and invalid rows, with row numbers (the header is row 1). Changes nothing."""
+    amount-mismatch and invalid rows, with row numbers (the header is row 1); the first page of
+    :data:`PAGE_ENTRIES` entries and the counts (D331). Changes nothing but the pages it keeps."""
     context = get_context(request)
     spool = await reconciliation.receive_file(
         request.headers.get("content-type"), header(request, "content-length"), request.stream()
@@ -82,3 +94,33 @@ async def upload_reconciliation(affiliation: str, request: Request) -> Response:
         scanned,
     )
     return answer(report)
+
+
+_PAGE_ERRORS = {
+    404: "The report is unknown, another client's or no longer kept (naming reportId; a client keeps its "
+    "latest 10), or the page is past the last (naming page). ownCode null.",
+}
+
+
+@router.get(
+    PAGE_PATH,
+    **route(
+        f"A page of a long reconciliation report ({PAGE_ENTRIES:,} entries)",
+        auth="merchant",
+        answer=ReconciliationReportPage,
+        errors=_PAGE_ERRORS,
+    ),
+)
+async def report_page(reportId: str, page: str, request: Request) -> Response:
+    """Page ``page`` (1 to ``pages``) of the caller's report ``reportId`` (D331): the entries from
+    ``(page - 1) * 5,000`` on, the lists taken in the order matched, amountMismatch, unknown, invalid,
+    missing. Reads only."""
+    context = get_context(request)
+    number = int(page) if page.isascii() and page.isdigit() and len(page) <= 9 else 0  # 0: 404 naming page
+
+    def work(session: Session) -> bytes:
+        return reconciliation.report_page(
+            session, context.environment, credentials(request), reportId, number
+        )
+
+    return Response(await context.run(work), media_type=JSONResponse.media_type)

@@ -4,8 +4,9 @@
   (the reader every upload route shares, :func:`paysdk.server.multipart.read_multipart`).
 * :func:`scan_file` reads the whole file once before anything is stored (D210): the kind from the part's
   file name (``.csv`` or ``.xlsx``), the header (:func:`paysdk.contracts.cardholders.check_header`),
-  readability to the end (UTF-8 and quoting, or a workbook calamine opens), cell lengths and the row
-  count. A fault is ``400`` naming ``file`` (or the column) and the row; no batch is made.
+  readability to the end (UTF-8 and quoting, or a workbook :mod:`paysdk.server.xlsx` reads in
+  bounded memory, D330), cell lengths and the row count. A fault is ``400`` naming ``file`` (or the
+  column) and the row; no batch is made.
 * :func:`accept_upload` stores the batch, the file's bytes (chunks, so any process can run the job) and
   its first ``progress`` event, and queues the batch's job (:data:`JOB_KIND`), in one transaction. The
   same file (SHA-256) for the same partner answers the first batch with ``duplicate: true`` (D187); a
@@ -43,6 +44,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from paysdk.contracts.cardholders import (
+    COLUMNS,
     MAX_CELL_CHARS,
     MAX_DATA_ROWS,
     BatchDone,
@@ -60,6 +62,7 @@ from paysdk.contracts.cardholders import (
 )
 from paysdk.contracts.csv_records import CsvRecords, CsvSyntaxError
 from paysdk.contracts.wallet import username_key
+from paysdk.server import xlsx
 from paysdk.server.backoffice_tables import PartnerEnrollmentRow, PartnerRow
 from paysdk.server.cardholder_tables import (
     BatchCardholderRow,
@@ -83,6 +86,7 @@ __all__ = [
     "FILE_CHUNK_BYTES",
     "HEARTBEAT_SECONDS",
     "JOB_KIND",
+    "MAX_COLUMNS",
     "POLL_SECONDS",
     "RETRY_MS",
     "FileScan",
@@ -95,6 +99,7 @@ __all__ = [
     "file_rows",
     "format_event",
     "kick",
+    "known_upload",
     "receive_file",
     "run_batch",
     "scan_file",
@@ -109,6 +114,8 @@ CHUNK_ROWS = 500
 CHUNK_SECONDS = 0.25
 #: The file is stored in chunks of this many bytes.
 FILE_CHUNK_BYTES = 1 << 20
+#: D330: an xlsx sheet's values sit in columns A to BL at most (the layout has 8 columns).
+MAX_COLUMNS = 64
 #: Bytes of an upload kept in memory before its spool moves to disk.
 SPOOL_BYTES = 4 << 20
 #: D188: the stream's ``retry``, heartbeat interval and database poll interval.
@@ -221,20 +228,20 @@ def _csv_rows(stream: IO[bytes]) -> Iterator[tuple[int, list[str]]]:
 
 
 def _xlsx_rows(stream: IO[bytes]) -> Iterator[tuple[int, list[Any]]]:
-    """``(row number, cells)`` of the first worksheet of an xlsx workbook (python-calamine)."""
-    from python_calamine import CalamineError, CalamineWorkbook
-
+    """``(row number, cells)`` of the rows of the first worksheet of an xlsx workbook that hold a value,
+    read in bounded memory (:mod:`paysdk.server.xlsx`, D330): the archive's sizes, the sheet's declared
+    dimension and every value's position are checked against :data:`MAX_DATA_ROWS` + 1 rows and
+    :data:`MAX_COLUMNS` columns."""
     try:
-        workbook = CalamineWorkbook.from_filelike(stream)
-        if not workbook.sheet_names:
-            raise CardholderFileError("file", "is a workbook without worksheets")
-        sheet = workbook.get_sheet_by_index(0)
-        rows = sheet.iter_rows()
-    except CardholderFileError:
-        raise
-    except (CalamineError, ValueError, OSError, Exception) as exc:  # calamine raises several types
-        raise CardholderFileError("file", f"is not a readable xlsx workbook ({exc})") from None
-    yield from enumerate(rows, 1)
+        yield from xlsx.read_first_sheet(
+            stream,
+            max_rows=MAX_DATA_ROWS + 1,
+            max_columns=MAX_COLUMNS,
+            max_cell_chars=MAX_CELL_CHARS,
+            max_strings=(MAX_DATA_ROWS + 1) * len(COLUMNS),
+        )
+    except xlsx.XlsxError as exc:
+        raise CardholderFileError("file", exc.message, exc.row) from None
 
 
 def file_rows(
@@ -346,6 +353,15 @@ def _existing(session: Session, partner: PartnerRow, sha256: str) -> CardholderB
             CardholderBatchRow.partner_pk == partner.id, CardholderBatchRow.file_sha256 == sha256
         )
     ).first()
+
+
+def known_upload(session: Session, partner: PartnerRow, received: ReceivedFile) -> CardholderUpload | None:
+    """The answer for a file this partner sent before (its first batch, ``duplicate: true``, D187), found
+    by its SHA-256 before the file is read (D330); ``None`` for a new file. A part's file name that is
+    neither ``.csv`` nor ``.xlsx`` is ``400`` naming ``file`` first, as for a new file."""
+    file_kind(received.file_name)
+    found = _existing(session, partner, received.sha256)
+    return None if found is None else _upload_view(found, True)
 
 
 def accept_upload(
