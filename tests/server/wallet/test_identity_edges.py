@@ -173,6 +173,28 @@ async def test_wallet_logins_back_off_on_the_virtual_clock(kit: Kit, pinned: Non
     assert right.status_code == 200
 
 
+async def test_a_password_reset_ends_the_lock(kit: Kit, pinned: None) -> None:
+    """Whoever proves the mailbox (OTP, then reset) may log in at once with the new password."""
+    user = await kit.user("Ana")
+    app = await kit.app()
+    for _ in range(5):
+        await kit.post("/users/login", {"username": "ana", "password": "wrong-password"}, app)
+    locked = await kit.post("/users/login", {"username": "ana", "password": PASSWORD}, app)
+    assert locked.status_code == 429
+    sent = await kit.post("/users/auth/otp", {"email": user["email"], "purpose": "password_reset"}, app)
+    assert sent.status_code == 200
+    code = body(await kit.client.get("/_sandbox/outbox", params={"to": user["email"]}))[-1]["data"]["otp"]
+    verified = await kit.call(
+        "PUT", "/users/auth/otp", app, {"email": user["email"], "otp": code, "purpose": "password_reset"}
+    )
+    token = body(verified)["data"]["token"]
+    new = {"email": user["email"], "newPassword": "a new password", "confirmPassword": "a new password"}
+    reset = await kit.post("/users/auth/password/reset", {**new, "token": token}, app)
+    assert reset.status_code == 200, reset.text
+    logged_in = await kit.post("/users/login", {"username": "ana", "password": "a new password"}, app)
+    assert logged_in.status_code == 200, logged_in.text
+
+
 async def test_the_sdk_raises_login_throttled_at_once(app: FastAPI, kit: Kit, pinned: None) -> None:
     """The SDK never replays a login (D381): a locked name raises :class:`paysdk.LoginThrottledError`
     (a ``RateLimitError``) at once, with the wait in ``Retry-After``."""

@@ -8,7 +8,8 @@ commit). Counted per login name in its canonical form (a username's ``username_k
 exist. Every :data:`LOGIN_ATTEMPTS`-th wrong password in a row locks the name for :func:`lock_for` of the
 virtual clock (1 minute, then 2, 4, ... at most :data:`MAX_LOCK`); while locked, every login of the name is
 ``429 / 7108`` with ``Retry-After`` (seconds of the virtual clock), the right password too, and no password
-is checked. A successful login clears the count.
+is checked. A successful login, or a wallet user's password reset (the OTP proved the mailbox), clears
+the count.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ Decisions D34, D37-D39:
   return the problem for the router to raise after commit.
 * Reset (D39): ``newPassword != confirmPassword`` ``7206`` and fewer than 8 characters ``7207`` are checked
   before the token, so a typo does not burn it; then the token (single use, 15 minutes, bound to the
-  email's user) ``7205``. Success revokes every session of the user.
+  email's user) ``7205``. Success revokes every session of the user and clears the back-off of its
+  username (D381).
 """
 
 from __future__ import annotations
@@ -467,6 +468,8 @@ def reset_password(
         raise invalid
     user.password_hash = hash_secret(body.new_password)
     wallet_tokens.revoke_user_sessions(session, user.id, "password_reset", now)
+    # The owner proved the mailbox: wrong passwords tried before no longer lock the name (D381).
+    login_throttle.forget(session, "user", app.client_id, user.username_key or username_key(user.username))
     return PasswordResetResult(reset=True)
 
 
