@@ -158,13 +158,14 @@ def validate_email(value: str) -> str:
     a domain of dot-separated non-empty labels of at most 63 characters, at least two of them; no spaces,
     quotes, brackets, commas, colons or semicolons; no invisible or control characters. Non-ASCII letters
     are allowed (internationalised addresses). Whether the mailbox exists is not checked. The form is
-    checked as given and again as :func:`email_key` normalises it (a fullwidth ``＠`` is refused; a
-    punycode label must decode to visible letters).
+    checked as :func:`email_key` normalises it (fullwidth letters and full stops are letters and dots; a
+    punycode label must decode to visible letters), and the characters and the one ASCII ``@`` as given
+    (a fullwidth ``＠`` is refused).
     """
     _visible(value)
     if len(value) > 254:
         raise ValueError("is too long (at most 254 characters)")
-    _email_shape(value)
+    _email_characters(value)
     key = email_key(value)
     _visible(key)
     if len(key) > 254:
@@ -173,12 +174,16 @@ def validate_email(value: str) -> str:
     return value
 
 
-def _email_shape(value: str) -> None:
+def _email_characters(value: str) -> None:
     if any(char in _EMAIL_REFUSED or char.isspace() for char in value):
         raise ValueError("must be an email address without spaces, quotes, brackets, commas or colons")
-    local, at, domain = value.partition("@")
-    if not at or "@" in domain:
+    if value.count("@") != 1:
         raise ValueError("must be an email address with exactly one '@'")
+
+
+def _email_shape(value: str) -> None:
+    _email_characters(value)
+    local, _, domain = value.partition("@")
     if not 1 <= len(local) <= 64:
         raise ValueError("must have 1 to 64 characters before the '@'")
     labels = domain.split(".")

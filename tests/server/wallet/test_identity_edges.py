@@ -52,6 +52,10 @@ async def test_six_forms_of_one_email_are_one_wallet_user(kit: Kit) -> None:
         clash = await _user(kit, f"jose-{index}", email)
         assert clash.status_code == 409, (email, clash.text)
         assert body(clash)["details"][0]["field"] == "email"
+    # Full stops as a CJK keyboard types them are dots too (IDNA's separators).
+    for email in ("josé@ｅｘáｍｐｌｅ．ｃｏｍ", "josé@exámple。com"):
+        clash = await _user(kit, "jose-dots", email)
+        assert (clash.status_code, body(clash)["details"][0]["field"]) == (409, "email"), clash.text
     # Any form reaches the one user: the OTP goes to the stored address.
     sent = await kit.post("/users/auth/otp", {"email": VARIANTS[5], "purpose": "login"}, await kit.app())
     assert sent.status_code == 200
