@@ -38,7 +38,7 @@
             ├── UnprocessableEntityError 422
             │   └── (wallet) InsufficientFundsError 7303
             ├── RateLimitError         429
-            │   └── (wallet) OtpAttemptsExceededError 7204
+            │   └── (wallet) LoginThrottledError 7108, OtpAttemptsExceededError 7204
             └── InternalServerError    5xx
 
 Every wallet class also derives from the mixin base :class:`WalletError` (itself an :class:`APIError`), so
@@ -86,6 +86,7 @@ __all__ = [
     "InvalidSignatureError",
     "KeysExpiredError",
     "LinkingTokenInvalidError",
+    "LoginThrottledError",
     "NotFoundError",
     "OtpAttemptsExceededError",
     "OtpExpiredError",
@@ -394,6 +395,13 @@ class WalletWrongEnvironmentError(WrongEnvironmentError, WalletError):
     code = 7107
 
 
+class LoginThrottledError(RateLimitError, WalletError):
+    """HTTP 429, ownCode 7108: 5 wrong passwords for the login name; ``Retry-After`` says how many seconds
+    of the virtual clock the login stays refused (right password or not)."""
+
+    code = 7108
+
+
 class UserNotFoundError(NotFoundError, WalletError):
     """HTTP 404, ownCode 7201: no such user for this merchant."""
 
@@ -557,6 +565,7 @@ _CODED: tuple[type[APIError], ...] = (
     RefreshTokenReusedError,
     WrongTokenTypeError,
     WalletWrongEnvironmentError,
+    LoginThrottledError,
     UserNotFoundError,
     OtpInvalidError,
     OtpExpiredError,

@@ -6,7 +6,9 @@
   (``--validate-only``, or invalid rows without ``--send-valid``), ``valid`` / ``invalid``.
 * :func:`write_report` writes ``--report OUT.csv``: ``row_number,status,error,charge_id``, every cell
   starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return prefixed with ``'`` (OWASP "CSV
-  injection": a spreadsheet would run it as a formula), written to a temporary file and renamed.
+  injection": a spreadsheet would run it as a formula; :func:`neutralise` is
+  :func:`paysdk.contracts.spreadsheet.neutralise`, the rule the server's checks share, D384), written
+  to a temporary file and renamed.
 * :func:`exit_code` maps outcomes to D159's codes: 0 every row charged, 5 some not, 2 nothing sent.
 * :func:`progress_for` is a rich progress bar on stderr (rows, parts, rate, ETA), or nothing at all
   when stderr is not a terminal.
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from paysdk.contracts.spreadsheet import FORMULA_PREFIXES, neutralise
+
 __all__ = [
     "NEUTRALISED_PREFIXES",
     "REPORT_COLUMNS",
@@ -40,8 +44,9 @@ __all__ = [
 ]
 
 REPORT_COLUMNS = ("row_number", "status", "error", "charge_id")
-#: A cell starting with one of these is a formula (or becomes one) in a spreadsheet (OWASP).
-NEUTRALISED_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+#: A cell starting with one of these is a formula (or becomes one) in a spreadsheet (OWASP): the rule of
+#: :mod:`paysdk.contracts.spreadsheet`, which the server's checks share (D384).
+NEUTRALISED_PREFIXES = FORMULA_PREFIXES
 #: Every status a row can end with, in the order counts are shown.
 STATUSES = ("charged", "declined", "refused", "unknown", "unsent", "valid", "invalid")
 
@@ -92,11 +97,6 @@ class RowOutcome:
             error=text("error"),
             replayed=bool(data.get("replayed")),
         )
-
-
-def neutralise(cell: str) -> str:
-    """``'=cmd`` for ``=cmd``: a cell a spreadsheet would read as a formula, made text (OWASP)."""
-    return "'" + cell if cell.startswith(NEUTRALISED_PREFIXES) else cell
 
 
 def write_report(path: Path, outcomes: Iterable[RowOutcome]) -> None:

@@ -262,3 +262,15 @@ def test_progress_on_a_terminal_shows_rows_parts_rate_and_eta() -> None:
     assert "part 2/3" in text
     assert "rows/s" in text
     assert "Charging" in text
+
+
+def test_the_report_writers_use_the_servers_rule() -> None:
+    """One rule (D384): the CLI's reports neutralise with :mod:`paysdk.contracts.spreadsheet`, the module
+    the server's checks use, leading blanks ignored as the server ignores them."""
+    from paysdk.contracts import spreadsheet
+
+    assert neutralise is spreadsheet.neutralise
+    assert neutralise(" =1") == "' =1"
+    assert neutralise("\n@SUM(1+1)") == "'\n@SUM(1+1)"
+    assert neutralise("Box -2+3") == "Box -2+3"
+    assert spreadsheet.FORMULA_PREFIXES == ("=", "+", "-", "@", "\t", "\r")

@@ -27,6 +27,7 @@ import pytest
 import sqlalchemy as sa
 
 import paysdk
+from paysdk.contracts.spreadsheet import FORMULA_MESSAGE
 from paysdk_cli._journal import journal_path
 
 from .conftest import run_cli, subprocess_env
@@ -289,6 +290,7 @@ def test_report_neutralises_formula_cells(merchant: Merchant, tmp_path: Path) ->
             f"{a},-1,inj-3,x",
             f"{a},@1,inj-4,x",
             "=cmd|' /C calc'!A0,1.00,inj-5,x",
+            f"{a},2.00,inj-6,Box",
         ],
         header=header,
     )
@@ -296,12 +298,31 @@ def test_report_neutralises_formula_cells(merchant: Merchant, tmp_path: Path) ->
     _upload(str(data), "--send-valid", "--report", str(out), code=5)
     text = out.read_text(encoding="utf-8")
     report = _report(out)
-    assert [r["status"] for r in report] == ["charged", "refused", "refused", "refused", "refused"]
+    assert [r["status"] for r in report] == ["refused", "refused", "refused", "refused", "refused", "charged"]
+    # A description is free text: one a spreadsheet would run is refused (D384), as the server would.
+    assert report[0]["error"] == "description: " + FORMULA_MESSAGE
     for row in report:
         for cell in row.values():
             assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), row
     assert "\n=" not in text
     assert ",=" not in text
+
+
+@pytest.mark.parametrize("description", ["+cmd|' /C calc'!A0", "@SUM(1+1)", "-2+3", " =1"])
+def test_a_formula_description_is_refused_before_anything_is_sent(
+    merchant: Merchant, tmp_path: Path, description: str
+) -> None:
+    """The CLI checks a charge file with the rule the server uses (D384): nothing is sent."""
+    a, _, _ = merchant.subs
+    data = _write(
+        tmp_path / "desc.csv",
+        [f'{a},1.00,d-1,"{description}"', f"{a},-2.00,d-2,Refund"],
+        header="subscriptionId,amount,reference,description",
+    )
+    result = _upload(str(data), "--validate-only", code=2)
+    assert f"row 2: description: {FORMULA_MESSAGE}" in result.stderr
+    assert "row 3: amount: " in result.stderr  # a negative amount is an amount error, not a formula
+    assert merchant.batch_charges() == {}
 
 
 def test_bom_crlf_and_quoted_fields(merchant: Merchant, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-from paysdk.contracts.common import NonEmptyStr, WireModel
+from paysdk.contracts.common import NoFormula, NonEmptyStr, WireModel
 from paysdk.contracts.wallet import Email, TokenStr
 
 __all__ = [
@@ -113,7 +113,7 @@ class SandboxPartnerCreate(WireModel):
     omitted."""
 
     merchant: NonEmptyStr
-    name: Annotated[NonEmptyStr, Field(max_length=200)]
+    name: Annotated[NonEmptyStr, Field(max_length=200), NoFormula]
     partner_id: Annotated[str, AfterValidator(validate_partner_id)] | None = None
 
 

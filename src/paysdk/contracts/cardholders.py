@@ -26,13 +26,15 @@ from typing import Final, Literal, TypeAlias
 from pydantic import Field
 
 from paysdk.contracts.common import WireModel
-from paysdk.contracts.wallet import validate_email, validate_username
+from paysdk.contracts.spreadsheet import is_formula
+from paysdk.contracts.wallet import email_key, validate_email, validate_username
 
 __all__ = [
     "BOOLEAN_FALSE",
     "BOOLEAN_TRUE",
     "COLUMNS",
     "EVENT_NAMES",
+    "FREE_TEXT_COLUMNS",
     "MAX_CELL_CHARS",
     "MAX_DATA_ROWS",
     "OPTIONAL_COLUMNS",
@@ -81,9 +83,12 @@ _PLAIN_EMAIL = re.compile(
     r"[A-Za-z0-9._%+!#$&'*/=?^`{|}~-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z0-9-]{1,63}"
 )
 _PLAIN_USERNAME = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?")
-#: D210: a cell starting with ``=`` (leading blanks ignored) is a spreadsheet formula: the upload
-#: refuses the whole file, naming the column and the row (CSV injection is malformed input, not data).
-_FORMULA_START: Final = "="
+#: D210, D384: a cell a spreadsheet would run as a formula refuses the whole file, naming the column and
+#: the row (CSV injection is malformed input, not data). In these free-text columns (and beyond the
+#: header) that is any cell :func:`~paysdk.contracts.spreadsheet.is_formula` calls one (``= + - @``, a
+#: tab or a carriage return first, leading blanks ignored); the other columns have formats of their own
+#: (an E.164 ``phone`` starts with ``+``) and refuse a cell starting with ``=``.
+FREE_TEXT_COLUMNS: Final = ("externalId", "username", "firstName", "lastName", "cardAlias")
 
 
 class CardholderFileError(ValueError):
@@ -167,10 +172,13 @@ def _text(cell: object) -> str:
 
 def formula_cell(header: Sequence[str], cells: Sequence[object], row: int) -> CardholderFileError | None:
     """The :class:`CardholderFileError` of data row ``row`` when one of its cells is a spreadsheet formula
-    (D210: it starts with ``=``), naming its column (``file`` beyond the header); ``None`` otherwise."""
+    (D384, :data:`FREE_TEXT_COLUMNS`), naming its column (``file`` beyond the header); ``None`` otherwise."""
     for index, cell in enumerate(cells):
-        if isinstance(cell, str) and cell.lstrip().startswith(_FORMULA_START):
-            field = header[index] if index < len(header) else "file"
+        if not isinstance(cell, str):
+            continue
+        field = header[index] if index < len(header) else "file"
+        free_text = field == "file" or field in FREE_TEXT_COLUMNS
+        if is_formula(cell) if free_text else cell.lstrip().startswith("="):
             return CardholderFileError(field, "a formula is not accepted; give the value itself", row)
     return None
 
@@ -226,9 +234,11 @@ def parse_row(header: Sequence[str], cells: Sequence[object], row: int) -> Cardh
         except ValueError as exc:
             return fail("username", str(exc))
     email = values["email"]
-    if len(email) > 254 or not _PLAIN_EMAIL.fullmatch(email):
+    if len(email) <= 254 and _PLAIN_EMAIL.fullmatch(email) and "xn--" not in email.lower():
+        email = email.lower()  # what email_key makes of a plain ASCII address
+    else:
         try:
-            validate_email(email)
+            email = email_key(validate_email(email))
         except ValueError as exc:
             return fail("email", str(exc))
     for name in ("firstName", "lastName"):
@@ -250,7 +260,7 @@ def parse_row(header: Sequence[str], cells: Sequence[object], row: int) -> Cardh
         row=row,
         external_id=external_id,
         username=username,
-        email=email.lower(),
+        email=email,
         first_name=values["firstName"],
         last_name=values["lastName"],
         phone=phone,

@@ -37,6 +37,7 @@ from decimal import Decimal
 from typing import BinaryIO, Final
 
 from paysdk.contracts.csv_records import CsvRecords, CsvSyntaxError
+from paysdk.contracts.spreadsheet import FORMULA_MESSAGE, is_formula
 
 __all__ = [
     "BATCH_MAX_ROWS",
@@ -309,6 +310,8 @@ def _check(
         elif cell:  # description
             if len(cell) > MAX_DESCRIPTION_CHARS:
                 errors.append(CsvRowError(row, name, f"is longer than {MAX_DESCRIPTION_CHARS} characters"))
+            elif is_formula(cell):  # free text a spreadsheet may show (D384)
+                errors.append(CsvRowError(row, name, FORMULA_MESSAGE))
             else:
                 description = cell
     if len(errors) != before:

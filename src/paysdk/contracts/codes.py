@@ -41,6 +41,7 @@ class WalletCode(IntEnum):
     REFRESH_TOKEN_REUSED = 7105
     WRONG_TOKEN_TYPE = 7106
     WRONG_ENVIRONMENT = 7107
+    LOGIN_THROTTLED = 7108
     USER_NOT_FOUND = 7201
     OTP_INVALID = 7202
     OTP_EXPIRED = 7203
@@ -140,6 +141,11 @@ _ROWS: Final = (
         Remedy.OTHER_TOKEN_KIND,
     ),
     CodeInfo(_W.WRONG_ENVIRONMENT, 401, "a token of the other environment", Remedy.LOG_IN_AGAIN),
+    CodeInfo(
+        _W.LOGIN_THROTTLED,
+        429,
+        "5 wrong passwords for the login name: wait `Retry-After` seconds (virtual clock)",
+    ),
     CodeInfo(_W.USER_NOT_FOUND, 404, "no such user for this merchant"),
     CodeInfo(_W.OTP_INVALID, 400, "wrong code or purpose"),
     CodeInfo(_W.OTP_EXPIRED, 400, "code older than 10 minutes, or none requested"),

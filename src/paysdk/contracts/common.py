@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic.alias_generators import to_camel
 
 from paysdk.contracts.codes import OwnCode
+from paysdk.contracts.spreadsheet import check_free_text
 
 __all__ = [
     "CHANNEL_DISPLAY_NAMES",
@@ -22,6 +23,7 @@ __all__ = [
     "ErrorBody",
     "ErrorDetail",
     "Money",
+    "NoFormula",
     "OwnCode",
     "WireModel",
     "parse_money",
@@ -29,7 +31,8 @@ __all__ = [
 
 
 class WireModel(BaseModel):
-    """Base of every contract model: camelCase on the wire, snake_case in Python, extra keys kept."""
+    """Base of every contract model: camelCase on the wire, snake_case in Python, extra keys kept; a
+    validation error names the field and the rule, never the value (D382)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -37,6 +40,9 @@ class WireModel(BaseModel):
         extra="allow",
         frozen=True,
         ser_json_timedelta="float",
+        # A validation error never shows the value it refused (D382): passwords, PINs and tokens are
+        # fields of these models, and ``str(error)`` ends up in logs and tracebacks.
+        hide_input_in_errors=True,
         # Validators and serializers are built the first time a model is used, not at import: the SDK
         # imports every family's contracts and a program uses a few of them.
         defer_build=True,
@@ -195,3 +201,7 @@ def _strip(value: str) -> str:
 
 
 NonEmptyStr = Annotated[str, AfterValidator(_strip), Field(min_length=1, max_length=255)]
+
+#: The mark of a free-text field a spreadsheet may later show (names, descriptions, aliases, references):
+#: a value a spreadsheet would run as a formula is refused (:mod:`paysdk.contracts.spreadsheet`, D384).
+NoFormula = AfterValidator(check_free_text)

@@ -16,8 +16,8 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import AfterValidator, Field
 
-from paysdk.contracts.common import Channel, Currency, NonEmptyStr, WireModel
-from paysdk.contracts.wallet import Email
+from paysdk.contracts.common import Channel, Currency, NoFormula, NonEmptyStr, WireModel
+from paysdk.contracts.wallet import Email, check_visible
 
 __all__ = [
     "DOCUMENT_TYPES",
@@ -32,6 +32,7 @@ __all__ = [
     "LeadDocument",
     "LeadReject",
     "LeadStatus",
+    "check_document_name",
     "document_type",
     "sniff_document",
 ]
@@ -95,7 +96,7 @@ def _unique(values: list[str]) -> list[str]:
     return values
 
 
-Name = Annotated[NonEmptyStr, Field(max_length=200)]
+Name = Annotated[NonEmptyStr, Field(max_length=200), NoFormula]
 Phone = Annotated[str, AfterValidator(_phone)]
 
 
@@ -160,6 +161,18 @@ class LeadReject(WireModel):
     """Body of ``POST /_sandbox/leads/{leadId}/reject``."""
 
     reason: Annotated[NonEmptyStr, Field(max_length=500)]
+
+
+def check_document_name(file_name: str) -> str:
+    """``file_name`` when it can name a lead's document (D383): 1-255 characters, no slash or backslash,
+    and none of the characters refused in usernames (D96: controls, format characters such as the
+    bidirectional override U+202E that shows ``fdp.jpg`` for ``gpj.pdf``, ...); else ``ValueError``."""
+    if not file_name or len(file_name) > 255:
+        raise ValueError("must be 1-255 characters")
+    if "/" in file_name or "\\" in file_name:
+        raise ValueError("must not contain a slash or a backslash")
+    check_visible(file_name)
+    return file_name
 
 
 def document_type(file_name: str) -> str | None:

@@ -26,15 +26,15 @@ import importlib
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from paysdk.contracts.common import Currency, DecimalNumber
+from paysdk.contracts.common import Currency, DecimalNumber, NoFormula
 from paysdk.contracts.sandbox import SandboxClientCreate
-from paysdk.contracts.wallet import Email, Username, UserProfile, username_key
+from paysdk.contracts.wallet import Email, NewProfile, Username, email_key, username_key
 
 __all__ = ["SeedCard", "SeedError", "SeedFile", "SeedMerchant", "SeedUser", "parse_seed", "read_seed"]
 
@@ -47,7 +47,13 @@ class SeedError(ValueError):
 
 
 class _SeedModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        hide_input_in_errors=True,  # passwords are fields (D382)
+    )
 
 
 class SeedMerchant(SandboxClientCreate):
@@ -111,7 +117,7 @@ class SeedUser(_SeedModel):
     username: Username
     email: Email
     password: str = Field(min_length=8, max_length=1024)
-    profile: UserProfile | None = None
+    profile: NewProfile | None = None
 
     def __repr__(self) -> str:  # the password never shows
         return f"SeedUser(merchant={self.merchant!r}, username={self.username!r})"
@@ -134,7 +140,7 @@ class SeedCard(_SeedModel):
     status: Literal["active", "inactive", "blocked"] | None = None
     currency: Currency = Currency.GTQ
     balance: DecimalNumber = Decimal(0)
-    alias: str | None = Field(default=None, min_length=1, max_length=100)
+    alias: Annotated[str, Field(min_length=1, max_length=100), NoFormula] | None = None
 
     @pydantic.field_validator("balance")
     @classmethod
@@ -175,7 +181,7 @@ class SeedFile(_SeedModel):
         for index, user in enumerate(self.users):
             if user.merchant not in slugs:
                 found.append(f"users[{index}].merchant: no merchant {user.merchant!r} in merchants")
-            for field, value in (("username", username_key(user.username)), ("email", user.email.lower())):
+            for field, value in (("username", username_key(user.username)), ("email", email_key(user.email))):
                 if (user.merchant, field + ":" + value) in names:
                     found.append(
                         f"users[{index}].{field}: {value!r} is taken by another user of the merchant"

@@ -15,11 +15,11 @@ settings' names and the payment-history envelope).
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field, StrictBool
 
-from paysdk.contracts.common import DecimalNumber, Money, WireModel
+from paysdk.contracts.common import DecimalNumber, Money, NoFormula, WireModel
 
 __all__ = [
     "BATCH_MAX_ROWS",
@@ -186,7 +186,7 @@ class PlanCreate(WireModel):
 
     client: str = Field(min_length=1, max_length=64)
     plan_id: str | None = Field(default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
-    name: str | None = Field(default=None, max_length=120)
+    name: Annotated[str, Field(max_length=120), NoFormula] | None = None
     amount: Money
     currency: str | None = Field(default=None, min_length=3, max_length=3)
     interval: Interval = "month"

@@ -8,6 +8,7 @@ keys, CVV) mask them in ``repr``.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 import warnings
 from datetime import date, datetime
@@ -18,7 +19,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
 from paysdk.contracts.codes import OWN_CODES, WalletCode
-from paysdk.contracts.common import Currency, DecimalNumber, NonEmptyStr, WireModel
+from paysdk.contracts.common import Currency, DecimalNumber, NoFormula, NonEmptyStr, WireModel
 
 __all__ = [
     "ACCESS_TOKEN_TYP",
@@ -46,6 +47,8 @@ __all__ = [
     "LinkExternalCardRequest",
     "LogoutResult",
     "Movement",
+    "NewProfile",
+    "NewUserProfile",
     "OtpRequest",
     "OtpSent",
     "OtpVerified",
@@ -76,6 +79,8 @@ __all__ = [
     "Username",
     "WalletAmount",
     "WalletCode",
+    "check_visible",
+    "email_key",
     "parse_wallet_amount",
     "username_key",
     "validate_email",
@@ -88,6 +93,18 @@ __all__ = [
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 #: Characters an email address may not hold here (D96): quoted local parts and comments are not taken.
 _EMAIL_REFUSED = frozenset(' "(),:;<>[\\]')
+
+
+#: What separates the labels of a domain once NFKC has run (IDNA's full stops: ``.``, ``。``, ``｡``).
+_DOMAIN_DOTS = re.compile("[.\u3002\uff61]")
+
+
+def check_visible(value: str) -> str:
+    """``value`` when it holds no character of the categories refused in usernames and emails (D96: Cc,
+    Cf, Cs, Co, Zl, Zp), else ``ValueError`` naming the code point and its position. Shared by every
+    name a person reads back (usernames, emails, lead document names)."""
+    _visible(value)
+    return value
 
 
 def _visible(value: str) -> None:
@@ -113,28 +130,65 @@ def validate_username(value: str) -> str:
     return value
 
 
+def email_key(email: str) -> str:
+    """The one form in which emails are stored, unique and compared (D96, D380): the local part as
+    :func:`username_key` makes it (NFKC, case folding, NFKC), the domain NFKC and case-folded label by
+    label, a punycode label (``xn--...``) decoded to the letters it stands for. So ``Ana@Exámple.com``,
+    ``ａｎａ@ｅｘáｍｐｌｅ.com`` (fullwidth), ``ana@exa\u0301mple.com`` (a combining accent) and
+    ``ana@xn--exmple-qta.com`` are all ``ana@exámple.com``. ``ValueError`` for a punycode label that
+    does not decode; the form itself is :func:`validate_email`'s to check."""
+    local, _, domain = unicodedata.normalize("NFKC", email.strip()).rpartition("@")
+    labels: list[str] = []
+    for label in _DOMAIN_DOTS.split(domain):
+        folded = unicodedata.normalize("NFKC", label.casefold())
+        if folded.startswith("xn--"):
+            try:
+                decoded = folded[4:].encode("ascii").decode("punycode")
+            except (UnicodeError, ValueError):
+                raise ValueError(f"has a domain label {label!r} that is not valid punycode") from None
+            folded = unicodedata.normalize("NFKC", decoded.casefold())
+        labels.append(folded)
+    return f"{username_key(local)}@{'.'.join(labels)}"
+
+
 def validate_email(value: str) -> str:
     """``value`` (already stripped) when it has the form of an email address (D96), else ``ValueError``.
 
     A pragmatic check, not RFC 5322: at most 254 characters; one ``@``; a local part of 1..64 characters;
     a domain of dot-separated non-empty labels of at most 63 characters, at least two of them; no spaces,
     quotes, brackets, commas, colons or semicolons; no invisible or control characters. Non-ASCII letters
-    are allowed (internationalised addresses). Whether the mailbox exists is not checked.
+    are allowed (internationalised addresses). Whether the mailbox exists is not checked. The form is
+    checked as :func:`email_key` normalises it (fullwidth letters and full stops are letters and dots; a
+    punycode label must decode to visible letters), and the characters and the one ASCII ``@`` as given
+    (a fullwidth ``＠`` is refused).
     """
     _visible(value)
     if len(value) > 254:
         raise ValueError("is too long (at most 254 characters)")
+    _email_characters(value)
+    key = email_key(value)
+    _visible(key)
+    if len(key) > 254:
+        raise ValueError("is too long once normalised (at most 254 characters)")
+    _email_shape(key)
+    return value
+
+
+def _email_characters(value: str) -> None:
     if any(char in _EMAIL_REFUSED or char.isspace() for char in value):
         raise ValueError("must be an email address without spaces, quotes, brackets, commas or colons")
-    local, at, domain = value.partition("@")
-    if not at or "@" in domain:
+    if value.count("@") != 1:
         raise ValueError("must be an email address with exactly one '@'")
+
+
+def _email_shape(value: str) -> None:
+    _email_characters(value)
+    local, _, domain = value.partition("@")
     if not 1 <= len(local) <= 64:
         raise ValueError("must have 1 to 64 characters before the '@'")
     labels = domain.split(".")
     if len(labels) < 2 or not all(1 <= len(label) <= 63 for label in labels):
         raise ValueError("must have a domain such as example.com after the '@'")
-    return value
 
 
 #: A wallet username: stripped, 1..255 characters, no invisible or bidirectional characters; unique per
@@ -382,6 +436,25 @@ class UserProfile(WireModel):
     phone: str | None = None
 
 
+class NewUserProfile(UserProfile):
+    """The profile a new user is given (:data:`NewProfile`): names that are no formula (D384)."""
+
+    first_name: Annotated[str, NoFormula] | None = None
+    last_name: Annotated[str, NoFormula] | None = None
+
+
+def _profile_fields(value: Any) -> Any:
+    if isinstance(value, UserProfile) and not isinstance(value, NewUserProfile):
+        return value.model_dump(by_alias=True, exclude_none=True)
+    return value
+
+
+#: A profile as a new user is given it (a :class:`UserProfile`, or its wire dict): its names are free
+#: text, never a formula (D384), refused naming ``profile.firstName``/``profile.lastName``. What the
+#: server answers is a plain :class:`UserProfile`.
+NewProfile = Annotated[NewUserProfile, BeforeValidator(_profile_fields)]
+
+
 #: The wallet user's id: ``user_id`` in Python (as ``UserSession.user_id`` and the resources'
 #: ``user_id`` arguments) and ``--user-id``/``userId`` in the CLI; the wire keeps the spec's
 #: ``authUserId`` in bodies (``{userId}``/``{authUserId}`` in paths). docs/wallet.md has the mapping.
@@ -492,14 +565,14 @@ class IssueVirtualCardRequest(WireModel):
     """``POST /users/{userId}/cards/virtuals``: issue a virtual card (balance 0, ``active``)."""
 
     currency: Currency | None = None
-    alias: str | None = Field(default=None, max_length=64)
+    alias: Annotated[str, Field(max_length=64), NoFormula] | None = None
 
 
 class LinkExternalCardRequest(WireModel):
     """``POST /users/{userId}/linked-cards``: the temporary token from the third party's tokenization."""
 
     token: NonEmptyStr
-    alias: str | None = Field(default=None, max_length=64)
+    alias: Annotated[str, Field(max_length=64), NoFormula] | None = None
 
     def __repr__(self) -> str:
         return _masked(self, "token")
@@ -510,7 +583,7 @@ class FundsRequest(WireModel):
 
     operation: Literal["add", "withdraw"]
     amount: WalletAmount
-    reference: str | None = Field(default=None, max_length=255)
+    reference: Annotated[str, Field(max_length=255), NoFormula] | None = None
 
 
 class FundsResult(WireModel):
@@ -525,7 +598,7 @@ class TransferRequest(WireModel):
 
     to_card_id: NonEmptyStr
     amount: WalletAmount
-    description: str | None = Field(default=None, max_length=255)
+    description: Annotated[str, Field(max_length=255), NoFormula] | None = None
 
 
 class TransferResult(WireModel):
@@ -539,7 +612,7 @@ class TransferResult(WireModel):
 class AliasUpdate(WireModel):
     """``PATCH /cards/{cardId}`` (``updateAlias``)."""
 
-    alias: str = Field(min_length=1, max_length=64)
+    alias: Annotated[str, Field(min_length=1, max_length=64), NoFormula]
 
 
 class PinRequest(WireModel):
@@ -606,7 +679,7 @@ class SandboxUserCreate(WireModel):
     username: Username
     email: Email
     password: str = Field(min_length=8, max_length=1024)
-    profile: UserProfile | None = None
+    profile: NewProfile | None = None
 
     def __repr__(self) -> str:
         return _masked(self, "password")

@@ -27,6 +27,7 @@ from paysdk.contracts.onboarding import (
     LeadContact,
     LeadCreate,
     LeadDocument,
+    check_document_name,
     document_type,
 )
 from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
@@ -126,6 +127,10 @@ def upload_document_operation(
     from paysdk._uploads import file_source, raw_body  # only when uploading
 
     name = _file_name(file, file_name)
+    try:
+        check_document_name(name)
+    except ValueError as exc:
+        raise ValidationError("file_name", str(exc)) from None
     content_type = document_type(name)
     if content_type is None:
         raise ValidationError("file_name", f"must end with {', '.join(DOCUMENT_TYPES)} (pdf, png or jpg)")

@@ -234,6 +234,10 @@ TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("id", "user_id", "purpose", "code_sha256", "salt", "attempts", "state", "expires_at", "created_at"),
         ("ix_wallet_otps_user",),
     ),
+    "wallet_login_failures": (
+        ("id", "kind", "client_id", "login_key", "failures", "locked_until"),
+        (),
+    ),
     "wallet_outbox": (
         ("id", "client_id", "to", "subject", "body", "data", "at"),
         ("ix_wallet_outbox_to",),
@@ -534,6 +538,7 @@ RESET_ORDER: tuple[str, ...] = (
     "wallet_sessions",
     "wallet_reset_tokens",
     "wallet_otps",
+    "wallet_login_failures",
     "wallet_outbox",
     "wallet_users",
     "wallet_client_keys",

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from paysdk import _jwt
 from paysdk.contracts.seed import SeedError, SeedFile, SeedMerchant, read_seed
-from paysdk.contracts.wallet import username_key
+from paysdk.contracts.wallet import email_key, username_key
 from paysdk.server.auth import hook_keys_digest, sha256_hex
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
@@ -137,7 +137,7 @@ def write_seed(session: Session, state: SeededState, now: datetime) -> None:
                 merchant=client.slug,
                 username=user.username,
                 username_key=username_key(user.username),
-                email=user.email.strip().lower(),
+                email=email_key(user.email),
                 password_hash=state.password_hashes[index],
                 profile=profile,
                 created_at=now,

@@ -41,6 +41,7 @@ __all__ = [
     "WalletClientKeyRow",
     "WalletCvvTokenRow",
     "WalletLinkingTokenRow",
+    "WalletLoginFailureRow",
     "WalletMovementRow",
     "WalletOtpRow",
     "WalletOutboxRow",
@@ -151,6 +152,24 @@ class WalletOtpRow(Base):
     state: Mapped[str] = mapped_column(String(16), default="live")  # live | used | dead | superseded
     expires_at: Mapped[datetime]
     created_at: Mapped[datetime]
+
+
+class WalletLoginFailureRow(Base):
+    """Wrong passwords in a row for one login name (D381): a wallet username or a backoffice email in its
+    canonical form, of one client, whether or not a user has it. ``locked_until`` (virtual clock) is set
+    at every fifth failure; a successful login deletes the row."""
+
+    __tablename__ = "wallet_login_failures"
+    __table_args__ = (
+        UniqueConstraint("kind", "client_id", "login_key", name="uq_wallet_login_failures_login"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16))  # user | backoffice_user
+    client_id: Mapped[int] = mapped_column(ForeignKey("clients.id", ondelete="CASCADE"))
+    login_key: Mapped[str] = mapped_column(String(255))
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    locked_until: Mapped[datetime | None] = mapped_column(nullable=True)
 
 
 class WalletResetTokenRow(Base):
@@ -308,6 +327,7 @@ WALLET_RESET_ORDER: tuple[type[Base], ...] = (
     WalletSessionRow,
     WalletResetTokenRow,
     WalletOtpRow,
+    WalletLoginFailureRow,
     WalletOutboxRow,
     WalletUserRow,
     WalletClientKeyRow,

@@ -287,7 +287,7 @@ WALLET_ERRORS: dict[int, str] = {
     404: "Unknown user (7201), card (7301) or permission record (7402).",
     409: "Card not active (7302), currency mismatch (7305), not fundable (7307), already linked (7308).",
     422: "Insufficient funds (7303): nothing changed.",
-    429: "Too many wrong OTP codes (7204).",
+    429: "Too many wrong passwords (7108, with Retry-After) or OTP codes (7204).",
 }
 
 
@@ -297,6 +297,7 @@ BACKOFFICE_ERRORS: dict[int, str] = {
     401: "Bad, expired, revoked or wrong-kind token (7102-7107); login errors (7101, 7601, 7604, 7616).",
     404: "Unknown partner, cardholder or card (ownCode null, naming partnerId, cardholderId or cardId).",
     409: "The card belongs to another cardholder (ownCode null, naming cardId).",
+    429: "Too many wrong passwords (7108, with Retry-After).",
 }
 
 

@@ -131,17 +131,20 @@ async def app_refresh(request: Request) -> Response:
         body=BackofficeUserLoginRequest,
         answer=TokenPair,
         envelope=True,
-        errors=only(BACKOFFICE_ERRORS, 400),
+        errors=only(BACKOFFICE_ERRORS, 400, 429),
     ),
 )
 async def user_login(request: Request) -> Response:
-    """Log an operator in with email and password (D105)."""
+    """Log an operator in with email and password (D105); 5 wrong passwords in a row lock the email
+    (``429 / 7108`` with ``Retry-After``, D381)."""
     body = backoffice.parse_backoffice_body(BackofficeUserLoginRequest, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> TokenPair:
+    def work(
+        session: Session, context: ServerContext, now: datetime, app: Principal
+    ) -> TokenPair | APIProblem:
         return backoffice.user_login(session, context, now, app, body)
 
-    return data(await _as_application(request, work))
+    return data(raise_problem(await _as_application(request, work)))
 
 
 @router.post(

@@ -1,8 +1,8 @@
 """Wallet end-user endpoints under ``/rest/users`` (spec 4.3, 5.3.6, 5.3.8; decisions D34, D37-D39).
 
 All take the application access token as bearer (a user token is ``401 / 7106``). ``/users/logout``
-names the session to end with ``X-User-Token`` (D38). OTP verification and refresh commit what they
-changed (an attempt count, a revoked family) before answering an error.
+names the session to end with ``X-User-Token`` (D38). Login, OTP verification and refresh commit what
+they changed (an attempt count, a revoked family) before answering an error.
 """
 
 from __future__ import annotations
@@ -45,17 +45,20 @@ router = APIRouter(prefix="/users", tags=["wallet: users"])
         body=UserLoginRequest,
         answer=TokenPair,
         envelope=True,
-        errors=only(WALLET_ERRORS, 400),
+        errors=only(WALLET_ERRORS, 400, 429),
     ),
 )
 async def user_login(request: Request) -> Response:
-    """Log a cardholder in with username and password."""
+    """Log a cardholder in with username and password; 5 wrong passwords in a row lock the username
+    (``429 / 7108`` with ``Retry-After``, D381)."""
     body = parse_wallet_body(UserLoginRequest, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> TokenPair:
+    def work(
+        session: Session, context: ServerContext, now: datetime, app: Principal
+    ) -> TokenPair | APIProblem:
         return wallet_users.user_login(session, context, now, app, body)
 
-    return data(await authed(request, work, kind="application"))
+    return data(raise_problem(await authed(request, work, kind="application")))
 
 
 @router.post(

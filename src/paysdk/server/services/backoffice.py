@@ -42,14 +42,14 @@ from paysdk.contracts.backoffice import (
     SandboxPartnerCardholderCreate,
     SandboxPartnerCreate,
 )
-from paysdk.contracts.wallet import AppLoginRequest, Card, TokenPair, WalletCode
+from paysdk.contracts.wallet import AppLoginRequest, Card, TokenPair, WalletCode, email_key
 from paysdk.server.backoffice_tables import OperatorRow, PartnerEnrollmentRow, PartnerRow
 from paysdk.server.bodies import parse_json_object
 from paysdk.server.cardholder_tables import BatchCardholderRow
 from paysdk.server.context import ServerContext
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem, problem_from_validation
-from paysdk.server.services import wallet_tokens
+from paysdk.server.services import login_throttle, wallet_tokens
 from paysdk.server.services.wallet_cards import card_view
 from paysdk.server.services.wallet_common import new_id, valid_id, valid_slug, wallet_problem
 from paysdk.server.services.wallet_tokens import BACKOFFICE_AUDIENCE, Principal
@@ -190,20 +190,25 @@ def _ttls(access_ttl: int | None, refresh_ttl: int | None) -> tuple[int, int]:
 
 def user_login(
     session: Session, context: ServerContext, now: datetime, app: Principal, body: BackofficeUserLoginRequest
-) -> TokenPair:
+) -> TokenPair | APIProblem:
     """``POST {cms}/app/users/login`` (application bearer, D105): wrong email or password ``401 / 7101``
-    (one answer for both; the hash is checked either way)."""
+    (one answer for both; the hash is checked either way); wrong passwords back off as the wallet's do
+    (D381: ``429 / 7108``; the count is committed, the problem returned)."""
     ttls = _ttls(body.access_token_ttl, body.refresh_token_ttl)
+    key = email_key(body.email)
+    refused = login_throttle.locked(session, now, "backoffice_user", app.client_id, key)
+    if refused is not None:
+        return refused
     operator = session.scalars(
-        select(OperatorRow).where(
-            OperatorRow.client_id == app.client_id, OperatorRow.email == body.email.strip().lower()
-        )
+        select(OperatorRow).where(OperatorRow.client_id == app.client_id, OperatorRow.email == key)
     ).first()
     ok = verify_secret(body.password, operator.password_hash if operator is not None else _dummy_hash())
     if operator is None or not ok:
-        raise wallet_problem(
+        login_throttle.record_failure(session, now, "backoffice_user", app.client_id, key)
+        return wallet_problem(
             WalletCode.INVALID_CREDENTIALS, "Wrong email or password.", "password", "wrong credentials"
         )
+    login_throttle.forget(session, "backoffice_user", app.client_id, key)
     row = wallet_tokens.create_session(
         session, context, now, "backoffice_user", app.client_id, app.merchant, operator.id
     )
@@ -252,7 +257,7 @@ def create_operator(session: Session, now: datetime, spec: SandboxOperatorCreate
     """``POST /_sandbox/backoffice/operators`` (D185): unknown merchant ``404``; a taken email ``409``.
     A generated password is shown once, in this answer."""
     client = _client(session, spec.merchant)
-    email = spec.email.strip().lower()
+    email = email_key(spec.email)
     generated = secrets.token_urlsafe(12) if spec.password is None else None
     password = spec.password if spec.password is not None else generated
     assert password is not None

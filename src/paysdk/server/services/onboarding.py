@@ -40,10 +40,12 @@ from paysdk.contracts.onboarding import (
     LeadCreate,
     LeadDocument,
     LeadReject,
+    check_document_name,
     document_type,
     sniff_document,
 )
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
+from paysdk.contracts.wallet import email_key
 from paysdk.server.auth import Credentials, EnvironmentName, authenticate_token
 from paysdk.server.bodies import parse_json_object, validate
 from paysdk.server.core_tables import ClientRow
@@ -85,7 +87,7 @@ def create_lead(
         referrer_id=referrer.id,
         status="submitted",
         business=body.business.to_wire(),
-        contact=body.contact.to_wire(),
+        contact={**body.contact.to_wire(), "email": email_key(body.contact.email)},
         country=body.country,
         channels=[channel.value for channel in body.channels],
         currencies=[currency.value for currency in body.currencies],
@@ -155,8 +157,10 @@ def _lead_id(lead_id: str | None) -> str:
 
 def _file_type(file_name: str, content_type: str | None) -> str:
     """The document's content type from its name and ``Content-Type``: ``415`` unless they agree."""
-    if not file_name or len(file_name) > 255 or any(ord(c) < 0x20 or c in "\\/\x7f" for c in file_name):
-        raise APIProblem.invalid_field("fileName", "must be 1-255 characters without slashes or controls")
+    try:
+        check_document_name(file_name)
+    except ValueError as exc:
+        raise APIProblem.invalid_field("fileName", str(exc)) from None
     wanted = document_type(file_name)
     if wanted is None:
         raise _unsupported(f"the file name must end with {_EXTENSIONS} (pdf, png or jpg documents)")

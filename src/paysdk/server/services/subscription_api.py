@@ -31,7 +31,7 @@ from paysdk.contracts.subscriptions import (
     VerifyCard,
     VerifyCardRequest,
 )
-from paysdk.contracts.wallet import validate_email
+from paysdk.contracts.wallet import email_key, validate_email
 from paysdk.server.bodies import parse_json_object
 from paysdk.server.core_tables import ClientRow, TransactionRow
 from paysdk.server.errors import APIProblem, problem_from_validation
@@ -86,13 +86,14 @@ def parse_body(model: type[M], raw: bytes, *, allowed: tuple[str, ...] | None = 
 
 
 def _email(value: str) -> str:
-    """An email of the D96 form (the wallet's checker), stored lower-cased; ``400`` naming ``email``."""
+    """An email of the D96 form (the wallet's checker), stored as :func:`email_key` makes it (D380);
+    ``400`` naming ``email``."""
     text = value.strip()
     try:
         validate_email(text)
     except ValueError as exc:
         raise subscriptions.bad_field("email", str(exc)) from None
-    return text.lower()
+    return email_key(text)
 
 
 def _client(session: Session, principal: Principal) -> ClientRow:

@@ -37,6 +37,7 @@ from paysdk.contracts.subscriptions import (
     Subscription,
     SubscriptionCharge,
 )
+from paysdk.contracts.wallet import email_key
 from paysdk.server.clock import Clock
 from paysdk.server.context import Statement
 from paysdk.server.core_tables import ClientRow
@@ -204,7 +205,7 @@ def _values(
         "client_id": client.id,
         "plan_id": plan.id,
         "status": "active",
-        "email": email.lower(),
+        "email": email,
         "card_number": card[0],
         "card_brand": card[1],
         "card_last4": card[2],
@@ -292,7 +293,8 @@ def create_subscriptions(
     assert client is not None
     card = _card(spec.card_number, "cardNumber")
     anchor = spec.start_date or local_date(now, client.timezone)
-    email = spec.email or f"subscriber@{client.slug}.example"
+    # A given email in the one form of D380 (the router checked it); the default is plain ASCII.
+    email = email_key(spec.email) if spec.email else f"subscriber@{client.slug.lower()}.example"
     uids = [new_sub_uid() for _ in range(spec.count)]
     # Every row is the same but for its sub_uid: the values are computed once.
     template = _values(

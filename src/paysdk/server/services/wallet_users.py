@@ -6,7 +6,8 @@ Decisions D34, D37-D39:
   and compared with :func:`hmac.compare_digest`. An unknown username costs the same scrypt as a known one,
   so timing does not reveal which usernames exist. Wrong username or password: ``401 / 7101``.
 * ``/users/login``: the optional ``merchant`` must be the application token's slug (``400 / 7001``).
-  The username is matched as given, else in its canonical form (D96: NFKC and case folding).
+  The username is matched in its canonical form (D96: NFKC and case folding). Wrong passwords back off
+  (D381, :mod:`~paysdk.server.services.login_throttle`): 5 in a row lock the name, ``429 / 7108``.
 * Usernames are unique per merchant in their canonical form (``username_key``, D96): ``"Ana"`` and
   ``"ＡＮＡ"`` clash (``409`` naming ``username``); invisible and bidirectional characters are refused and
   emails are checked for form by the contract models.
@@ -20,7 +21,8 @@ Decisions D34, D37-D39:
   return the problem for the router to raise after commit.
 * Reset (D39): ``newPassword != confirmPassword`` ``7206`` and fewer than 8 characters ``7207`` are checked
   before the token, so a typo does not burn it; then the token (single use, 15 minutes, bound to the
-  email's user) ``7205``. Success revokes every session of the user.
+  email's user) ``7205``. Success revokes every session of the user and clears the back-off of its
+  username (D381).
 """
 
 from __future__ import annotations
@@ -53,12 +55,13 @@ from paysdk.contracts.wallet import (
     UserProfile,
     UserRefreshRequest,
     WalletCode,
+    email_key,
     username_key,
 )
 from paysdk.server.context import ServerContext
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
-from paysdk.server.services import wallet_tokens
+from paysdk.server.services import login_throttle, wallet_tokens
 from paysdk.server.services.wallet_common import new_id, sha256_hex, valid_id, wallet_problem
 from paysdk.server.services.wallet_tokens import Principal
 from paysdk.server.wallet_tables import (
@@ -179,7 +182,7 @@ def create_user(session: Session, spec: SandboxUserCreate, now: datetime) -> Car
     client = session.scalars(select(ClientRow).where(ClientRow.slug == spec.merchant)).first()
     if client is None:
         raise APIProblem.not_found("Client", "merchant")
-    email = spec.email.strip().lower()
+    email = email_key(spec.email)
     if len(email) > 255:
         raise APIProblem.invalid_field("email", "is too long")
     key = username_key(spec.username)
@@ -225,7 +228,7 @@ def load_user(session: Session, client_id: int, user_id: str) -> WalletUserRow:
 def _user_by_email(session: Session, client_id: int, email: str) -> WalletUserRow | None:
     return session.scalars(
         select(WalletUserRow).where(
-            WalletUserRow.client_id == client_id, WalletUserRow.email == email.strip().lower()
+            WalletUserRow.client_id == client_id, WalletUserRow.email == email_key(email)
         )
     ).first()
 
@@ -249,21 +252,27 @@ def _user_ttls(session: Session, client_id: int) -> tuple[int, int]:
 
 def user_login(
     session: Session, context: ServerContext, now: datetime, app: Principal, body: UserLoginRequest
-) -> TokenPair:
-    """``POST /users/login``: a new user session."""
+) -> TokenPair | APIProblem:
+    """``POST /users/login``: a new user session; wrong passwords back off (D381,
+    :mod:`~paysdk.server.services.login_throttle`: the count is committed, the problem returned)."""
     _check_merchant(app, body.merchant)
     # By its canonical form (D96): "ANA" logs in as "Ana".
+    key = username_key(body.username)
+    refused = login_throttle.locked(session, now, "user", app.client_id, key)
+    if refused is not None:
+        return refused
     user = session.scalars(
         select(WalletUserRow).where(
-            WalletUserRow.client_id == app.client_id,
-            WalletUserRow.username_key == username_key(body.username),
+            WalletUserRow.client_id == app.client_id, WalletUserRow.username_key == key
         )
     ).first()
     ok = verify_secret(body.password, user.password_hash if user is not None else _dummy_hash())
     if user is None or not ok:
-        raise wallet_problem(
+        login_throttle.record_failure(session, now, "user", app.client_id, key)
+        return wallet_problem(
             WalletCode.INVALID_CREDENTIALS, "Wrong username or password.", "password", "wrong credentials"
         )
+    login_throttle.forget(session, "user", app.client_id, key)
     ttls = _requested_ttls(session, app.client_id, body.access_token_ttl, body.refresh_token_ttl)
     row = wallet_tokens.create_session(session, context, now, "user", app.client_id, app.merchant, user.id)
     return wallet_tokens.issue_pair(session, context, now, row, *ttls)
@@ -459,14 +468,24 @@ def reset_password(
         raise invalid
     user.password_hash = hash_secret(body.new_password)
     wallet_tokens.revoke_user_sessions(session, user.id, "password_reset", now)
+    # The owner proved the mailbox: wrong passwords tried before no longer lock the name (D381).
+    login_throttle.forget(session, "user", app.client_id, user.username_key or username_key(user.username))
     return PasswordResetResult(reset=True)
+
+
+def _outbox_address(to: str) -> str:
+    """``?to=`` as the outbox stores addresses (:func:`email_key`; lower-cased when it is no email)."""
+    try:
+        return email_key(to)
+    except ValueError:
+        return to.strip().lower()
 
 
 def outbox(session: Session, to: str | None) -> list[OutboxMessage]:
     """``GET /_sandbox/outbox[?to=]``: the emails, oldest first."""
     statement = select(WalletOutboxRow).order_by(WalletOutboxRow.id)
     if to is not None:
-        statement = statement.where(WalletOutboxRow.to == to.strip().lower().replace("\x00", ""))
+        statement = statement.where(WalletOutboxRow.to == _outbox_address(to.replace("\x00", "")))
     messages: list[OutboxMessage] = []
     for row in session.scalars(statement):
         data: dict[str, Any] = dict(row.data or {})
