@@ -212,6 +212,49 @@ async def test_dunning_follows_each_plan_with_emails_and_one_callback(
     assert len(callback_sink.received) == 3
 
 
+#: A Monday 08:00 UTC (02:00 in Guatemala): the first run is 12:00 UTC; a 6-hour retry would be 18:00.
+PINNED_MORNING = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("wall_clock", [PINNED_MORNING])
+async def test_sub_pay_problem_says_when_the_retry_will_run(
+    app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient, wall_clock: datetime
+) -> None:
+    """``nextAttemptAt`` is the run that makes the retry (00:00, the 12-hour grid), not the decline time +
+    ``intervalAttempt`` (18:00): the email, the sandbox view and the retry's own time agree (D146, D350)."""
+    db = database(app)
+    clock = app.state.paysdk.clock
+    merchant = await merchant_factory(timezone="America/Guatemala")
+    plan = make_plan(db, merchant.slug, interval="month", daily_attempts=3, interval_attempt=6)
+    [sub_uid] = make_subscriptions(db, plan, card=DECLINE_ALWAYS, email="six@example.com", clock=clock)
+    first = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    assert renewals.first_run_at(now(db, clock)) == first
+    await advance(asgi_client, 5 * 3600)  # past the first run (12:00), before 18:00
+    [declined] = charges(db, sub_uid)
+    assert aware(declined.created_at) == first
+    retry_run = datetime(2026, 3, 3, 0, tzinfo=UTC)
+    [mail] = await outbox(asgi_client, "six@example.com")
+    assert mail["data"]["notifyEvent"] == "subPayProblem"
+    assert mail["data"]["nextAttemptAt"] == "2026-03-03T00:00:00Z"
+    view = (await asgi_client.get(f"/_sandbox/subscriptions/{sub_uid}")).json()
+    assert datetime.fromisoformat(view["nextAttemptAt"]) == retry_run
+
+    await advance(asgi_client, DAY)
+    rows = charges(db, sub_uid)
+    assert [(r.attempt, aware(r.created_at)) for r in rows] == [
+        (1, first),
+        (2, retry_run),  # the retry ran when the email said
+        (3, retry_run + renewals.EVERY),  # 00:00 + 6 h = 06:00 -> the 12:00 run
+    ]
+    mail = await outbox(asgi_client, "six@example.com")
+    assert [m["data"].get("nextAttemptAt") for m in mail] == [
+        "2026-03-03T00:00:00Z",
+        "2026-03-03T12:00:00Z",
+        None,  # attempt 3 of 3: suspended
+        None,
+    ]
+
+
 async def test_the_callback_is_retried_with_one_event_id_and_a_410_stops_it(
     app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient, callback_sink: Any
 ) -> None:

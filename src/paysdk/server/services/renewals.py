@@ -18,9 +18,10 @@
   status)`` the batch read, and the unique indexes of :mod:`paysdk.server.subscription_tables` refuse a
   second attempt row or a second approved charge of one period: a batch that collides with another
   runner rolls back whole and is claimed again.
-* **Dunning** (D146), per plan: a declined attempt *n* emails ``subPayProblem``; it is retried
-  ``intervalAttempt`` hours later while *n* < ``dailyAttempts`` and the run that would retry it falls
-  before the end of the local day ``nextRenewalDate + graceDays``; otherwise the subscription becomes
+* **Dunning** (D146), per plan: a declined attempt *n* emails ``subPayProblem``; it is retried by the
+  first run at or after ``intervalAttempt`` hours later (the email's ``nextAttemptAt``, D350) while
+  *n* < ``dailyAttempts`` and that run falls before the end of the local day ``nextRenewalDate +
+  graceDays``; otherwise the subscription becomes
   ``inactive``, ``subscriptionSuspended`` is emailed (D147) and the ``subsCallback`` queued (D148).
 """
 
@@ -191,17 +192,18 @@ def _email(
 
 def _retry_at(sub: _Due, plan: PlanRow, timezone: str, now: datetime, attempt: int) -> datetime | None:
     """When the declined ``attempt`` of ``sub``'s period is tried again, or ``None``: every attempt spent
-    (D146)."""
+    (D146). That is the run that makes the retry (the first run of the 12-hour grid, D170, at or after
+    ``intervalAttempt`` hours after the decline), not the decline time + ``intervalAttempt``: the
+    ``subPayProblem`` email's ``nextAttemptAt`` and the subscription's ``due_at`` both say it (D350)."""
     if attempt >= plan.daily_attempts:
         return None
-    retry = now + timedelta(hours=plan.interval_attempt_hours)
+    run = first_run_at(now + timedelta(hours=plan.interval_attempt_hours) - timedelta(microseconds=1))
     if plan.grace_days is not None:
         end = local_midnight(sub.next_renewal_date + timedelta(days=plan.grace_days + 1), timezone)
-        # The retry is made by the first run at or after ``retry`` (the 12-hour grid, D170): that run, not
-        # the retry time, must fall inside the grace window.
-        if first_run_at(retry - timedelta(microseconds=1)) >= end:
+        # That run, not the retry time, must fall inside the grace window.
+        if run >= end:
             return None
-    return retry
+    return run
 
 
 class _Due(NamedTuple):
