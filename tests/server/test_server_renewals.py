@@ -337,6 +337,39 @@ async def test_a_fixed_term_expires_after_its_last_period(
     assert aware(sub.ended_at) == local_midnight(anchor + timedelta(days=6), "America/New_York")
 
 
+@pytest.mark.parametrize("wall_clock", [PINNED_MORNING])
+async def test_a_fixed_term_whose_last_period_is_in_retries_is_charged_before_it_expires(
+    app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient, wall_clock: datetime
+) -> None:
+    """Term 2, daily: period 1 (renewal 3 March) declines at 12:00 UTC of the 3rd, its retry runs 36 hours
+    later (5 March 00:00), after ``endsOn`` (4 March) began: the retry is made and approved, then the
+    subscription expires; it never expires with its last period uncharged (D145)."""
+    db = database(app)
+    clock = app.state.paysdk.clock
+    merchant = await merchant_factory(timezone="America/Guatemala")
+    plan = make_plan(
+        db, merchant.slug, interval="day", term=2, daily_attempts=3, interval_attempt=36, grace_days=None
+    )
+    [sub_uid] = make_subscriptions(db, plan, card=DECLINE_FIRST_OF_SECOND, clock=clock)
+    anchor = local_date(now(db, clock), "America/Guatemala")
+    assert subscription(db, sub_uid).ends_on == anchor + timedelta(days=2)
+    await advance(asgi_client, 2 * DAY + 6 * 3600)  # to 4 March 14:00 UTC: endsOn began, no retry yet
+    sub = subscription(db, sub_uid)
+    assert (sub.status, sub.period, sub.attempts) == ("active", 1, 1)
+    await advance(asgi_client, 2 * DAY)
+    rows = charges(db, sub_uid)
+    assert [(r.period, r.attempt, r.status) for r in rows] == [
+        (0, 1, "approved"),
+        (1, 1, "declined"),
+        (1, 2, "approved"),
+    ]
+    assert aware(rows[2].created_at) == datetime(2026, 3, 5, 0, tzinfo=UTC)
+    sub = subscription(db, sub_uid)
+    assert (sub.status, sub.period) == ("expired", 2)
+    assert sub.ended_at is not None
+    assert aware(sub.ended_at) == local_midnight(anchor + timedelta(days=2), "America/Guatemala")
+
+
 async def test_cancelled_and_inactive_subscriptions_are_never_charged(
     app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient
 ) -> None:
