@@ -22,7 +22,7 @@ from renewals_helpers import (
     set_status,
     subscription,
 )
-from server_helpers import advance
+from server_helpers import TIMES_OF_DAY, advance
 
 from paysdk.contracts.subscriptions import SubsCallback
 from paysdk.server.clock import Clock
@@ -103,18 +103,24 @@ def test_first_run_at_is_the_next_half_day_boundary() -> None:
 
 
 @pytest.mark.parametrize("timezone", ["America/Santiago", "America/New_York", "Europe/London"])
+@pytest.mark.parametrize("wall_clock", TIMES_OF_DAY)
 async def test_one_advance_of_30_days_charges_every_period_in_order_once(
-    app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient, timezone: str
+    app: FastAPI,
+    merchant_factory: Any,
+    asgi_client: httpx.AsyncClient,
+    timezone: str,
+    wall_clock: datetime,
 ) -> None:
     db = database(app)
+    clock = app.state.paysdk.clock
     merchant = await merchant_factory(timezone=timezone)
     daily = make_plan(db, merchant.slug, interval="day")
     weekly = make_plan(db, merchant.slug, interval="week")
-    start = now(db)
-    [day_sub] = make_subscriptions(db, daily)
-    [week_sub] = make_subscriptions(db, weekly)
+    start = now(db, clock)
+    [day_sub] = make_subscriptions(db, daily, clock=clock)
+    [week_sub] = make_subscriptions(db, weekly, clock=clock)
     await advance(asgi_client, 30 * DAY)  # ONE request
-    end = now(db)
+    end = now(db, clock)
     runs = run_times(start, end)
     anchor = local_date(start, timezone)
     for sub_uid, interval in ((day_sub, "day"), (week_sub, "week")):
@@ -148,22 +154,28 @@ async def test_one_advance_of_30_days_charges_every_period_in_order_once(
 # ------------------------------------------------------------------------------------ dunning
 
 
+@pytest.mark.parametrize("wall_clock", TIMES_OF_DAY)
 async def test_dunning_follows_each_plan_with_emails_and_one_callback(
-    app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient, callback_sink: Any
+    app: FastAPI,
+    merchant_factory: Any,
+    asgi_client: httpx.AsyncClient,
+    callback_sink: Any,
+    wall_clock: datetime,
 ) -> None:
     db = database(app)
+    clock = app.state.paysdk.clock
     merchant = await merchant_factory(callback_url=callback_sink.url, timezone="America/Guatemala")
     three = make_plan(db, merchant.slug, interval="month", daily_attempts=3, interval_attempt=12)
     one = make_plan(db, merchant.slug, interval="month", daily_attempts=1)
     graced = make_plan(
         db, merchant.slug, interval="month", daily_attempts=5, interval_attempt=24, grace_days=1
     )
-    start = now(db)
-    [sub3] = make_subscriptions(db, three, card=DECLINE_ALWAYS, email="three@example.com")
-    [sub1] = make_subscriptions(db, one, card=DECLINE_ALWAYS, email="one@example.com")
-    [subg] = make_subscriptions(db, graced, card=DECLINE_ALWAYS, email="grace@example.com")
+    start = now(db, clock)
+    [sub3] = make_subscriptions(db, three, card=DECLINE_ALWAYS, email="three@example.com", clock=clock)
+    [sub1] = make_subscriptions(db, one, card=DECLINE_ALWAYS, email="one@example.com", clock=clock)
+    [subg] = make_subscriptions(db, graced, card=DECLINE_ALWAYS, email="grace@example.com", clock=clock)
     await advance(asgi_client, 5 * DAY)
-    runs = run_times(start, now(db))
+    runs = run_times(start, now(db, clock))
     first = runs[0]
 
     rows3 = charges(db, sub3)
@@ -318,14 +330,16 @@ async def test_card_3155_renews_on_a_three_ds_client_with_no_challenge(
 # ------------------------------------------------------------------------------------ states
 
 
+@pytest.mark.parametrize("wall_clock", TIMES_OF_DAY)
 async def test_a_fixed_term_expires_after_its_last_period(
-    app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient
+    app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient, wall_clock: datetime
 ) -> None:
     db = database(app)
+    clock = app.state.paysdk.clock
     merchant = await merchant_factory(timezone="America/New_York")
     plan = make_plan(db, merchant.slug, interval="day", interval_count=2, term=3)
-    start = now(db)
-    [sub_uid] = make_subscriptions(db, plan)
+    start = now(db, clock)
+    [sub_uid] = make_subscriptions(db, plan, clock=clock)
     await advance(asgi_client, 10 * DAY)
     anchor = local_date(start, "America/New_York")
     rows = charges(db, sub_uid)

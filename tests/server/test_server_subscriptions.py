@@ -9,7 +9,7 @@ import base64
 import re
 import secrets
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -18,7 +18,16 @@ import httpx
 import nacl.signing
 import pytest
 from fastapi import FastAPI
-from server_helpers import JSON_TYPE, advance, assert_error, body, dumps, page_token, transaction
+from server_helpers import (
+    JSON_TYPE,
+    TIMES_OF_DAY,
+    advance,
+    assert_error,
+    body,
+    dumps,
+    page_token,
+    transaction,
+)
 from sqlalchemy import func, select, update
 
 from openapi_conformance import checked_server_recorder as server_recorder
@@ -170,13 +179,15 @@ async def shop(asgi_client: httpx.AsyncClient, merchant_factory: Any) -> Merchan
 # ------------------------------------------------------------------------------------ verify-card
 
 
+@pytest.mark.parametrize("timezone", ["Pacific/Kiritimati", "Pacific/Pago_Pago"])
+@pytest.mark.parametrize("wall_clock", TIMES_OF_DAY)
 async def test_verify_card_with_the_flag_creates_the_subscription_when_the_card_verifies(
-    asgi_client: httpx.AsyncClient, merchant_factory: Any
+    asgi_client: httpx.AsyncClient, merchant_factory: Any, wall_clock: datetime, timezone: str
 ) -> None:
-    # A timezone far from UTC, so "today in the client's timezone" is not "today in UTC" for half the day.
-    shop = Merchant(
-        asgi_client, await merchant_factory(timezone="Pacific/Kiritimati", currencies=["USD", "GTQ"])
-    )
+    # Timezones far from UTC (+14 and -11), so "today in the client's timezone" is not "today in UTC"
+    # for most of the day; the wall clock pinned at 00:30, 12:00 and 23:30 UTC: at each, one of the two
+    # local dates differs from the UTC date (an anchor taken in UTC is caught whenever the suite runs).
+    shop = Merchant(asgi_client, await merchant_factory(timezone=timezone, currencies=["USD", "GTQ"]))
     plan = await shop.plan(planId="gold-" + secrets.token_hex(3), currency="GTQ", amount=Decimal("25.50"))
     verification = await shop.verify(plan["planId"], email="Ana@Example.com", externalId="order-7")
     assert verification.status == "pending"
@@ -192,7 +203,7 @@ async def test_verify_card_with_the_flag_creates_the_subscription_when_the_card_
     assert stored.currency == "GTQ"  # the plan's
     assert stored.channel == "web"
     assert stored.external_id == "order-7"
-    assert stored.expire_at - stored.created_at == (stored.expire_at - stored.created_at).__class__(hours=24)
+    assert stored.expire_at - stored.created_at == timedelta(hours=24)
 
     page = await asgi_client.get(verification.url)
     assert page.status_code == 200
@@ -208,10 +219,12 @@ async def test_verify_card_with_the_flag_creates_the_subscription_when_the_card_
     assert sub.default_payment_method.brand == "mastercard"
     assert sub.default_payment_method.last4 == "4444"
     clock = body(await asgi_client.get("/_sandbox/clock"))
-    today = datetime.fromisoformat(clock["now"]).astimezone(ZoneInfo("Pacific/Kiritimati")).date()
+    now = datetime.fromisoformat(clock["now"])
+    assert now - wall_clock < timedelta(minutes=5)  # the pinned time of day, not the real one
+    today = now.astimezone(ZoneInfo(timezone)).date()
     assert sub.anchor_date == today
     assert sub.next_renewal_date == today
-    assert sub.timezone == "Pacific/Kiritimati"
+    assert sub.timezone == timezone
     assert sub.period == 0
     assert sub.attempts == 0
     assert sub.charges == []
