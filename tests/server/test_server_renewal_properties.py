@@ -24,6 +24,7 @@ from paysdk.server.db import Database
 from paysdk.server.renewal_dates import local_date, local_midnight, renewal_date
 from paysdk.server.services import renewals, sandbox
 from paysdk.server.services.subscriptions import create_plan, create_subscriptions
+from paysdk.server.services.test_cards import saved_card
 from paysdk.server.subscription_tables import SubscriptionChargeRow, SubscriptionRow
 
 ZONES = ["America/Santiago", "America/New_York", "Europe/London", "America/Guatemala", "Asia/Kolkata"]
@@ -251,12 +252,12 @@ def test_the_charge_process_charges_each_period_begun_while_active_once(
         at = _run_at(first_run, due)
         if runs and at <= runs[-1]:
             at = runs[-1] + renewals.EVERY  # one attempt per subscription and pass: the next run
-        card = DECLINE if sub.attempts < fail_of(sub.period) else APPROVE
+        card = saved_card(DECLINE if sub.attempts < fail_of(sub.period) else APPROVE)
         with db.session() as session:
             session.execute(
                 sqlalchemy.update(SubscriptionRow)
                 .where(SubscriptionRow.id == sub.id)
-                .values(card_number=card)
+                .values(card_renewal=card.renewal, card_decline_reason=card.decline_reason)
             )
         with db.session() as session:
             renewals.expire_ended(session, at)

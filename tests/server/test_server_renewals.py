@@ -75,9 +75,7 @@ async def test_the_job_is_queued_with_the_first_subscription_every_12_hours(
         client = session.scalars(sqlalchemy.select(ClientRow).where(ClientRow.slug == merchant.slug)).one()
         plan_row = session.scalars(sqlalchemy.select(PlanRow).where(PlanRow.plan_id == plan)).one()
         created_at = Clock().now(session)
-        create_subscription(
-            session, client, plan_row, email="a@example.com", card_number=APPROVE, now=created_at
-        )
+        create_subscription(session, client, plan_row, email="a@example.com", card=APPROVE, now=created_at)
     make_subscriptions(db, plan, 2)  # and in bulk: still one job
     with db.session() as session:
         [job] = session.scalars(sqlalchemy.select(JobRow).where(JobRow.kind == "renewals")).all()

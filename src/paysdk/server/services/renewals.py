@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import Table, and_, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
@@ -45,6 +45,7 @@ from paysdk.server.jobs import ClaimedJob
 from paysdk.server.renewal_dates import local_midnight, renewal_date
 from paysdk.server.services import callbacks
 from paysdk.server.services.subscriptions import ChargeRequest, charge_many
+from paysdk.server.services.test_cards import Renewal, SavedCard
 from paysdk.server.subscription_tables import PlanRow, SubscriptionRow
 from paysdk.server.wallet_tables import WalletOutboxRow
 
@@ -214,7 +215,10 @@ class _Due(NamedTuple):
     client_id: int
     plan_id: int
     email: str
-    card_number: str
+    card_brand: str
+    card_last4: str
+    card_renewal: str
+    card_decline_reason: str
     anchor_date: date
     period: int
     next_renewal_date: date
@@ -233,7 +237,10 @@ _CLAIM = Statement(
         _SUBS.c.client_id,
         _SUBS.c.plan_id,
         _SUBS.c.email,
-        _SUBS.c.card_number,
+        _SUBS.c.card_brand,
+        _SUBS.c.card_last4,
+        _SUBS.c.card_renewal,
+        _SUBS.c.card_decline_reason,
         _SUBS.c.anchor_date,
         _SUBS.c.period,
         _SUBS.c.next_renewal_date,
@@ -327,7 +334,9 @@ def charge_batch(session: Session, now: datetime, limit: int = BATCH_SIZE) -> Ru
             ChargeRequest(
                 subscription_id=sub.id,
                 client_id=sub.client_id,
-                card_number=sub.card_number,
+                card=SavedCard(
+                    sub.card_brand, sub.card_last4, cast(Renewal, sub.card_renewal), sub.card_decline_reason
+                ),
                 source="renewal",
                 amount_cents=plan.amount_cents,
                 currency=plan.currency,
