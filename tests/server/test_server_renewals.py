@@ -256,8 +256,8 @@ async def test_sub_pay_problem_says_when_the_retry_will_run(
         (2, retry_run),  # the retry ran when the email said
         (3, retry_run + renewals.EVERY),  # 00:00 + 6 h = 06:00 -> the 12:00 run
     ]
-    mail = await outbox(asgi_client, "six@example.com")
-    assert [m["data"].get("nextAttemptAt") for m in mail] == [
+    every = await outbox(asgi_client, "six@example.com")
+    assert [m["data"].get("nextAttemptAt") for m in every] == [
         "2026-03-03T00:00:00Z",
         "2026-03-03T12:00:00Z",
         None,  # attempt 3 of 3: suspended

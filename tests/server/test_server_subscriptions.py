@@ -730,9 +730,9 @@ def card_numbers_in_database(app: FastAPI, numbers: list[str]) -> list[tuple[str
                 for column, value in row.items():
                     if value is None:
                         continue
-                    raw = value.decode("latin-1") if isinstance(value, bytes | memoryview) else str(value)
                     if isinstance(value, memoryview):
-                        raw = bytes(value).decode("latin-1")
+                        value = bytes(value)
+                    raw = value.decode("latin-1") if isinstance(value, bytes) else str(value)
                     text = re.sub(r"[\s-]", "", raw)
                     found.extend((table.name, column, number) for number in numbers if number in text)
     return found

@@ -21,8 +21,8 @@
 * **Dunning** (D146), per plan: a declined attempt *n* emails ``subPayProblem``; it is retried by the
   first run at or after ``intervalAttempt`` hours later (the email's ``nextAttemptAt``, D350) while
   *n* < ``dailyAttempts`` and that run falls before the end of the local day ``nextRenewalDate +
-  graceDays``; otherwise the subscription becomes
-  ``inactive``, ``subscriptionSuspended`` is emailed (D147) and the ``subsCallback`` queued (D148).
+  graceDays``; otherwise the subscription becomes ``inactive``, ``subscriptionSuspended`` is emailed
+  (D147) and the ``subsCallback`` queued (D148).
 """
 
 from __future__ import annotations
