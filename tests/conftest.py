@@ -5,7 +5,10 @@ Fixtures (other test packages use these names):
 * ``db_url`` -- parametrized ``sqlite`` / ``postgresql``: a fresh SQLite file per test, or a PostgreSQL
   database created for this test session (``paysdk_test_<pid>_<hex>``, dropped at the end) whose tables
   are emptied before each test. PostgreSQL down is a failure, never a skip.
-* ``app`` -- ``create_app(db_url, start_ticker=False)``.
+* ``app`` -- ``create_app(db_url, start_ticker=False)``; its wall clock is the real one unless the test
+  parametrizes ``wall_clock`` with an aware ``datetime`` (``@pytest.mark.parametrize("wall_clock", [...])``):
+  then the server's wall clock starts at that instant and runs on at the real pace (:class:`PinnedWall`),
+  so a verdict that depends on the time of day is the same whenever the suite runs.
 * ``asgi_client`` -- ``httpx.AsyncClient`` over ``httpx.ASGITransport(app)``, base URL ``http://testserver``.
 * ``merchant`` -- a :class:`~paysdk.contracts.sandbox.SandboxClient` created through the control plane
   with the defaults; ``merchant_factory`` -- ``await merchant_factory(**fields)`` for custom ones
@@ -30,6 +33,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -43,6 +47,7 @@ from openapi_conformance import Recorder
 from paysdk import _json
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
 from paysdk.server import create_app
+from paysdk.server.clock import Clock
 from paysdk.server.connections import KEEP_ALIVE_TIMEOUT, uvicorn_connection_options
 from sdk_coverage import covers_check, report_collected  # the covers marker's checks (tests/sdk_coverage.py)
 
@@ -103,10 +108,30 @@ def server_recorder() -> Recorder | None:
     return None
 
 
+class PinnedWall:
+    """A wall clock that reads ``start`` when made and runs on at the real (monotonic) pace."""
+
+    def __init__(self, start: datetime) -> None:
+        self.start = start
+        self._started = time.monotonic()
+
+    def __call__(self) -> datetime:
+        return self.start + timedelta(seconds=time.monotonic() - self._started)
+
+
 @pytest.fixture
-def app(db_url: str, server_recorder: Recorder | None) -> Iterator[FastAPI]:
-    """The reference server app (no ticker: drive time with ``/_sandbox/clock/advance``)."""
-    application = create_app(db_url, start_ticker=False)
+def wall_clock() -> datetime | None:
+    """The instant the server's wall clock starts at: ``None`` (the real clock) unless a test
+    parametrizes ``wall_clock`` directly (see the module docstring)."""
+    return None
+
+
+@pytest.fixture
+def app(db_url: str, server_recorder: Recorder | None, wall_clock: datetime | None) -> Iterator[FastAPI]:
+    """The reference server app (no ticker: drive time with ``/_sandbox/clock/advance``); its wall clock
+    pinned to ``wall_clock`` when a test gives one."""
+    clock = Clock(PinnedWall(wall_clock)) if wall_clock is not None else None
+    application = create_app(db_url, start_ticker=False, clock=clock)
     if server_recorder is not None:
         server_recorder.install(application)
     try:

@@ -13,6 +13,8 @@ settlement job (00:00) has not run yet.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, time, timedelta
@@ -143,6 +145,46 @@ async def test_signature_faults_change_nothing_and_a_notification_applies_once(m
     # The secret survives a reset of the control plane (kept like the wallet's server keys).
     await call(sandbox.sandbox.reset())
     assert (await call(sandbox.sandbox.processor.secret())).secret == secret
+
+
+def _v1_by_hand(secret: str, t: int, body: bytes) -> str:
+    """D193's ``v1`` written out here (not :func:`sign`): hex HMAC-SHA256 of ``"<t>.<raw body>"``; its
+    known answers are in ``tests/foundation/test_processor_signature.py``."""
+    return hmac.new(secret.encode("utf-8"), f"{t}.".encode("ascii") + body, hashlib.sha256).hexdigest()
+
+
+async def test_an_old_signature_with_a_new_timestamp_is_refused(make: Maker, raw: Raw) -> None:
+    """A captured delivery replayed later with a fresh ``t=`` and its old ``v1`` is ``401``: the signature
+    covers the timestamp, so the tolerance window bounds a replay (D193)."""
+    sandbox, client, monday = await _monday(make)
+    payment = await _create(client)
+    now = await move_to(sandbox, monday.replace(hour=23, minute=45))
+    secret = (await call(sandbox.sandbox.processor.secret())).secret
+    t = int(now.timestamp())
+    body = _body(notificationId="ntf-replay", type="settled", paymentId=payment.id, at=now.isoformat())
+    feed = _body(
+        feedId="f-replay",
+        events=[{"eventId": "e-replay", "type": "settled", "paymentId": payment.id, "at": now.isoformat()}],
+    )
+    old, old_feed = _v1_by_hand(secret, t, body), _v1_by_hand(secret, t, feed)
+    # Replayed with a new t inside the tolerance (the server's clock has not moved): refused.
+    for later in (t + 1, t + 200):
+        replay = await raw.post(SETTLEMENTS, body, {SIGNATURE_HEADER: f"t={later},v1={old}"})
+        assert replay.status_code == 401, replay.text
+        assert _field(replay) == SIGNATURE_HEADER
+        replay = await raw.post(FEED, feed, {SIGNATURE_HEADER: f"t={later},v1={old_feed}"})
+        assert replay.status_code == 401, replay.text
+    assert await _status(sandbox, payment.id) == ("captured", None, None)
+    # The original, signed by hand, is accepted: the refusal was the timestamp's.
+    applied = await raw.post(SETTLEMENTS, body, {SIGNATURE_HEADER: f"t={t},v1={old}"})
+    assert applied.status_code == 200, applied.text
+    assert applied.json()["applied"] is True
+    # A day later the capture is replayed with a current t: still refused, whatever it carries.
+    later_now = await move_to(sandbox, now + timedelta(days=1))
+    fresh = int(later_now.timestamp())
+    replay = await raw.post(SETTLEMENTS, body, {SIGNATURE_HEADER: f"t={fresh},v1={old}"})
+    assert replay.status_code == 401, replay.text
+    assert _field(replay) == SIGNATURE_HEADER
 
 
 async def test_bad_bodies_unknown_payments_and_refused_transitions_change_nothing(

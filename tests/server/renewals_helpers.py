@@ -23,10 +23,10 @@ def database(app: FastAPI) -> Database:
     return db
 
 
-def now(db: Database) -> datetime:
-    """The virtual time."""
+def now(db: Database, clock: Clock | None = None) -> datetime:
+    """The virtual time (of ``clock``: the app's, ``app.state.paysdk.clock``, when its wall is pinned)."""
     with db.session() as session:
-        return Clock().now(session)
+        return (clock or Clock()).now(session)
 
 
 def make_plan(db: Database, client: str, **fields: Any) -> str:
@@ -45,12 +45,13 @@ def make_subscriptions(
     card: str = "4242424242424242",
     start: date | None = None,
     email: str | None = None,
+    clock: Clock | None = None,
 ) -> list[str]:
-    """``count`` active subscriptions of ``plan_id``; their uids."""
+    """``count`` active subscriptions of ``plan_id``; their uids (created at ``clock``'s time)."""
     with db.session() as session:
         created = create_subscriptions(
             session,
-            Clock(),
+            clock or Clock(),
             SandboxSubscriptionsCreate(
                 plan_id=plan_id, count=count, card_number=card, start_date=start, email=email
             ),

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import httpx
+import pytest
 
 from paysdk import _json
 from paysdk.contracts.sandbox import CallbackAttempt, SandboxClient, SandboxTransaction
+
+#: Where a verdict depends on the time of day (a client's local date against the UTC date): the server's
+#: wall clock pinned early, at midday and late in a UTC day (``@pytest.mark.parametrize("wall_clock",
+#: TIMES_OF_DAY)``, the ``wall_clock`` fixture of ``tests/conftest.py``), so the test is the same test
+#: whenever the suite runs.
+TIMES_OF_DAY = [
+    pytest.param(datetime(2026, 3, 2, 0, 30, tzinfo=UTC), id="0030Z"),
+    pytest.param(datetime(2026, 3, 2, 12, 0, tzinfo=UTC), id="1200Z"),
+    pytest.param(datetime(2026, 3, 2, 23, 30, tzinfo=UTC), id="2330Z"),
+]
 
 #: The control plane takes JSON bodies only (D92): requests sent with ``content=`` name the type.
 JSON_TYPE = {"Content-Type": "application/json"}

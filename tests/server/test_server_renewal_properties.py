@@ -24,6 +24,7 @@ from paysdk.server.db import Database
 from paysdk.server.renewal_dates import local_date, local_midnight, renewal_date
 from paysdk.server.services import renewals, sandbox
 from paysdk.server.services.subscriptions import create_plan, create_subscriptions
+from paysdk.server.services.test_cards import saved_card
 from paysdk.server.subscription_tables import SubscriptionChargeRow, SubscriptionRow
 
 ZONES = ["America/Santiago", "America/New_York", "Europe/London", "America/Guatemala", "Asia/Kolkata"]
@@ -176,6 +177,19 @@ def _run_at(run_times_start: datetime, instant: datetime) -> datetime:
     term=None,
     failures=[0, 0, 0, 0, 0, 0, 0, 1],
 )
+# A fixed term whose last period is still in its retries when the term ends: it is charged, then expires
+# (an expiry that ignored the period owed ended it uncharged, issue 20).
+@example(
+    zone="America/Guatemala",
+    interval="day",
+    count=1,
+    start_in=0,
+    daily_attempts=3,
+    interval_attempt=36,
+    grace_days=None,
+    term=1,
+    failures=[1, 0, 0, 0, 0, 0, 0, 0],
+)
 def test_the_charge_process_charges_each_period_begun_while_active_once(
     sim_db: Database,
     zone: str,
@@ -238,12 +252,12 @@ def test_the_charge_process_charges_each_period_begun_while_active_once(
         at = _run_at(first_run, due)
         if runs and at <= runs[-1]:
             at = runs[-1] + renewals.EVERY  # one attempt per subscription and pass: the next run
-        card = DECLINE if sub.attempts < fail_of(sub.period) else APPROVE
+        card = saved_card(DECLINE if sub.attempts < fail_of(sub.period) else APPROVE)
         with db.session() as session:
             session.execute(
                 sqlalchemy.update(SubscriptionRow)
                 .where(SubscriptionRow.id == sub.id)
-                .values(card_number=card)
+                .values(card_renewal=card.renewal, card_decline_reason=card.decline_reason)
             )
         with db.session() as session:
             renewals.expire_ended(session, at)
@@ -301,9 +315,13 @@ def test_the_charge_process_charges_each_period_begun_while_active_once(
         assert len(approved) == suspended_in
     elif final.status == "expired":
         assert term is not None
-        # Every period of the term, or all but the last when its retries outlived the term.
-        assert len(approved) == term or by_period[term - 1][-1].status == "declined"
+        # Every period of the term was charged: a period still in its retries when the term ends is
+        # retried (and expires the subscription once approved) or suspends it, never expires uncharged.
+        assert len(approved) == term
+        assert final.period == term
         assert final.ended_at is not None
+        assert final.ends_on is not None
+        assert _aware(final.ended_at) == local_midnight(final.ends_on, zone)
     else:
         assert final.status == "active"
         # Every period before the current one is charged. A period in its retries has begun, and the

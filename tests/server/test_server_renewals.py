@@ -22,7 +22,7 @@ from renewals_helpers import (
     set_status,
     subscription,
 )
-from server_helpers import advance
+from server_helpers import TIMES_OF_DAY, advance
 
 from paysdk.contracts.subscriptions import SubsCallback
 from paysdk.server.clock import Clock
@@ -75,9 +75,7 @@ async def test_the_job_is_queued_with_the_first_subscription_every_12_hours(
         client = session.scalars(sqlalchemy.select(ClientRow).where(ClientRow.slug == merchant.slug)).one()
         plan_row = session.scalars(sqlalchemy.select(PlanRow).where(PlanRow.plan_id == plan)).one()
         created_at = Clock().now(session)
-        create_subscription(
-            session, client, plan_row, email="a@example.com", card_number=APPROVE, now=created_at
-        )
+        create_subscription(session, client, plan_row, email="a@example.com", card=APPROVE, now=created_at)
     make_subscriptions(db, plan, 2)  # and in bulk: still one job
     with db.session() as session:
         [job] = session.scalars(sqlalchemy.select(JobRow).where(JobRow.kind == "renewals")).all()
@@ -103,18 +101,24 @@ def test_first_run_at_is_the_next_half_day_boundary() -> None:
 
 
 @pytest.mark.parametrize("timezone", ["America/Santiago", "America/New_York", "Europe/London"])
+@pytest.mark.parametrize("wall_clock", TIMES_OF_DAY)
 async def test_one_advance_of_30_days_charges_every_period_in_order_once(
-    app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient, timezone: str
+    app: FastAPI,
+    merchant_factory: Any,
+    asgi_client: httpx.AsyncClient,
+    timezone: str,
+    wall_clock: datetime,
 ) -> None:
     db = database(app)
+    clock = app.state.paysdk.clock
     merchant = await merchant_factory(timezone=timezone)
     daily = make_plan(db, merchant.slug, interval="day")
     weekly = make_plan(db, merchant.slug, interval="week")
-    start = now(db)
-    [day_sub] = make_subscriptions(db, daily)
-    [week_sub] = make_subscriptions(db, weekly)
+    start = now(db, clock)
+    [day_sub] = make_subscriptions(db, daily, clock=clock)
+    [week_sub] = make_subscriptions(db, weekly, clock=clock)
     await advance(asgi_client, 30 * DAY)  # ONE request
-    end = now(db)
+    end = now(db, clock)
     runs = run_times(start, end)
     anchor = local_date(start, timezone)
     for sub_uid, interval in ((day_sub, "day"), (week_sub, "week")):
@@ -148,22 +152,28 @@ async def test_one_advance_of_30_days_charges_every_period_in_order_once(
 # ------------------------------------------------------------------------------------ dunning
 
 
+@pytest.mark.parametrize("wall_clock", TIMES_OF_DAY)
 async def test_dunning_follows_each_plan_with_emails_and_one_callback(
-    app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient, callback_sink: Any
+    app: FastAPI,
+    merchant_factory: Any,
+    asgi_client: httpx.AsyncClient,
+    callback_sink: Any,
+    wall_clock: datetime,
 ) -> None:
     db = database(app)
+    clock = app.state.paysdk.clock
     merchant = await merchant_factory(callback_url=callback_sink.url, timezone="America/Guatemala")
     three = make_plan(db, merchant.slug, interval="month", daily_attempts=3, interval_attempt=12)
     one = make_plan(db, merchant.slug, interval="month", daily_attempts=1)
     graced = make_plan(
         db, merchant.slug, interval="month", daily_attempts=5, interval_attempt=24, grace_days=1
     )
-    start = now(db)
-    [sub3] = make_subscriptions(db, three, card=DECLINE_ALWAYS, email="three@example.com")
-    [sub1] = make_subscriptions(db, one, card=DECLINE_ALWAYS, email="one@example.com")
-    [subg] = make_subscriptions(db, graced, card=DECLINE_ALWAYS, email="grace@example.com")
+    start = now(db, clock)
+    [sub3] = make_subscriptions(db, three, card=DECLINE_ALWAYS, email="three@example.com", clock=clock)
+    [sub1] = make_subscriptions(db, one, card=DECLINE_ALWAYS, email="one@example.com", clock=clock)
+    [subg] = make_subscriptions(db, graced, card=DECLINE_ALWAYS, email="grace@example.com", clock=clock)
     await advance(asgi_client, 5 * DAY)
-    runs = run_times(start, now(db))
+    runs = run_times(start, now(db, clock))
     first = runs[0]
 
     rows3 = charges(db, sub3)
@@ -210,6 +220,49 @@ async def test_dunning_follows_each_plan_with_emails_and_one_callback(
     await advance(asgi_client, 40 * DAY)
     assert len(charges(db, sub3)) == 3
     assert len(callback_sink.received) == 3
+
+
+#: A Monday 08:00 UTC (02:00 in Guatemala): the first run is 12:00 UTC; a 6-hour retry would be 18:00.
+PINNED_MORNING = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("wall_clock", [PINNED_MORNING])
+async def test_sub_pay_problem_says_when_the_retry_will_run(
+    app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient, wall_clock: datetime
+) -> None:
+    """``nextAttemptAt`` is the run that makes the retry (00:00, the 12-hour grid), not the decline time +
+    ``intervalAttempt`` (18:00): the email, the sandbox view and the retry's own time agree (D146, D350)."""
+    db = database(app)
+    clock = app.state.paysdk.clock
+    merchant = await merchant_factory(timezone="America/Guatemala")
+    plan = make_plan(db, merchant.slug, interval="month", daily_attempts=3, interval_attempt=6)
+    [sub_uid] = make_subscriptions(db, plan, card=DECLINE_ALWAYS, email="six@example.com", clock=clock)
+    first = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    assert renewals.first_run_at(now(db, clock)) == first
+    await advance(asgi_client, 5 * 3600)  # past the first run (12:00), before 18:00
+    [declined] = charges(db, sub_uid)
+    assert aware(declined.created_at) == first
+    retry_run = datetime(2026, 3, 3, 0, tzinfo=UTC)
+    [mail] = await outbox(asgi_client, "six@example.com")
+    assert mail["data"]["notifyEvent"] == "subPayProblem"
+    assert mail["data"]["nextAttemptAt"] == "2026-03-03T00:00:00Z"
+    view = (await asgi_client.get(f"/_sandbox/subscriptions/{sub_uid}")).json()
+    assert datetime.fromisoformat(view["nextAttemptAt"]) == retry_run
+
+    await advance(asgi_client, DAY)
+    rows = charges(db, sub_uid)
+    assert [(r.attempt, aware(r.created_at)) for r in rows] == [
+        (1, first),
+        (2, retry_run),  # the retry ran when the email said
+        (3, retry_run + renewals.EVERY),  # 00:00 + 6 h = 06:00 -> the 12:00 run
+    ]
+    every = await outbox(asgi_client, "six@example.com")
+    assert [m["data"].get("nextAttemptAt") for m in every] == [
+        "2026-03-03T00:00:00Z",
+        "2026-03-03T12:00:00Z",
+        None,  # attempt 3 of 3: suspended
+        None,
+    ]
 
 
 async def test_the_callback_is_retried_with_one_event_id_and_a_410_stops_it(
@@ -275,14 +328,16 @@ async def test_card_3155_renews_on_a_three_ds_client_with_no_challenge(
 # ------------------------------------------------------------------------------------ states
 
 
+@pytest.mark.parametrize("wall_clock", TIMES_OF_DAY)
 async def test_a_fixed_term_expires_after_its_last_period(
-    app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient
+    app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient, wall_clock: datetime
 ) -> None:
     db = database(app)
+    clock = app.state.paysdk.clock
     merchant = await merchant_factory(timezone="America/New_York")
     plan = make_plan(db, merchant.slug, interval="day", interval_count=2, term=3)
-    start = now(db)
-    [sub_uid] = make_subscriptions(db, plan)
+    start = now(db, clock)
+    [sub_uid] = make_subscriptions(db, plan, clock=clock)
     await advance(asgi_client, 10 * DAY)
     anchor = local_date(start, "America/New_York")
     rows = charges(db, sub_uid)
@@ -292,6 +347,39 @@ async def test_a_fixed_term_expires_after_its_last_period(
     assert sub.ends_on == anchor + timedelta(days=6)
     assert sub.ended_at is not None
     assert aware(sub.ended_at) == local_midnight(anchor + timedelta(days=6), "America/New_York")
+
+
+@pytest.mark.parametrize("wall_clock", [PINNED_MORNING])
+async def test_a_fixed_term_whose_last_period_is_in_retries_is_charged_before_it_expires(
+    app: FastAPI, merchant_factory: Any, asgi_client: httpx.AsyncClient, wall_clock: datetime
+) -> None:
+    """Term 2, daily: period 1 (renewal 3 March) declines at 12:00 UTC of the 3rd, its retry runs 36 hours
+    later (5 March 00:00), after ``endsOn`` (4 March) began: the retry is made and approved, then the
+    subscription expires; it never expires with its last period uncharged (D145)."""
+    db = database(app)
+    clock = app.state.paysdk.clock
+    merchant = await merchant_factory(timezone="America/Guatemala")
+    plan = make_plan(
+        db, merchant.slug, interval="day", term=2, daily_attempts=3, interval_attempt=36, grace_days=None
+    )
+    [sub_uid] = make_subscriptions(db, plan, card=DECLINE_FIRST_OF_SECOND, clock=clock)
+    anchor = local_date(now(db, clock), "America/Guatemala")
+    assert subscription(db, sub_uid).ends_on == anchor + timedelta(days=2)
+    await advance(asgi_client, 2 * DAY + 6 * 3600)  # to 4 March 14:00 UTC: endsOn began, no retry yet
+    sub = subscription(db, sub_uid)
+    assert (sub.status, sub.period, sub.attempts) == ("active", 1, 1)
+    await advance(asgi_client, 2 * DAY)
+    rows = charges(db, sub_uid)
+    assert [(r.period, r.attempt, r.status) for r in rows] == [
+        (0, 1, "approved"),
+        (1, 1, "declined"),
+        (1, 2, "approved"),
+    ]
+    assert aware(rows[2].created_at) == datetime(2026, 3, 5, 0, tzinfo=UTC)
+    sub = subscription(db, sub_uid)
+    assert (sub.status, sub.period) == ("expired", 2)
+    assert sub.ended_at is not None
+    assert aware(sub.ended_at) == local_midnight(anchor + timedelta(days=2), "America/Guatemala")
 
 
 async def test_cancelled_and_inactive_subscriptions_are_never_charged(

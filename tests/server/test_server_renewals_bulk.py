@@ -25,6 +25,7 @@ from paysdk.server.services.subscriptions import (
     create_plan,
     create_subscription,
     load_plan,
+    saved_card_of,
 )
 from paysdk.server.subscription_tables import SubscriptionChargeRow, SubscriptionRow
 
@@ -51,9 +52,7 @@ def _subscriptions(db: Database, *cards: str) -> list[int]:
         client_row = session.scalars(sqlalchemy.select(ClientRow).where(ClientRow.slug == "bulk")).one()
         plan_row = load_plan(session, plan.plan_id)
         return [
-            create_subscription(
-                session, client_row, plan_row, email="a@example.com", card_number=card, now=now
-            ).id
+            create_subscription(session, client_row, plan_row, email="a@example.com", card=card, now=now).id
             for card in cards
         ]
 
@@ -63,7 +62,7 @@ def _request(session: Any, sub_id: int, *, period: int, attempt: int) -> ChargeR
     return ChargeRequest(
         subscription_id=sub.id,
         client_id=sub.client_id,
-        card_number=sub.card_number,
+        card=saved_card_of(sub),
         source="renewal",
         amount_cents=499,
         currency="CLP",

@@ -9,7 +9,7 @@ import base64
 import re
 import secrets
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -18,8 +18,17 @@ import httpx
 import nacl.signing
 import pytest
 from fastapi import FastAPI
-from server_helpers import JSON_TYPE, advance, assert_error, body, dumps, page_token, transaction
-from sqlalchemy import func, select, update
+from server_helpers import (
+    JSON_TYPE,
+    TIMES_OF_DAY,
+    advance,
+    assert_error,
+    body,
+    dumps,
+    page_token,
+    transaction,
+)
+from sqlalchemy import MetaData, func, select, update
 
 from openapi_conformance import checked_server_recorder as server_recorder
 from paysdk._jwt import sign_merchant
@@ -170,13 +179,15 @@ async def shop(asgi_client: httpx.AsyncClient, merchant_factory: Any) -> Merchan
 # ------------------------------------------------------------------------------------ verify-card
 
 
+@pytest.mark.parametrize("timezone", ["Pacific/Kiritimati", "Pacific/Pago_Pago"])
+@pytest.mark.parametrize("wall_clock", TIMES_OF_DAY)
 async def test_verify_card_with_the_flag_creates_the_subscription_when_the_card_verifies(
-    asgi_client: httpx.AsyncClient, merchant_factory: Any
+    asgi_client: httpx.AsyncClient, merchant_factory: Any, wall_clock: datetime, timezone: str
 ) -> None:
-    # A timezone far from UTC, so "today in the client's timezone" is not "today in UTC" for half the day.
-    shop = Merchant(
-        asgi_client, await merchant_factory(timezone="Pacific/Kiritimati", currencies=["USD", "GTQ"])
-    )
+    # Timezones far from UTC (+14 and -11), so "today in the client's timezone" is not "today in UTC"
+    # for most of the day; the wall clock pinned at 00:30, 12:00 and 23:30 UTC: at each, one of the two
+    # local dates differs from the UTC date (an anchor taken in UTC is caught whenever the suite runs).
+    shop = Merchant(asgi_client, await merchant_factory(timezone=timezone, currencies=["USD", "GTQ"]))
     plan = await shop.plan(planId="gold-" + secrets.token_hex(3), currency="GTQ", amount=Decimal("25.50"))
     verification = await shop.verify(plan["planId"], email="Ana@Example.com", externalId="order-7")
     assert verification.status == "pending"
@@ -192,7 +203,7 @@ async def test_verify_card_with_the_flag_creates_the_subscription_when_the_card_
     assert stored.currency == "GTQ"  # the plan's
     assert stored.channel == "web"
     assert stored.external_id == "order-7"
-    assert stored.expire_at - stored.created_at == (stored.expire_at - stored.created_at).__class__(hours=24)
+    assert stored.expire_at - stored.created_at == timedelta(hours=24)
 
     page = await asgi_client.get(verification.url)
     assert page.status_code == 200
@@ -208,10 +219,12 @@ async def test_verify_card_with_the_flag_creates_the_subscription_when_the_card_
     assert sub.default_payment_method.brand == "mastercard"
     assert sub.default_payment_method.last4 == "4444"
     clock = body(await asgi_client.get("/_sandbox/clock"))
-    today = datetime.fromisoformat(clock["now"]).astimezone(ZoneInfo("Pacific/Kiritimati")).date()
+    now = datetime.fromisoformat(clock["now"])
+    assert now - wall_clock < timedelta(minutes=5)  # the pinned time of day, not the real one
+    today = now.astimezone(ZoneInfo(timezone)).date()
     assert sub.anchor_date == today
     assert sub.next_renewal_date == today
-    assert sub.timezone == "Pacific/Kiritimati"
+    assert sub.timezone == timezone
     assert sub.period == 0
     assert sub.attempts == 0
     assert sub.charges == []
@@ -699,3 +712,147 @@ async def test_control_plane_creates_100000_subscriptions_at_once(
     assert elapsed < 60, f"100,000 subscriptions took {elapsed:.1f} s"
     with app.state.paysdk.db.session() as session:
         assert session.scalar(select(func.count()).select_from(VerificationRow)) == 0
+
+
+# ------------------------------------------------------------------------------------ stored cards
+
+
+def card_numbers_in_database(app: FastAPI, numbers: list[str]) -> list[tuple[str, str, str]]:
+    """Every ``(table, column, number)`` where a value of the server's database (every table of the real
+    database, reflected, every column read as text, spaces and dashes removed) holds one of ``numbers``."""
+    engine = app.state.paysdk.db.engine
+    metadata = MetaData()
+    metadata.reflect(bind=engine)
+    found: list[tuple[str, str, str]] = []
+    with engine.connect() as connection:
+        for table in metadata.sorted_tables:
+            for row in connection.execute(select(table)).mappings():
+                for column, value in row.items():
+                    if value is None:
+                        continue
+                    if isinstance(value, memoryview):
+                        value = bytes(value)
+                    raw = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+                    text = re.sub(r"[\s-]", "", raw)
+                    found.extend((table.name, column, number) for number in numbers if number in text)
+    return found
+
+
+async def test_no_table_holds_a_full_card_number_after_enrolment(
+    app: FastAPI, asgi_client: httpx.AsyncClient, merchant_factory: Any
+) -> None:
+    """Each way a card reaches the server (verify-card paid headlessly, on the hosted checkout's form and
+    through a 3-D Secure challenge; the control plane's bulk subscriptions; a payment link; a terminal
+    payment; a wallet linking token), then renewals and a batch charge: no value of any table holds a
+    whole card number; the subscription shows brand and last four and keeps charging as its test card
+    does (D351)."""
+    three_ds = Merchant(asgi_client, await merchant_factory(three_ds=True))
+    shop = Merchant(asgi_client, await merchant_factory())
+    numbers: list[str] = []
+
+    plan = await shop.plan(interval="day")
+    headless = await shop.subscribe(plan["planId"], MASTERCARD)
+    numbers.append(MASTERCARD)
+
+    form_card = "4000000000000333"  # declines the first attempt of period 1
+    verification = await shop.verify(plan["planId"], email="form@example.com")
+    token = await page_token(asgi_client, verification.url)
+    form = {"orderId": verification.uid, "formToken": token, "cardNumber": "4000 0000 0000 0333", **CARD_FORM}
+    assert (await asgi_client.post("/checkout/pay", data=form)).status_code in (200, 303)
+    assert verification.sub_uid is not None
+    on_form = verification.sub_uid
+    numbers.append(form_card)
+
+    challenged = await three_ds.verify((await three_ds.plan())["planId"])
+    pending = await pay(asgi_client, challenged.uid, THREE_DS)
+    assert pending["outcome"] == "three_ds_required"
+    numbers.append(THREE_DS)
+    # Between the card form and the challenge's answer, the verification keeps the card: not its number.
+    assert card_numbers_in_database(app, numbers) == []
+    assert (await pay(asgi_client, challenged.uid, THREE_DS, "approve"))["status"] == "approved"
+
+    unknown = "4111111111111111"  # Luhn-valid, not a test card: every off-session charge declines
+    declining = "4000000000009995"  # insufficient funds
+    bulk: list[str] = []
+    for number in (unknown, declining):
+        created = await asgi_client.post(
+            "/_sandbox/subscriptions",
+            content=dumps({"planId": plan["planId"], "count": 2, "cardNumber": number}),
+            headers=JSON_TYPE,
+        )
+        assert created.status_code == 201, created.text
+        bulk.append(body(created)["subUids"][0])
+        numbers.append(number)
+    bulk_unknown, bulk_declining = bulk
+
+    link = await asgi_client.post(
+        "/transactions",
+        content=dumps(
+            {
+                "amount": Decimal("10.50"),
+                "userId": "+50212345678",
+                "channel": "wa",
+                "client": shop.merchant.slug,
+            }
+        ),
+        headers={"Authorization": shop.merchant.sandbox_token},
+    )
+    assert link.status_code == 200, link.text
+    amex = "378282246310005"
+    assert (await pay(asgi_client, body(link)["uid"], amex))["status"] == "approved"
+    numbers.append(amex)
+
+    terminal = await asgi_client.post(
+        "/terminal-payment",
+        content=dumps(
+            {
+                "amount": 25,
+                "currency": shop.merchant.currencies[0],
+                "terminalId": "POS-1",
+                "card": {"number": VISA, "expiryMonth": 12, "expiryYear": 2030, "cvv": "123"},
+            }
+        ),
+        headers={"Authorization": shop.merchant.sandbox_token},
+    )
+    assert terminal.status_code == 201, terminal.text
+    numbers.append(VISA)
+    discover = "6011000990139424"
+    linking = await asgi_client.post(
+        "/_sandbox/linking-tokens", content=dumps({"pan": discover, "expiry": "12/30"}), headers=JSON_TYPE
+    )
+    assert linking.status_code == 201, linking.text
+    numbers.append(discover)
+
+    await advance(asgi_client, 3 * 86400)  # renewals charge every subscription
+    shop._token = None  # the access token expired during the advance: log in again
+    rows = f"subscriptionId,amount,reference\n{headless},5.00,once-1\n{on_form},5.00,once-2\n"
+    batch = await asgi_client.post(
+        f"{P}/charges/upload-csv",
+        files={"file": ("charges.csv", rows.encode(), "text/csv")},
+        headers=await shop.headers(),
+    )
+    results = data_of(batch)["results"]
+    assert results[0]["status"] == "charged"
+    assert results[1]["status"] == "charged"
+
+    assert card_numbers_in_database(app, numbers) == []
+
+    # What is shown and how each keeps charging: as its test card.
+    shown = await sandbox_sub(asgi_client, headless)
+    assert (shown.default_payment_method.brand, shown.default_payment_method.last4) == ("mastercard", "4444")
+    assert {c.status for c in shown.charges} == {"approved"}
+    form_sub = await sandbox_sub(asgi_client, on_form)
+    assert [(c.period, c.attempt, c.status) for c in form_sub.charges][:3] == [
+        (0, 1, "approved"),
+        (1, 1, "declined"),
+        (1, 2, "approved"),
+    ]
+    assert (await sandbox_sub(asgi_client, str(challenged.sub_uid))).default_payment_method.last4 == "3155"
+    for sub_uid, reason in ((bulk_unknown, "card_declined"), (bulk_declining, "insufficient_funds")):
+        charges = (await sandbox_sub(asgi_client, sub_uid)).charges
+        assert charges
+        assert {(c.status, c.reason) for c in charges} == {("declined", reason)}
+    with app.state.paysdk.db.session() as session:
+        tokens = session.scalars(select(SubscriptionRow.card_token)).all()
+    assert all(re.fullmatch(r"pm_[0-9a-f]{24}", token) for token in tokens)
+    assert len(set(tokens)) == len(tokens)  # one payment method per subscription

@@ -162,6 +162,25 @@ async def test_every_patch_error_names_its_field_and_changes_nothing(
     assert body(captured)["capturedAmount"] == 20
 
 
+async def test_a_capture_eight_days_on_is_refused_even_when_the_lapse_job_has_not_run(
+    app: FastAPI, asgi_client: httpx.AsyncClient, merchant: SandboxClient
+) -> None:
+    """The clock moves 8 days on in the database (no ``clock/advance``, so the lapse job has not run and
+    the payment is still ``authorized``): the capture itself checks the 7 days (D191) and is refused."""
+    created = body(await create(asgi_client, merchant, captureMode="manual"))
+    context = app.state.paysdk
+    with context.db.session() as session:
+        context.clock.set_offset_at_least(session, context.clock.offset_us(session) + 8 * 86400 * 1_000_000)
+    shown = (await asgi_client.get(f"/_sandbox/terminal/payments/{created['id']}")).json()
+    assert shown["status"] == "authorized"  # the job did not run
+    path = f"{P}/{created['id']}"
+    refused = await asgi_client.patch(path, content=dumps({"action": "capture"}), headers=auth(merchant))
+    assert_error(refused, 409, None, "action")
+    assert "7 days" in body(refused)["message"]
+    after = (await asgi_client.get(f"/_sandbox/terminal/payments/{created['id']}")).json()
+    assert after == shown  # nothing captured
+
+
 async def test_control_plane_affiliation(asgi_client: httpx.AsyncClient, merchant: SandboxClient) -> None:
     first = await asgi_client.get("/_sandbox/terminal/affiliation", params={"client": merchant.slug})
     assert first.status_code == 200

@@ -68,8 +68,10 @@ class PlanRow(Base):
 
 class SubscriptionRow(Base):
     """A subscription (D142). ``period`` is the index of the next period to charge (0: the anchor date);
-    ``attempts`` the failed attempts of that period; ``card_number`` the sandbox test card of the default
-    method (never shown: brand and last four are)."""
+    ``attempts`` the failed attempts of that period. The default method is kept as a processor keeps a
+    saved card, never its number (D351): ``card_brand`` and ``card_last4`` (shown), ``card_token`` (the
+    payment method's random id) and what the sandbox test card does when charged off-session
+    (``card_renewal``, ``card_decline_reason``: :class:`paysdk.server.services.test_cards.SavedCard`)."""
 
     __tablename__ = "subscriptions"
     __table_args__ = (Index("ix_subscriptions_due", "status", "due_at"),)
@@ -80,9 +82,11 @@ class SubscriptionRow(Base):
     plan_id: Mapped[int] = mapped_column(ForeignKey("subscription_plans.id", ondelete="CASCADE"))
     status: Mapped[str] = mapped_column(String(16))
     email: Mapped[str] = mapped_column(String(254))
-    card_number: Mapped[str] = mapped_column(String(19))
+    card_token: Mapped[str] = mapped_column(String(40))
     card_brand: Mapped[str] = mapped_column(String(16))
     card_last4: Mapped[str] = mapped_column(String(4))
+    card_renewal: Mapped[str] = mapped_column(String(48))
+    card_decline_reason: Mapped[str] = mapped_column(String(40))
     anchor_date: Mapped[date] = mapped_column(Date)
     period: Mapped[int] = mapped_column(Integer)
     next_renewal_date: Mapped[date] = mapped_column(Date)
@@ -144,7 +148,8 @@ class SubscriptionChargeRow(Base):
 
 class VerificationRow(Base):
     """What a verify-card transaction creates once the card verifies (D140): the reserved ``sub_uid`` (or
-    none when ``shouldCreateSubscription`` was false), the plan, the notification email and the card."""
+    none when ``shouldCreateSubscription`` was false), the plan, the notification email and what is kept
+    of the card (as on the subscription, never its number, D351)."""
 
     __tablename__ = "subscription_verifications"
 
@@ -156,9 +161,13 @@ class VerificationRow(Base):
         ForeignKey("subscription_plans.id", ondelete="CASCADE"), nullable=True
     )
     email: Mapped[str | None] = mapped_column(String(254), nullable=True)
-    #: The test card given on the checkout (kept from the card form to a 3-D Secure challenge's answer):
-    #: the subscription's default method once the card verifies.
-    card_number: Mapped[str | None] = mapped_column(String(19), nullable=True)
+    #: The card given on the checkout, as a saved card (kept from the card form to a 3-D Secure
+    #: challenge's answer): the subscription's default method once the card verifies. ``None`` until a
+    #: card is given.
+    card_brand: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    card_last4: Mapped[str | None] = mapped_column(String(4), nullable=True)
+    card_renewal: Mapped[str | None] = mapped_column(String(48), nullable=True)
+    card_decline_reason: Mapped[str | None] = mapped_column(String(40), nullable=True)
     created_at: Mapped[datetime]
 
 

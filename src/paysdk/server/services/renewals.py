@@ -18,10 +18,11 @@
   status)`` the batch read, and the unique indexes of :mod:`paysdk.server.subscription_tables` refuse a
   second attempt row or a second approved charge of one period: a batch that collides with another
   runner rolls back whole and is claimed again.
-* **Dunning** (D146), per plan: a declined attempt *n* emails ``subPayProblem``; it is retried
-  ``intervalAttempt`` hours later while *n* < ``dailyAttempts`` and the run that would retry it falls
-  before the end of the local day ``nextRenewalDate + graceDays``; otherwise the subscription becomes
-  ``inactive``, ``subscriptionSuspended`` is emailed (D147) and the ``subsCallback`` queued (D148).
+* **Dunning** (D146), per plan: a declined attempt *n* emails ``subPayProblem``; it is retried by the
+  first run at or after ``intervalAttempt`` hours later (the email's ``nextAttemptAt``, D350) while
+  *n* < ``dailyAttempts`` and that run falls before the end of the local day ``nextRenewalDate +
+  graceDays``; otherwise the subscription becomes ``inactive``, ``subscriptionSuspended`` is emailed
+  (D147) and the ``subsCallback`` queued (D148).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import Table, and_, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
@@ -44,6 +45,7 @@ from paysdk.server.jobs import ClaimedJob
 from paysdk.server.renewal_dates import local_midnight, renewal_date
 from paysdk.server.services import callbacks
 from paysdk.server.services.subscriptions import ChargeRequest, charge_many
+from paysdk.server.services.test_cards import Renewal, SavedCard
 from paysdk.server.subscription_tables import PlanRow, SubscriptionRow
 from paysdk.server.wallet_tables import WalletOutboxRow
 
@@ -191,17 +193,18 @@ def _email(
 
 def _retry_at(sub: _Due, plan: PlanRow, timezone: str, now: datetime, attempt: int) -> datetime | None:
     """When the declined ``attempt`` of ``sub``'s period is tried again, or ``None``: every attempt spent
-    (D146)."""
+    (D146). That is the run that makes the retry (the first run of the 12-hour grid, D170, at or after
+    ``intervalAttempt`` hours after the decline), not the decline time + ``intervalAttempt``: the
+    ``subPayProblem`` email's ``nextAttemptAt`` and the subscription's ``due_at`` both say it (D350)."""
     if attempt >= plan.daily_attempts:
         return None
-    retry = now + timedelta(hours=plan.interval_attempt_hours)
+    run = first_run_at(now + timedelta(hours=plan.interval_attempt_hours) - timedelta(microseconds=1))
     if plan.grace_days is not None:
         end = local_midnight(sub.next_renewal_date + timedelta(days=plan.grace_days + 1), timezone)
-        # The retry is made by the first run at or after ``retry`` (the 12-hour grid, D170): that run, not
-        # the retry time, must fall inside the grace window.
-        if first_run_at(retry - timedelta(microseconds=1)) >= end:
+        # That run, not the retry time, must fall inside the grace window.
+        if run >= end:
             return None
-    return retry
+    return run
 
 
 class _Due(NamedTuple):
@@ -212,7 +215,10 @@ class _Due(NamedTuple):
     client_id: int
     plan_id: int
     email: str
-    card_number: str
+    card_brand: str
+    card_last4: str
+    card_renewal: str
+    card_decline_reason: str
     anchor_date: date
     period: int
     next_renewal_date: date
@@ -231,7 +237,10 @@ _CLAIM = Statement(
         _SUBS.c.client_id,
         _SUBS.c.plan_id,
         _SUBS.c.email,
-        _SUBS.c.card_number,
+        _SUBS.c.card_brand,
+        _SUBS.c.card_last4,
+        _SUBS.c.card_renewal,
+        _SUBS.c.card_decline_reason,
         _SUBS.c.anchor_date,
         _SUBS.c.period,
         _SUBS.c.next_renewal_date,
@@ -325,7 +334,9 @@ def charge_batch(session: Session, now: datetime, limit: int = BATCH_SIZE) -> Ru
             ChargeRequest(
                 subscription_id=sub.id,
                 client_id=sub.client_id,
-                card_number=sub.card_number,
+                card=SavedCard(
+                    sub.card_brand, sub.card_last4, cast(Renewal, sub.card_renewal), sub.card_decline_reason
+                ),
                 source="renewal",
                 amount_cents=plan.amount_cents,
                 currency=plan.currency,

@@ -17,7 +17,7 @@ conflict ``409``.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import select, update
@@ -36,7 +36,7 @@ from paysdk.server.bodies import parse_json_object
 from paysdk.server.core_tables import ClientRow, TransactionRow
 from paysdk.server.errors import APIProblem, problem_from_validation
 from paysdk.server.services import subscriptions, transactions
-from paysdk.server.services.test_cards import normalize_number
+from paysdk.server.services.test_cards import Renewal, SavedCard, saved_card
 from paysdk.server.services.wallet_tokens import Principal
 from paysdk.server.subscription_tables import PlanRow, SubscriptionRow, VerificationRow
 
@@ -167,12 +167,18 @@ def verify_card(
 
 
 def remember_card(session: Session, tx: TransactionRow, card_number: str) -> None:
-    """Keep the (valid) card given for verification ``tx`` until its outcome (a 3-D Secure challenge
-    is answered in a later request)."""
+    """Keep what a processor keeps of the (valid) card given for verification ``tx`` (never its number,
+    D351) until its outcome (a 3-D Secure challenge is answered in a later request)."""
+    card = saved_card(card_number)
     session.execute(
         update(VerificationRow)
         .where(VerificationRow.transaction_uid == tx.uid)
-        .values(card_number=normalize_number(card_number))
+        .values(
+            card_brand=card.brand,
+            card_last4=card.last4,
+            card_renewal=card.renewal,
+            card_decline_reason=card.decline_reason,
+        )
         .execution_options(synchronize_session=False)
     )
 
@@ -181,8 +187,13 @@ def on_verified(session: Session, tx: TransactionRow, client: ClientRow, now: da
     """Verification ``tx`` was approved (in the transaction that finished it): create the reserved
     subscription, ``active``, with the card as its default method (flag true); nothing else otherwise."""
     row = session.scalars(select(VerificationRow).where(VerificationRow.transaction_uid == tx.uid)).first()
-    if row is None or row.sub_uid is None or row.plan_id is None or row.card_number is None:
+    if row is None or row.sub_uid is None or row.plan_id is None:
         return
+    if row.card_brand is None or row.card_last4 is None or row.card_renewal is None:
+        return
+    card = SavedCard(
+        row.card_brand, row.card_last4, cast(Renewal, row.card_renewal), row.card_decline_reason or ""
+    )
     plan = session.get(PlanRow, row.plan_id)
     if plan is None:  # pragma: no cover - plans are never deleted but by a reset
         return
@@ -191,7 +202,7 @@ def on_verified(session: Session, tx: TransactionRow, client: ClientRow, now: da
         client,
         plan,
         email=row.email or "",
-        card_number=row.card_number,
+        card=card,
         now=now,
         sub_uid=row.sub_uid,
         verification_uid=tx.uid,

@@ -4,8 +4,10 @@ The one place a subscription is created (:func:`create_subscription`: by a verif
 by the control plane, D142) and the one place a subscription's default method is charged
 (:func:`charge_many`, :func:`charge` for one: by the scheduled charge process,
 :mod:`paysdk.server.services.renewals`, and by batch CSV rows, :mod:`paysdk.server.services.batch_charges`).
-Outcomes come from the test card (:func:`paysdk.server.services.test_cards.decide_charge`): never 3-D
-Secure off-session (D149).
+Outcomes come from the test card (:func:`paysdk.server.services.test_cards.decide_saved_charge`): never
+3-D Secure off-session (D149). A subscription keeps its card as a processor keeps a saved card (brand,
+last four, a random token and what the test card does off-session, derived at enrolment), never the
+number (D351).
 
 Errors of the subscription family (D139): an invalid field is ``400`` with ``ownCode`` null naming it
 (spec 7 gives that answer for the payment history without ``subscriptionId``; the family uses it for
@@ -44,7 +46,14 @@ from paysdk.server.core_tables import ClientRow
 from paysdk.server.db import from_cents, to_cents
 from paysdk.server.errors import APIProblem
 from paysdk.server.renewal_dates import local_date, local_midnight, renewal_date
-from paysdk.server.services.test_cards import brand_of, decide_charge, luhn_valid, normalize_number
+from paysdk.server.services.test_cards import (
+    Renewal,
+    SavedCard,
+    decide_saved_charge,
+    luhn_valid,
+    normalize_number,
+    saved_card,
+)
 from paysdk.server.subscription_tables import PlanRow, SubscriptionChargeRow, SubscriptionRow
 
 __all__ = [
@@ -61,11 +70,13 @@ __all__ = [
     "create_subscriptions",
     "load",
     "load_plan",
+    "new_card_token",
     "new_charge_id",
     "new_sub_uid",
     "plan_view",
     "public_view",
     "sandbox_view",
+    "saved_card_of",
 ]
 
 #: Spec 3.1: exactly four.
@@ -80,6 +91,12 @@ def bad_field(field: str, message: str) -> APIProblem:
 def new_sub_uid() -> str:
     """``sub_`` + 24 hex digits."""
     return "sub_" + secrets.token_hex(12)
+
+
+def new_card_token() -> str:
+    """``pm_`` + 24 hex digits: a saved card's payment-method token (random: it says nothing of the
+    number, D351)."""
+    return "pm_" + secrets.token_hex(12)
 
 
 def new_charge_id() -> str:
@@ -163,9 +180,11 @@ _INSERT_SUBSCRIPTION_COLUMNS = (
     "plan_id",
     "status",
     "email",
-    "card_number",
+    "card_token",
     "card_brand",
     "card_last4",
+    "card_renewal",
+    "card_decline_reason",
     "anchor_date",
     "period",
     "next_renewal_date",
@@ -179,11 +198,19 @@ _INSERT_SUBSCRIPTION_COLUMNS = (
 _INSERT_SUBSCRIPTION = Statement(insert(cast(Table, SubscriptionRow.__table__)), _INSERT_SUBSCRIPTION_COLUMNS)
 
 
-def _card(number: str, field: str) -> tuple[str, str, str]:
-    digits = normalize_number(number)
+def _card(card: str | SavedCard, field: str) -> SavedCard:
+    """What is kept of ``card`` (a number, Luhn-checked, or a card saved already)."""
+    if isinstance(card, SavedCard):
+        return card
+    digits = normalize_number(card)
     if not luhn_valid(digits):
         raise APIProblem.invalid_field(field, "is not a valid card number (Luhn check failed)")
-    return digits, brand_of(digits), digits[-4:]
+    return saved_card(digits)
+
+
+def saved_card_of(sub: SubscriptionRow) -> SavedCard:
+    """The default method of ``sub`` as kept (D351)."""
+    return SavedCard(sub.card_brand, sub.card_last4, cast(Renewal, sub.card_renewal), sub.card_decline_reason)
 
 
 def _values(
@@ -192,7 +219,7 @@ def _values(
     *,
     sub_uid: str,
     email: str,
-    card: tuple[str, str, str],
+    card: SavedCard,
     anchor: date,
     now: datetime,
     verification_uid: str | None,
@@ -206,9 +233,11 @@ def _values(
         "plan_id": plan.id,
         "status": "active",
         "email": email,
-        "card_number": card[0],
-        "card_brand": card[1],
-        "card_last4": card[2],
+        "card_token": new_card_token(),
+        "card_brand": card.brand,
+        "card_last4": card.last4,
+        "card_renewal": card.renewal,
+        "card_decline_reason": card.decline_reason,
         "anchor_date": anchor,
         "period": 0,
         "next_renewal_date": anchor,
@@ -249,21 +278,22 @@ def create_subscription(
     plan: PlanRow,
     *,
     email: str,
-    card_number: str,
+    card: str | SavedCard,
     now: datetime,
     sub_uid: str | None = None,
     verification_uid: str | None = None,
 ) -> SubscriptionRow:
-    """A new ``active`` subscription of ``plan`` charging ``card_number``: its first renewal date (the
-    anchor) is today in the client's timezone (D143: no start date on the public API), so the next run
-    of the charge process charges the first period."""
+    """A new ``active`` subscription of ``plan`` charging ``card`` (a card number, of which only what
+    :class:`SavedCard` holds is kept, or a card saved already): its first renewal date (the anchor) is
+    today in the client's timezone (D143: no start date on the public API), so the next run of the
+    charge process charges the first period."""
     row = SubscriptionRow(
         **_values(
             client,
             plan,
             sub_uid=sub_uid or new_sub_uid(),
             email=email,
-            card=_card(card_number, "cardNumber"),
+            card=_card(card, "cardNumber"),
             anchor=local_date(now, client.timezone),
             now=now,
             verification_uid=verification_uid,
@@ -296,11 +326,11 @@ def create_subscriptions(
     # A given email in the one form of D380 (the router checked it); the default is plain ASCII.
     email = email_key(spec.email) if spec.email else f"subscriber@{client.slug.lower()}.example"
     uids = [new_sub_uid() for _ in range(spec.count)]
-    # Every row is the same but for its sub_uid: the values are computed once.
+    # Every row is the same but for its sub_uid and card token: the values are computed once.
     template = _values(
         client, plan, sub_uid="", email=email, card=card, anchor=anchor, now=now, verification_uid=None
     )
-    rows = [{**template, "sub_uid": uid} for uid in uids]
+    rows = [{**template, "sub_uid": uid, "card_token": new_card_token()} for uid in uids]
     _bulk_insert(session.connection(), rows)
     _ensure_schedule(session, now)
     return SandboxSubscriptionsCreated(count=len(uids), sub_uids=uids)
@@ -328,12 +358,12 @@ def load(
 
 @dataclass(frozen=True, slots=True)
 class ChargeRequest:
-    """One charge of a subscription's default method (the card ``card_number``) for :func:`charge_many`:
-    a renewal attempt (``period``, ``renewal_date``) or a batch CSV row (``reference``)."""
+    """One charge of a subscription's default method (the saved ``card``) for :func:`charge_many`: a
+    renewal attempt (``period``, ``renewal_date``) or a batch CSV row (``reference``)."""
 
     subscription_id: int
     client_id: int
-    card_number: str
+    card: SavedCard
     source: str
     amount_cents: int
     currency: str
@@ -385,8 +415,8 @@ def charge_many(session: Session, requests: Sequence[ChargeRequest], now: dateti
     rows: list[dict[str, object]] = []
     for request in requests:
         renewal = request.source == "renewal"
-        decision = decide_charge(
-            request.card_number, period=request.period if renewal else None, attempt=request.attempt
+        decision = decide_saved_charge(
+            request.card, period=request.period if renewal else None, attempt=request.attempt
         )
         result = ChargeResult(new_charge_id(), decision.outcome, decision.reason)
         results.append(result)
@@ -433,7 +463,7 @@ def charge(
     request = ChargeRequest(
         subscription_id=sub.id,
         client_id=sub.client_id,
-        card_number=sub.card_number,
+        card=saved_card_of(sub),
         source=source,
         amount_cents=amount_cents,
         currency=currency,

@@ -21,12 +21,16 @@ from typing import Literal
 __all__ = [
     "TEST_CARDS",
     "CardDecision",
+    "Renewal",
+    "SavedCard",
     "TestCardSpec",
     "brand_of",
     "decide",
     "decide_charge",
+    "decide_saved_charge",
     "luhn_valid",
     "normalize_number",
+    "saved_card",
 ]
 
 Outcome = Literal["approved", "declined", "three_ds_challenge"]
@@ -178,22 +182,47 @@ def decide(raw_number: str, *, three_ds_enabled: bool) -> CardDecision:
     )
 
 
-def decide_charge(raw_number: str, *, period: int | None, attempt: int) -> CardDecision:
-    """The outcome of charging a saved card off-session: a renewal of ``period`` (0-based; ``None`` for a
-    batch CSV row), attempt ``attempt`` (1-based) of it. Never a 3-D Secure challenge (D149)."""
+@dataclass(frozen=True, slots=True)
+class SavedCard:
+    """What the server keeps of a card saved for later charges (a subscription's default method), as a
+    processor would: never the number (D351). ``brand`` and ``last4`` are shown; ``renewal`` and
+    ``decline_reason`` are the sandbox's stand-in for the issuer, what the test card does when charged
+    off-session (:func:`decide_saved_charge`), derived from the number once, at enrolment."""
+
+    brand: str
+    last4: str
+    renewal: Renewal
+    decline_reason: str
+
+
+def saved_card(raw_number: str) -> SavedCard:
+    """What is kept of the card ``raw_number`` when it is saved (see :class:`SavedCard`): a number not in
+    the table declines every off-session charge (``card_declined``)."""
     number = normalize_number(raw_number)
-    brand = brand_of(number)
     card = _BY_NUMBER.get(number)
     if card is None:
-        return CardDecision(True, "declined", "card_declined", brand, "The card was declined.")
+        return SavedCard(brand_of(number), number[-4:], "decline", "card_declined")
+    reason = card.reason if card.outcome == "declined" else "card_declined"
+    return SavedCard(card.brand, number[-4:], card.renewal, reason)
+
+
+def decide_saved_charge(card: SavedCard, *, period: int | None, attempt: int) -> CardDecision:
+    """The outcome of charging the saved ``card`` off-session: a renewal of ``period`` (0-based; ``None``
+    for a batch CSV row), attempt ``attempt`` (1-based) of it. Never a 3-D Secure challenge (D149)."""
     declined = card.renewal == "decline" or (
         card.renewal == "decline_first_attempt_of_second_renewal" and period == 1 and attempt == 1
     )
     if not declined:
         return CardDecision(True, "approved", "approved", card.brand, "Approved.")
-    reason = card.reason if card.outcome == "declined" else "card_declined"
+    reason = card.decline_reason
     messages = {
         "insufficient_funds": "The card has insufficient funds.",
         "expired_card": "The card has expired.",
     }
     return CardDecision(True, "declined", reason, card.brand, messages.get(reason, "The card was declined."))
+
+
+def decide_charge(raw_number: str, *, period: int | None, attempt: int) -> CardDecision:
+    """The outcome of charging the card ``raw_number`` off-session (:func:`decide_saved_charge` of what
+    :func:`saved_card` keeps of it)."""
+    return decide_saved_charge(saved_card(raw_number), period=period, attempt=attempt)
