@@ -26,6 +26,9 @@
    rounds, ratio of the medians (goal <= 1.2x); ``POST /_sandbox/reset`` after filling every table
    (1,000 transactions, 100 callbacks, 50 cards with movements): median (goal < 5 ms) and p95
    (``benchmarks/bench_start.py``).
+9. The pytest plugin (``benchmarks/bench_plugin.py``): ``examples/merchant_suite`` with the server on a
+   socket vs in process, the tests' own time (goal <= 1.5x), and the fixtures' cost per test that does
+   nothing (reset, inbox, merchant, client; goal < 10 ms).
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
@@ -516,6 +519,10 @@ def main() -> None:
     from benchmarks.bench_start import start_rows  # start and reset of the server (issue 12, D300-D305)
 
     rows.extend(start_rows())
+
+    from benchmarks.bench_plugin import plugin_rows  # the pytest plugin's cost (issue 21 item 7, D401-D402)
+
+    rows.extend(plugin_rows())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'figures':<30}  {'ratio':>8}  goal")
     for name, figures, ratio_text, goal in rows:
