@@ -16,6 +16,7 @@ import os
 import stat
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import paysdk
@@ -25,6 +26,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 _HIDE_FCNTL = """
 import importlib.abc
 import sys
+import tomllib
 
 if {emulate_msvcrt!r}:
     import errno
@@ -66,6 +68,7 @@ sys.meta_path.insert(0, _NoFcntl())
 
 _SDK = """
 import sys
+import tomllib
 
 import paysdk
 from paysdk import _files
@@ -93,6 +96,7 @@ _EXCLUSION = """
 import multiprocessing
 import os
 import sys
+import tomllib
 import threading
 import time
 from pathlib import Path
@@ -218,6 +222,7 @@ def test_the_lock_excludes_threads_and_processes_without_fcntl(tmp_path: Path) -
 def test_without_any_file_lock_the_sdk_imports_and_the_file_store_says_what_to_use(tmp_path: Path) -> None:
     code = """
 import sys
+import tomllib
 
 import paysdk
 from paysdk import _files
@@ -259,3 +264,13 @@ def test_cli_login_profile_and_sessions_without_fcntl(live_server: str, tmp_path
     private = [p for p in config.rglob("*") if p.is_file()]
     assert {p.name for p in private} >= {"profiles.json", "credentials.json"}
     assert all(_mode(p) == 0o600 for p in private), [(p.name, oct(_mode(p))) for p in private]
+
+
+def test_the_package_declares_the_platforms_it_runs_on() -> None:
+    pyproject = tomllib.loads((SRC.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    classifiers = set(pyproject["project"]["classifiers"])
+    assert {
+        "Operating System :: POSIX :: Linux",
+        "Operating System :: MacOS",
+        "Operating System :: Microsoft :: Windows",
+    } <= classifiers
