@@ -29,7 +29,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "examples" / "merchant_suite"
-ROUNDS = int(os.environ.get("PAYSDK_BENCH_PLUGIN_ROUNDS", "3"))
+ROUNDS = int(os.environ.get("PAYSDK_BENCH_PLUGIN_ROUNDS", "2"))  # ~1 minute in all
 COST_TESTS = 25
 
 _COST_SUITE = f"""
