@@ -29,6 +29,9 @@
 9. Hostile xlsx cardholder files against ``paysdk serve`` (``benchmarks/bench_hostile.py``): a cell at
    ``XFD1048576``, 1 MB and 4 MB zips of 1 and 4 GiB of whitespace, a zip directory that lies, each sent
    twice: the answers (goal 4xx), the server's peak RSS growth (goal < 100 MB) and its health after.
+10. The pytest plugin (``benchmarks/bench_plugin.py``): ``examples/merchant_suite`` with the server on a
+    socket vs in process, the tests' own time (goal <= 1.5x), and the fixtures' cost per test that does
+    nothing (reset, inbox, merchant, client; goal < 10 ms).
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
@@ -523,6 +526,10 @@ def main() -> None:
     from benchmarks.bench_hostile import hostile_rows  # hostile xlsx files (issue 20, D330)
 
     rows.extend(hostile_rows())
+
+    from benchmarks.bench_plugin import plugin_rows  # the pytest plugin's cost (issue 21 item 7, D401-D402)
+
+    rows.extend(plugin_rows())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'figures':<30}  {'ratio':>8}  goal")
     for name, figures, ratio_text, goal in rows:

@@ -6,7 +6,8 @@ credential must share a store, and refresh only while holding the store's lock:
 
 * :class:`MemoryTokenStore` (default): one process; a lock per key.
 * :class:`FileTokenStore`: one host, any number of processes (the CLI's store). A JSON file, mode
-  0600, replaced atomically; the lock of a key is ``fcntl.flock`` on a lock file of that key.
+  0600, replaced atomically; the lock of a key is an OS file lock (``fcntl.flock``; ``msvcrt.locking``
+  on Windows) on a lock file of that key.
 * :class:`RedisTokenStore` / :class:`AsyncRedisTokenStore`: several hosts (the sync store is generated
   from the asyncio one by ``scripts/unasync.py``). The pair is one key
   (``<prefix><key>``); the lock is ``SET <prefix><key>:lock <random> NX PX <ttl>``, released by a Lua
@@ -165,9 +166,10 @@ class FileTokenStore:
 
     The file maps credential keys to pairs; every write replaces it atomically (temporary file,
     ``fsync``, ``os.replace``), so a reader never sees half a file. ``lock(key)`` takes an exclusive
-    ``fcntl.flock`` on ``<path>.<hash of key>.lock`` (one lock per key, so the holder of a user
-    session's lock can still refresh the application pair it needs, in the same file); ``save`` and
-    ``delete`` also take ``<path>.lock`` for their short read-modify-write of the file. Locks are released
+    OS file lock (``fcntl.flock``; ``msvcrt.locking`` on Windows) on ``<path>.<hash of key>.lock``
+    (one lock per key, so the holder of a user session's lock can still refresh the application pair
+    it needs, in the same file); ``save`` and ``delete`` also take ``<path>.lock`` for their short
+    read-modify-write of the file. Locks are released
     when the holder exits, even by a crash. The refresh tokens are in clear in the file: keep it in a
     private directory.
 

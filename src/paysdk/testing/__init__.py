@@ -15,13 +15,20 @@ are imported when a server starts.
 
 from paysdk.testing._inbox import CallbackInbox, Delivery
 from paysdk.testing._portal import ASGIPortal
-from paysdk.testing._server import INSTALL_HINT, SandboxServer, ServerDependenciesMissing, VirtualClock
+from paysdk.testing._server import (
+    INSTALL_HINT,
+    InProcessServerError,
+    SandboxServer,
+    ServerDependenciesMissing,
+    VirtualClock,
+)
 
 __all__ = [
     "INSTALL_HINT",
     "ASGIPortal",
     "CallbackInbox",
     "Delivery",
+    "InProcessServerError",
     "SandboxServer",
     "ServerDependenciesMissing",
     "VirtualClock",

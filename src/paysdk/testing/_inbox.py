@@ -9,6 +9,8 @@ and SDK only.
 from __future__ import annotations
 
 import secrets
+import selectors
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -69,6 +71,40 @@ class _Refused(Exception):
         self.payload = payload
 
 
+class _InboxServer(ThreadingHTTPServer):
+    """A threading HTTP server that stops at once when asked: its loop waits on the listening socket and
+    a wake-up socket together, so :meth:`stop` returns without the poll interval ``serve_forever``
+    needs to notice a ``shutdown()`` (D402)."""
+
+    daemon_threads = True
+    timeout = 0  # handle_request() accepts only what the loop's selector saw ready; it never waits
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._stopping = threading.Event()
+
+    def serve_until_stopped(self) -> None:
+        """Accept connections (each served on its own thread) until :meth:`stop`."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.socket, selectors.EVENT_READ)
+            selector.register(self._wake_read, selectors.EVENT_READ)
+            while not self._stopping.is_set():
+                for key, _ in selector.select():
+                    if key.fileobj is self.socket and not self._stopping.is_set():
+                        self.handle_request()
+
+    def stop(self) -> None:
+        """Wake the loop and make it return (call it from another thread)."""
+        self._stopping.set()
+        self._wake_write.send(b"\0")
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._wake_read.close()
+        self._wake_write.close()
+
+
 class CallbackInbox:
     """A running callback receiver on ``127.0.0.1`` (a free port) that checks ``header_name: header_value``.
 
@@ -89,7 +125,7 @@ class CallbackInbox:
         self._statuses: list[int] = []
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _InboxServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
         self.up()
@@ -247,13 +283,10 @@ class CallbackInbox:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        server.daemon_threads = True
+        server = _InboxServer(("127.0.0.1", self.port), Handler)
         self.port = server.server_address[1]
         self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name="paysdk-inbox"
-        )
+        self._thread = threading.Thread(target=server.serve_until_stopped, daemon=True, name="paysdk-inbox")
         self._thread.start()
 
     def down(self) -> None:
@@ -261,9 +294,9 @@ class CallbackInbox:
         server, thread = self._server, self._thread
         if server is None:
             return
-        server.shutdown()
-        server.server_close()
+        server.stop()
         if thread is not None:
             thread.join(timeout=5)
+        server.server_close()
         self._server = None
         self._thread = None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import paysdk
+from paysdk._transport import install_deadlines
 from paysdk.contracts.sandbox import ClockState, SandboxClient
 from paysdk.contracts.seed import SeedFile, parse_seed, read_seed
 from paysdk.testing._portal import ASGIPortal
@@ -22,7 +23,14 @@ if TYPE_CHECKING:
     from paysdk.resources._base import Parsed
     from paysdk.resources.sandbox import Sandbox
 
-__all__ = ["INSTALL_HINT", "Mode", "SandboxServer", "ServerDependenciesMissing", "VirtualClock"]
+__all__ = [
+    "INSTALL_HINT",
+    "InProcessServerError",
+    "Mode",
+    "SandboxServer",
+    "ServerDependenciesMissing",
+    "VirtualClock",
+]
 
 Mode = Literal["inprocess", "socket"]
 MODES: tuple[Mode, ...] = ("inprocess", "socket")
@@ -36,6 +44,10 @@ INPROCESS_URL = "http://testserver"
 
 class ServerDependenciesMissing(ImportError):
     """The reference server's dependencies (FastAPI, SQLAlchemy, uvicorn...) are not installed."""
+
+
+class InProcessServerError(RuntimeError):
+    """A network address was asked of a server that runs in process (it has none)."""
 
 
 def _server_modules() -> Any:
@@ -98,6 +110,7 @@ class SandboxServer:
         self._socket: socket.socket | None = None
         self._tmp: str | None = None
         self._control: paysdk.Client | None = None
+        self._ssl_context: Any = None
         self.url = ""
 
     def __enter__(self) -> SandboxServer:
@@ -141,7 +154,10 @@ class SandboxServer:
     def _serve_socket(self, app: Any) -> None:
         import uvicorn
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # Named TCP (IPPROTO_TCP), so asyncio sets TCP_NODELAY on every accepted connection, as for
+        # the sockets uvicorn makes itself: otherwise an answer's body waits ~40 ms for the client's
+        # delayed ACK (Nagle), on every request (D401).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -204,8 +220,24 @@ class SandboxServer:
 
     @property
     def environment(self) -> paysdk.Environment:
-        """The :class:`paysdk.Environment` of this server."""
+        """The :class:`paysdk.Environment` of this server's address (socket mode).
+
+        In process there is no address (``url`` is a placeholder no client can reach), so this raises
+        :class:`InProcessServerError` naming what to use instead: :meth:`client` / :meth:`async_client`
+        (the ``paysdk_client`` / ``paysdk_async_client`` fixtures), or socket mode (D403).
+        """
         self.app  # noqa: B018 - started servers only
+        if self._portal is not None:
+            raise InProcessServerError(
+                "the paysdk test server runs in process and has no network address, so a client built "
+                "from its environment cannot reach it: use paysdk_server.client(token, ...) or "
+                ".async_client(token, ...) (the paysdk_client / paysdk_async_client fixtures), or run "
+                "the server on a socket (--paysdk-server=socket, or paysdk_server = socket in the ini "
+                "file; SandboxServer(mode='socket'))"
+            )
+        return self._environment()
+
+    def _environment(self) -> paysdk.Environment:
         return paysdk.Environment.local(self.url, name="paysdk-testing")
 
     def transport(self) -> Any:
@@ -216,19 +248,41 @@ class SandboxServer:
         """An async httpx transport reaching the server (``None`` in socket mode)."""
         return self._portal.async_transport() if self._portal is not None else None
 
+    def _client_options(self, options: dict[str, Any], *, asynchronous: bool) -> bool:
+        """Complete a client's ``options`` with the way to reach this server: the portal's transport in
+        process; in socket mode, unless the caller brings a transport or an ``http_client``, a transport
+        sharing this server's one SSL context, so making a client loads no certificates (~20-80 ms each,
+        D402). ``True`` when the SDK's attempt deadlines must then be installed, as
+        for a client that makes its own pool."""
+        if self._portal is not None:
+            portal = self._portal.async_transport() if asynchronous else self._portal.transport()
+            options.setdefault("transport", portal)
+            return False
+        if "transport" in options or "http_client" in options:
+            return False
+        import httpx
+
+        if self._ssl_context is None:
+            self._ssl_context = httpx.create_ssl_context()
+        transport = httpx.AsyncHTTPTransport if asynchronous else httpx.HTTPTransport
+        options["transport"] = transport(verify=self._ssl_context)
+        return True
+
     def client(self, merchant_token: str | None = None, **options: Any) -> paysdk.Client:
         """A :class:`paysdk.Client` on this server (``options``: the client's other keyword arguments)."""
-        transport = self.transport()
-        if transport is not None:
-            options.setdefault("transport", transport)
-        return paysdk.Client(merchant_token, self.environment, **options)
+        deadlines = self._client_options(options, asynchronous=False)
+        client = paysdk.Client(merchant_token, self._environment(), **options)
+        if deadlines:
+            install_deadlines(client._http)
+        return client
 
     def async_client(self, merchant_token: str | None = None, **options: Any) -> paysdk.AsyncClient:
         """A :class:`paysdk.AsyncClient` on this server (usable on any event loop)."""
-        transport = self.async_transport()
-        if transport is not None:
-            options.setdefault("transport", transport)
-        return paysdk.AsyncClient(merchant_token, self.environment, **options)
+        deadlines = self._client_options(options, asynchronous=True)
+        client = paysdk.AsyncClient(merchant_token, self._environment(), **options)
+        if deadlines:
+            install_deadlines(client._http)
+        return client
 
     # ------------------------------------------------------------------------------ control plane
 
