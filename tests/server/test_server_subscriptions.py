@@ -196,7 +196,7 @@ async def test_verify_card_with_the_flag_creates_the_subscription_when_the_card_
 
     page = await asgi_client.get(verification.url)
     assert page.status_code == 200
-    assert "Card verification, no charge" in page.text
+    assert "data-testid='purpose'>Verificación de tarjeta, sin cargo<" in page.text  # Spanish by default
     assert "data-testid='pay-button'" in page.text
 
     result = await pay(asgi_client, verification.uid, MASTERCARD)
