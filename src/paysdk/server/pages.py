@@ -74,7 +74,7 @@ input:focus,button:focus{outline:3px solid #748ffc;outline-offset:1px}
 .row{display:flex;gap:12px} .row>div{flex:1}
 button{margin-top:18px;width:100%;padding:12px;border:0;border-radius:8px;background:#3b5bdb;color:#fff;
 font-size:1rem;cursor:pointer} button.secondary{background:#5c636a}
-.status{font-weight:600} .status.approved{color:#2b8a3e}
+.status{font-weight:600} .status.approved{color:#237032}
 .status.declined,.status.expired,.status.dismissed{color:#c92a2a}
 .error{background:#fff5f5;color:#c92a2a;padding:10px;border-radius:8px}
 table{width:100%;font-size:.8rem;border-collapse:collapse;margin-top:8px} td{padding:2px 4px}
