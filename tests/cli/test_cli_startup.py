@@ -161,7 +161,7 @@ def test_command_tree() -> None:
     assert set(sandbox.commands["subscriptions"].commands) == {"create"}
     assert set(load_family("subscriptions").commands) == {"verify-card", "cancel", "update-email", "history"}
     assert set(sandbox.commands["faults"].commands) == {"add", "list", "clear"}
-    assert set(sandbox.commands["clients"].commands) == {"create", "show", "rotate-keys"}
+    assert set(sandbox.commands["clients"].commands) == {"create", "show", "update", "rotate-keys"}
     assert set(sandbox.commands["linking-tokens"].commands) == {"create"}
     assert set(sandbox.commands["charges"].commands) == {"create", "capture", "refund", "clear-refund"}
     assert set(load_family("alt").commands) == {"create", "process", "intent", "dismiss"}

@@ -23,6 +23,12 @@ def text_of(html: str, name: str) -> str | None:
     return match.group(1) if match else None
 
 
+def state_of(html: str) -> str | None:
+    """The state a page shows (its ``status`` element's ``data-status``; the text is a sentence, D415)."""
+    match = re.search(r"data-testid='status' data-status='([^']*)'", html)
+    return match.group(1) if match else None
+
+
 async def submit(
     client: httpx.AsyncClient, uid: str, card: str, token: str | None = None, **form: str
 ) -> httpx.Response:
@@ -40,11 +46,11 @@ async def test_pending_page_shows_summary_and_form(
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
     html = response.text
-    assert text_of(html, "amount") == "1,234.50"
+    assert text_of(html, "amount") == "$1,234.50"
     assert text_of(html, "currency") == "USD"
     assert text_of(html, "merchant") == merchant.slug
     assert text_of(html, "reference") == link["reference"]
-    assert text_of(html, "status") == "pending"
+    assert state_of(html) == "pending"
     for name in ("card-number", "card-expiry", "card-cvc", "card-name", "pay-button"):
         assert f"data-testid='{name}'" in html
     assert "<script" not in html
@@ -58,10 +64,11 @@ async def test_pending_page_shows_summary_and_form(
     [
         ("4242424242424242", "approved", "approved"),
         ("4242 4242 4242 4242", "approved", "approved"),
-        ("4000000000000002", "declined", "generic_decline"),
-        ("4000000000009995", "declined", "insufficient_funds"),
+        # A decline on the page leaves the link payable (D414): pending, the decline's outcome kept.
+        ("4000000000000002", "pending", "generic_decline"),
+        ("4000000000009995", "pending", "insufficient_funds"),
         ("4000002760003184", "approved", "approved"),  # 3-D Secure disabled for this client: approves
-        ("4111111111111111", "declined", "card_declined"),  # Luhn-valid, unknown
+        ("4111111111111111", "pending", "card_declined"),  # Luhn-valid, unknown
     ],
 )
 async def test_card_outcomes_through_the_form(
@@ -72,8 +79,9 @@ async def test_card_outcomes_through_the_form(
     assert response.status_code == 303
     assert response.headers["location"] == link["URL"]
     page = (await asgi_client.get(response.headers["location"])).text
-    assert text_of(page, "status") == status
-    assert "data-testid='pay-button'" not in page
+    assert state_of(page) == status
+    assert ("data-testid='pay-button'" in page) == (status == "pending")
+    assert ("data-testid='declined'" in page) == (status == "pending")
     stored = await transaction(asgi_client, link["uid"])
     assert stored.status == status
     assert (stored.model_extra or {})["outcome"] == outcome
@@ -94,7 +102,7 @@ async def test_invalid_card_is_a_form_error_and_changes_nothing(
     assert (await transaction(asgi_client, link["uid"])).status == "pending"
 
 
-@pytest.mark.parametrize(("button", "status"), [("approve", "approved"), ("fail", "declined")])
+@pytest.mark.parametrize(("button", "status"), [("approve", "approved"), ("fail", "pending")])
 async def test_three_ds_challenge_page(
     asgi_client: httpx.AsyncClient, merchant_factory: Any, button: str, status: str
 ) -> None:
@@ -126,7 +134,8 @@ async def test_three_ds_challenge_page(
     )
     assert answer.status_code == 303
     page = (await asgi_client.get(answer.headers["location"])).text
-    assert text_of(page, "status") == status
+    assert state_of(page) == status  # a failed challenge leaves the link payable (D414)
+    assert ("data-testid='declined'" in page) == (button == "fail")
 
 
 async def test_three_ds_through_the_control_plane(
@@ -179,10 +188,10 @@ async def test_link_expires_after_24_hours(asgi_client: httpx.AsyncClient, merch
     link = await create_link(asgi_client, merchant)
     await advance(asgi_client, 24 * 3600 - 60)
     pending = (await asgi_client.get(link["URL"])).text
-    assert text_of(pending, "status") == "pending"
+    assert state_of(pending) == "pending"
     await advance(asgi_client, 61)
     page = (await asgi_client.get(link["URL"])).text
-    assert text_of(page, "status") == "expired"
+    assert state_of(page) == "expired"
     assert "data-testid='pay-button'" not in page
     late = await submit(asgi_client, link["uid"], "4242424242424242", form_token(pending))
     assert late.status_code == 303

@@ -42,7 +42,7 @@ async def test_smoke_over_a_real_socket(live_server: str, callback_sink: Any) ->
             },
             follow_redirects=True,
         )
-        assert "data-testid='status'>approved<" in submitted.text
+        assert "data-testid='status' data-status='approved'" in submitted.text
         received = await asyncio.to_thread(callback_sink.wait_for, 1)
         assert received[0].json()["status"] == "approved"
         key = {"Authorization": merchant.sandbox_token, "Idempotency-Key": "live-1"}

@@ -15,6 +15,7 @@ from pydantic import Field
 from paysdk.contracts.common import Channel, Currency, DecimalNumber, WireModel
 
 __all__ = [
+    "DISPLAY_NAME_MAX",
     "CallbackAttempt",
     "ClockAdvance",
     "ClockState",
@@ -27,6 +28,7 @@ __all__ = [
     "RequestLogEntry",
     "SandboxClient",
     "SandboxClientCreate",
+    "SandboxClientUpdate",
     "SandboxJob",
     "SandboxTransaction",
     "SimulateRequest",
@@ -36,10 +38,16 @@ __all__ = [
 ]
 
 
+#: The longest display name of a client (characters, D413).
+DISPLAY_NAME_MAX = 80
+
+
 class SandboxClientCreate(WireModel):
     """Body of ``POST /_sandbox/clients``. Every field is optional; defaults are in the server guide."""
 
     slug: str | None = Field(default=None, min_length=1, max_length=64)
+    #: The name the hosted checkout shows the customer ("Pay Corner Shop"); the slug when absent (D413).
+    display_name: str | None = Field(default=None, min_length=1, max_length=DISPLAY_NAME_MAX)
     amount_min: DecimalNumber | None = None
     amount_max: DecimalNumber | None = None
     channels: list[Channel] | None = None
@@ -59,10 +67,19 @@ class SandboxClientCreate(WireModel):
     user_refresh_token_ttl: int | None = Field(default=None, ge=300, le=90 * 86400)
 
 
+class SandboxClientUpdate(WireModel):
+    """Body of ``PATCH /_sandbox/clients/{slug}`` (D413): the fields it names change, the others stay.
+    ``displayName: null`` removes the display name (the checkout shows the slug again)."""
+
+    display_name: str | None = Field(default=None, min_length=1, max_length=DISPLAY_NAME_MAX)
+
+
 class SandboxClient(WireModel):
     """A merchant client as the control plane answers it, with its secrets (sandbox only)."""
 
     slug: str
+    #: The name the hosted checkout shows (D413); ``None``: it shows the slug.
+    display_name: str | None = None
     amount_min: DecimalNumber
     amount_max: DecimalNumber
     channels: list[str]

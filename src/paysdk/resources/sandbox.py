@@ -34,6 +34,7 @@ from paysdk.contracts.sandbox import (
     RequestLogEntry,
     SandboxClient,
     SandboxClientCreate,
+    SandboxClientUpdate,
     SandboxJob,
     SandboxTransaction,
     SimulateRequest,
@@ -245,6 +246,7 @@ def outbox_operation(to: str | None = None, **options: Unpack[CallOptions]) -> O
 def create_client_operation(
     *,
     slug: str | None = None,
+    display_name: str | None = None,
     amount_min: Decimal | int | str | None = None,
     amount_max: Decimal | int | str | None = None,
     channels: Sequence[Channel | ChannelName] | None = None,
@@ -268,10 +270,12 @@ def create_client_operation(
     The answer holds the client's sandbox and production tokens and hook keys (its repr hides them).
     Wallet: the server generates the client's Ed25519 key pair (``signing_private_key`` in the
     answer, once) unless you register ``signing_public_key``; ``keys_expire_at`` (virtual clock)
-    and the user-token lifetimes in seconds are optional.
+    and the user-token lifetimes in seconds are optional. ``display_name``: what the hosted checkout
+    calls the merchant (its slug when unset).
     """
     fields: dict[str, Any] = {
         "slug": slug,
+        "display_name": display_name,
         "amount_min": None if amount_min is None else check_amount(amount_min, "amount_min"),
         "amount_max": None if amount_max is None else check_amount(amount_max, "amount_max"),
         "channels": None if channels is None else list(channels),
@@ -297,6 +301,24 @@ def get_client_operation(slug: str, **options: Unpack[CallOptions]) -> Operation
     non-loopback address answers its tokens and callback header value as ``****`` (they were answered
     by the create): :meth:`~AsyncSandbox.reveal_client` answers them in full."""
     return _op("GET", f"/clients/{path_segment(slug, 'slug')}", SandboxClient.model_validate, options)
+
+
+def update_client_operation(
+    slug: str, *, display_name: str | None, **options: Unpack[PostCallOptions]
+) -> Operation[SandboxClient]:
+    """Change the client ``slug``'s display name, what its hosted checkout calls the merchant
+    (``PATCH /_sandbox/clients/{slug}``); ``None`` removes it (the checkout shows the slug again).
+    Answers the client like :meth:`~AsyncSandbox.get_client`; setting the same name again changes
+    nothing, so it is retried like a read."""
+    body = _wire(SandboxClientUpdate, display_name=display_name)
+    return _op(
+        "PATCH",
+        f"/clients/{path_segment(slug, 'slug')}",
+        SandboxClient.model_validate,
+        options,
+        json={"displayName": body.get("displayName")},  # null is sent: it removes the name
+        idempotent=True,
+    )
 
 
 def reveal_client_operation(slug: str, **options: Unpack[CallOptions]) -> Operation[SandboxClient]:
@@ -672,6 +694,7 @@ class AsyncSandbox(AsyncResource[M]):
     reset = AsyncEndpoint(reset_operation)
     create_client = AsyncEndpoint(create_client_operation)
     get_client = AsyncEndpoint(get_client_operation)
+    update_client = AsyncEndpoint(update_client_operation)
     reveal_client = AsyncEndpoint(reveal_client_operation)
     clock = AsyncEndpoint(clock_operation)
     advance_clock = AsyncEndpoint(advance_clock_operation)
@@ -773,6 +796,7 @@ class Sandbox(Resource[M]):
     reset = Endpoint(reset_operation)
     create_client = Endpoint(create_client_operation)
     get_client = Endpoint(get_client_operation)
+    update_client = Endpoint(update_client_operation)
     reveal_client = Endpoint(reveal_client_operation)
     clock = Endpoint(clock_operation)
     advance_clock = Endpoint(advance_clock_operation)

@@ -57,6 +57,8 @@ class ClientRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     slug: Mapped[str] = mapped_column(String(64), unique=True)
+    #: What the hosted checkout calls the merchant (D413); ``None``: the slug.
+    display_name: Mapped[str | None] = mapped_column(String(80), nullable=True, default=None)
     amount_min_cents: Mapped[int] = mapped_column(BigInteger)
     amount_max_cents: Mapped[int] = mapped_column(BigInteger)
     channels: Mapped[list[Any]] = mapped_column(JSON)

@@ -81,6 +81,7 @@ TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (
             "id",
             "slug",
+            "display_name",
             "amount_min_cents",
             "amount_max_cents",
             "channels",

@@ -70,6 +70,7 @@ REQUEST_COLUMNS = ["method", "path", "statusCode", "at"]
 JOB_COLUMNS = ["id", "kind", "ref", "status", "attempts", "dueAt", "lastError", "leaseOwner"]
 _CLIENT_COLUMNS = [
     "slug",
+    "displayName",
     "amountMin",
     "amountMax",
     "channels",
@@ -160,6 +161,12 @@ def reset(ctx: typer.Context) -> None:
 def clients_create(
     ctx: typer.Context,
     slug: Annotated[str | None, typer.Option("--slug", help="Client slug (default: generated).")] = None,
+    display_name: Annotated[
+        str | None,
+        typer.Option(
+            "--display-name", help="What the hosted checkout calls the merchant (default: the slug)."
+        ),
+    ] = None,
     amount_min: Annotated[
         str | None, typer.Option("--amount-min", help="Smallest amount, e.g. 1.00.")
     ] = None,
@@ -206,6 +213,7 @@ def clients_create(
     st = state(ctx)
     fields: dict[str, Any] = {
         "slug": slug,
+        "display_name": display_name,
         "amount_min": parse_amount(amount_min, "--amount-min") if amount_min is not None else None,
         "amount_max": parse_amount(amount_max, "--amount-max") if amount_max is not None else None,
         "channels": channel or None,
@@ -255,6 +263,30 @@ def clients_show(
         reveal = show_secrets and st.output is OutputFormat.json
         client = sdk.sandbox.reveal_client(slug) if reveal else sdk.sandbox.get_client(slug)
     _show_client(st, client, show_secrets)
+
+
+@clients_app.command("update")
+def clients_update(
+    ctx: typer.Context,
+    slug: Annotated[str, typer.Argument(help="Client slug.")],
+    display_name: Annotated[
+        str | None,
+        typer.Option(
+            "--display-name", help="What the hosted checkout calls the merchant (default: the slug)."
+        ),
+    ] = None,
+    clear_display_name: Annotated[
+        bool,
+        typer.Option("--clear-display-name", help="Remove the display name (the checkout shows the slug)."),
+    ] = False,
+) -> None:
+    """Change a client's display name, what its hosted checkout shows the customer."""
+    st = state(ctx)
+    if (display_name is None) == (not clear_display_name):
+        raise CLIError("give --display-name NAME or --clear-display-name (one of them)", ExitCode.USAGE)
+    with open_client(st, token_required=False) as sdk:
+        client = sdk.sandbox.update_client(slug, display_name=None if clear_display_name else display_name)
+    _show_client(st, client, False)
 
 
 @app.command("control-token")

@@ -6,10 +6,15 @@
   verification, no charge".
 * ``POST /checkout/pay``: applies the test card's outcome (shared with ``/_sandbox/.../pay``), then
   redirects (303) to the status page, or shows the 3-D Secure challenge, or the form with an error (400).
+  A declined card (or a failed challenge) leaves the link payable: the page asks for another card
+  until the link expires (D414).
 * ``POST /checkout/3ds``: the challenge's Approve/Fail.
 * ``GET/POST /checkout/rails/<processor>?orderId=``: the rail page of URL and QR rails (D11).
 
 Callbacks caused by a page are delivered by a background task right after the answer.
+
+Pages are in Spanish or English by the request's ``Accept-Language`` (D411; ``Content-Language`` and
+``Vary: Accept-Language`` say so) and name the merchant by its display name (D413).
 
 Every answer carries the page security headers (:func:`paysdk.server.pages.page_headers`, D93). Every
 POST must carry the page's ``formToken`` (an HMAC of the ``orderId``, D94) and, when its ``Origin`` is
@@ -20,6 +25,7 @@ a real origin, come from the server's own; otherwise it is a ``403`` page and no
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import re
@@ -37,14 +43,16 @@ from paysdk._environment import CHECKOUT_PREFIX
 from paysdk.contracts.alternative_payments import RAILS
 from paysdk.contracts.payment_links import TransactionStatus
 from paysdk.server.context import ServerContext, get_context
-from paysdk.server.core_tables import TransactionRow
+from paysdk.server.core_tables import ClientRow, TransactionRow
 from paysdk.server.db import from_cents
 from paysdk.server.errors import APIProblem
 from paysdk.server.pages import (
     CheckoutView,
+    Language,
     challenge_page,
     checkout_page,
     forbidden_page,
+    negotiate_language,
     not_found_page,
     page_headers,
     rail_page,
@@ -67,6 +75,8 @@ class _PageRoute(APIRoute):
             response = await handler(request)
             origin = get_context(request).addresses.public_origin(request.scope)
             response.headers.update(page_headers(origin))
+            response.headers["Content-Language"] = _language(request)
+            response.headers["Vary"] = "Accept-Language"
             return response
 
         return with_headers
@@ -87,6 +97,9 @@ _HIDDEN: dict[str, dict[str, Any]] = {
     "formToken": {"type": "string", "description": "The page's form token (D94)."},
 }
 _STATUS_PAGE = "the status page `{webview_url}/?orderId=<uid>`"
+#: A card paid (or a challenge answered) on the page: a decline leaves the link payable (D414).
+_PAY_ON_PAGE = functools.partial(payments.pay_with_card, retry_declined=True)
+_CHALLENGE_ON_PAGE = functools.partial(payments.complete_challenge, retry_declined=True)
 
 
 _TOKEN_LABEL = b"paysdk checkout form token"
@@ -105,11 +118,16 @@ class _Forged(Exception):
     """A POST without the page's form token."""
 
 
-def _view(tx: TransactionRow, merchant: str, token: str) -> CheckoutView:
+def _language(request: Request) -> Language:
+    """The page language of ``request`` (its ``Accept-Language``, D411)."""
+    return negotiate_language(request.headers.get("accept-language"))
+
+
+def _view(tx: TransactionRow, client: ClientRow, token: str, language: Language) -> CheckoutView:
     return CheckoutView(
         uid=tx.uid,
         reference=tx.reference,
-        merchant=merchant,
+        merchant=client.display_name or client.slug,
         amount=from_cents(tx.amount_cents),
         currency=tx.currency,
         status=tx.status,
@@ -117,6 +135,8 @@ def _view(tx: TransactionRow, merchant: str, token: str) -> CheckoutView:
         processor=tx.processor,
         token=token,
         verification=tx.kind == KIND_VERIFICATION,
+        outcome=tx.outcome if tx.status == TransactionStatus.PENDING else None,
+        language=language,
     )
 
 
@@ -125,6 +145,7 @@ def _load_view(
     context: ServerContext,
     uid: str,
     kind: str | tuple[str, ...],
+    language: Language,
     presented: str | None = None,
 ) -> CheckoutView | None:
     """The view of ``uid`` (``None``: unknown). ``presented``: a POST's form token, checked first
@@ -139,7 +160,7 @@ def _load_view(
     except APIProblem:
         return None
     transactions.expire_if_due(session, tx, client, context.clock.now(session))
-    return _view(tx, client.slug, token)
+    return _view(tx, client, token, language)
 
 
 def _foreign(request: Request) -> bool:
@@ -157,8 +178,8 @@ def _foreign(request: Request) -> bool:
     return not get_context(request).addresses.own_origin(request.scope, origin, host)
 
 
-def _forbidden() -> HTMLResponse:
-    return HTMLResponse(forbidden_page(), status_code=403)
+def _forbidden(request: Request) -> HTMLResponse:
+    return HTMLResponse(forbidden_page(_language(request)), status_code=403)
 
 
 async def _posted_view(
@@ -167,19 +188,20 @@ async def _posted_view(
     """The view a checkout POST acts on, or the page refusing it: 403 (another origin, a wrong form
     token: nothing changes) or 404 (unknown ``orderId``)."""
     if _foreign(request):
-        return _forbidden()
+        return _forbidden(request)
     uid = form.get("orderId", "")
     if not uid:
-        return _not_found()
+        return _not_found(request)
+    language = _language(request)
     try:
-        view = await context.run(_load_view, context, uid, kind, form.get("formToken", ""))
+        view = await context.run(_load_view, context, uid, kind, language, form.get("formToken", ""))
     except _Forged:
-        return _forbidden()
-    return view if view is not None else _not_found()
+        return _forbidden(request)
+    return view if view is not None else _not_found(request)
 
 
-def _not_found() -> HTMLResponse:
-    return HTMLResponse(not_found_page(), status_code=404)
+def _not_found(request: Request, *, rail: bool = False) -> HTMLResponse:
+    return HTMLResponse(not_found_page(_language(request), rail=rail), status_code=404)
 
 
 def _checkout_base(request: Request) -> str:
@@ -195,19 +217,20 @@ async def _form(request: Request) -> dict[str, str]:
 
 
 def _form_error(form: dict[str, str], now: datetime) -> str | None:
+    """What to correct in the card form (a key of :data:`paysdk.server.pages.FORM_ERRORS`), or ``None``."""
     match = _EXPIRY.match(form.get("expiry", ""))
     if match is None:
-        return "Enter the expiry as MM/YY."
+        return "expiry_format"
     month, year = int(match.group(1)), int(match.group(2))
     year = year + 2000 if year < 100 else year
     if not 1 <= month <= 12:
-        return "The expiry month must be 01 to 12."
+        return "expiry_month"
     if (year, month) < (now.year, now.month):
-        return "The card has expired."
+        return "card_expired"
     if not re.fullmatch(r"\d{3,4}", form.get("cvc", "").strip()):
-        return "Enter the 3 or 4 digit CVC."
+        return "cvc"
     if not form.get("name", "").strip():
-        return "Enter the name on the card."
+        return "name"
     return None
 
 
@@ -219,9 +242,10 @@ async def _after(context: ServerContext, background: BackgroundTasks) -> None:
 async def checkout(request: Request, background: BackgroundTasks, orderId: str | None = None) -> Response:
     """The card form of a pending payment link (or card verification), or its final state."""
     context = get_context(request)
-    view = await context.run(_load_view, context, orderId, CARD_KINDS) if orderId else None
+    language = _language(request)
+    view = await context.run(_load_view, context, orderId, CARD_KINDS, language) if orderId else None
     if view is None:
-        return _not_found()
+        return _not_found(request)
     await _after(context, background)
     return HTMLResponse(checkout_page(view, _checkout_base(request)), background=background)
 
@@ -270,12 +294,10 @@ async def submit_card(request: Request, background: BackgroundTasks) -> Response
     error = _form_error(form, now)
     if error is None:
         try:
-            payment = await context.run(
-                payments.pay_with_card, context.clock, uid, form.get("cardNumber", ""), None
-            )
+            payment = await context.run(_PAY_ON_PAGE, context.clock, uid, form.get("cardNumber", ""), None)
         except APIProblem as problem:
             if problem.status == 409 and problem.own_code is not None:
-                error = "The card number is not valid."
+                error = "card_number"
             else:
                 return RedirectResponse(status_page, status_code=303)
         else:
@@ -311,9 +333,7 @@ async def answer_challenge(request: Request, background: BackgroundTasks) -> Res
     uid = view.uid
     status_page = f"{_checkout_base(request)}/?orderId={view.uid}"
     try:
-        await context.run(
-            payments.complete_challenge, context.clock, uid, form.get("challengeId", ""), result
-        )
+        await context.run(_CHALLENGE_ON_PAGE, context.clock, uid, form.get("challengeId", ""), result)
     except APIProblem:
         return RedirectResponse(status_page, status_code=303)
     await _after(context, background)
@@ -327,10 +347,10 @@ async def rail(
     """The page a URL/QR rail sends the customer to (D11)."""
     context = get_context(request)
     if processor not in RAILS or not orderId:
-        return _not_found()
-    view = await context.run(_load_view, context, orderId, KIND_ALTERNATIVE)
+        return _not_found(request)
+    view = await context.run(_load_view, context, orderId, KIND_ALTERNATIVE, _language(request))
     if view is None or view.processor != processor:
-        return HTMLResponse(not_found_page("This payment does not exist on this rail."), status_code=404)
+        return _not_found(request, rail=True)
     await _after(context, background)
     return HTMLResponse(rail_page(view, _checkout_base(request), processor), background=background)
 
@@ -349,13 +369,13 @@ async def rail_outcome(processor: str, request: Request, background: BackgroundT
     context = get_context(request)
     form = await _form(request)
     if processor not in RAILS:
-        return _not_found()
+        return _not_found(request)
     view = await _posted_view(request, context, form, KIND_ALTERNATIVE)
     if isinstance(view, Response):
         return view
     uid = view.uid
     if view.processor != processor:
-        return HTMLResponse(not_found_page("This payment does not exist on this rail."), status_code=404)
+        return _not_found(request, rail=True)
     outcome: Literal["paid", "expired"] = "paid" if form.get("outcome") == "paid" else "expired"
     page = f"{_checkout_base(request)}/rails/{processor}?orderId={view.uid}"
     try:

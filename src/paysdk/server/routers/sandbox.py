@@ -22,6 +22,7 @@ from paysdk.contracts.sandbox import (
     FaultCreate,
     PayRequest,
     SandboxClientCreate,
+    SandboxClientUpdate,
     SimulateRequest,
     TestCard,
     UploadReceipt,
@@ -84,6 +85,18 @@ async def get_client(slug: str, request: Request) -> Response:
     return _json(_dump(client))
 
 
+@router.patch("/clients/{slug}")
+async def update_client(slug: str, request: Request) -> Response:
+    """Change a client's display name (D413; ``displayName: null`` removes it, the hosted checkout shows
+    the slug again). Answered like ``GET /_sandbox/clients/{slug}``."""
+    context = get_context(request)
+    spec = validate(SandboxClientUpdate, await read_json_object(request))
+    client = await context.run(sandbox.update_client, slug, spec)
+    if context.control.exposed:
+        client = sandbox.masked_view(client)
+    return _json(_dump(client))
+
+
 @router.post("/clients/{slug}/reveal")
 async def reveal_client(slug: str, request: Request) -> Response:
     """A client by slug with its tokens and callback header value in full, whatever the bind (the
@@ -119,7 +132,8 @@ async def advance_clock(request: Request) -> Response:
 
 @router.post("/transactions/{uid}/pay")
 async def pay(uid: str, request: Request) -> Response:
-    """Pay a payment link with a test card, headlessly (same outcome as the checkout page)."""
+    """Pay a payment link with a test card, headlessly (the checkout page's outcome, except that a
+    decline here is final: ``declined`` and its callback, D414)."""
     context = get_context(request)
     body = validate(PayRequest, await read_json_object(request))
     payment = await context.run(

@@ -7,6 +7,12 @@ message on the page; the transaction stays ``pending``. The 3-D Secure card on a
 enabled leaves the transaction ``pending`` with a challenge id until the challenge is approved
 (``approved``) or failed (``declined``). Paying a transaction that is no longer pending is ``409``.
 
+On the hosted checkout page (``retry_declined=True``, D414) a declined card or a failed challenge is an
+attempt, not the end: the transaction stays ``pending`` with the decline's ``outcome`` and message kept,
+no callback is sent, and the customer may try another card until the link expires; the merchant's one
+callback reports the status the link ends in (``approved``, or ``expired``). The control plane's
+``/_sandbox/.../pay`` keeps a decline terminal (``declined`` and its callback), so merchants can test it.
+
 A card verification (``POST /v1/subscriptions/verify-card``, D140) is paid like a payment link: its card
 is kept (:func:`paysdk.server.services.subscription_api.remember_card`) and, when it is approved (directly
 or after the challenge), :func:`paysdk.server.services.subscription_api.on_verified` creates the reserved
@@ -67,9 +73,15 @@ def _finish_card(
     outcome: str,
     message: str,
     brand: str | None,
+    retry_declined: bool = False,
 ) -> None:
     """Finish a card payment; an approved card verification creates its subscription in the same
-    database transaction (D140)."""
+    database transaction (D140). ``retry_declined``: a decline only records the attempt (D414)."""
+    if retry_declined and status == TransactionStatus.DECLINED:
+        tx.outcome, tx.outcome_message = outcome, message[:255]
+        tx.challenge_id = None
+        tx.updated_at = now
+        return
     finished = transactions.finish(
         session, tx, client, status, now=now, outcome=outcome, message=message, payment_method_type=brand
     )
@@ -85,8 +97,11 @@ def pay_with_card(
     uid: str,
     card_number: str,
     three_ds_result: Literal["approve", "fail"] | None = None,
+    *,
+    retry_declined: bool = False,
 ) -> CardPayment:
-    """Pay a payment link (or a card verification) with a test card (see the module docstring)."""
+    """Pay a payment link (or a card verification) with a test card (see the module docstring;
+    ``retry_declined``: the hosted page's decline that leaves the link payable, D414)."""
     tx, client = _pending(session, clock, uid, CARD_KINDS)
     decision = decide(card_number, three_ds_enabled=client.three_ds)
     if not decision.valid:
@@ -102,7 +117,11 @@ def pay_with_card(
             tx.payment_method_type = decision.brand
             tx.updated_at = now
             return CardPayment(_result(tx, "three_ds_required", decision.message), tx.challenge_id)
-        return CardPayment(_finish_challenge(session, tx, client, clock, three_ds_result, decision.brand))
+        return CardPayment(
+            _finish_challenge(
+                session, tx, client, clock, three_ds_result, decision.brand, retry_declined=retry_declined
+            )
+        )
     status = TransactionStatus.APPROVED if decision.outcome == "approved" else TransactionStatus.DECLINED
     _finish_card(
         session,
@@ -113,6 +132,7 @@ def pay_with_card(
         outcome=decision.reason,
         message=decision.message,
         brand=decision.brand,
+        retry_declined=retry_declined,
     )
     return CardPayment(_result(tx, decision.reason, decision.message))
 
@@ -124,6 +144,8 @@ def _finish_challenge(
     clock: Clock,
     result: Literal["approve", "fail"],
     brand: str | None,
+    *,
+    retry_declined: bool = False,
 ) -> PayResult:
     approved = result == "approve"
     outcome = "three_ds_approved" if approved else "three_ds_failed"
@@ -137,18 +159,28 @@ def _finish_challenge(
         outcome=outcome,
         message=message,
         brand=brand,
+        retry_declined=retry_declined,
     )
     return _result(tx, outcome, message)
 
 
 def complete_challenge(
-    session: Session, clock: Clock, uid: str, challenge_id: str, result: Literal["approve", "fail"]
+    session: Session,
+    clock: Clock,
+    uid: str,
+    challenge_id: str,
+    result: Literal["approve", "fail"],
+    *,
+    retry_declined: bool = False,
 ) -> PayResult:
-    """The checkout's 3-D Secure page answered ``result`` for challenge ``challenge_id``."""
+    """The checkout's 3-D Secure page answered ``result`` for challenge ``challenge_id``
+    (``retry_declined``: a failed challenge leaves the link payable, D414)."""
     tx, client = _pending(session, clock, uid, CARD_KINDS)
     if tx.challenge_id is None or not constant_time_equals(tx.challenge_id, challenge_id):
         raise APIProblem.conflict("No such 3-D Secure challenge for this transaction.", "challengeId")
-    return _finish_challenge(session, tx, client, clock, result, tx.payment_method_type)
+    return _finish_challenge(
+        session, tx, client, clock, result, tx.payment_method_type, retry_declined=retry_declined
+    )
 
 
 def simulate_rail(

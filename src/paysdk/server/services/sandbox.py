@@ -10,6 +10,10 @@ is shown once, by the create answer (later reads show ``****``).
 Wallet (D34, D36): every client gets an Ed25519 signing key pair (the private key, a base64 32-byte seed,
 is answered once and never stored) unless it registers ``signingPublicKey``; ``keysExpireAt`` and the
 user-token lifetimes are kept with it (:mod:`paysdk.server.services.wallet_tokens`).
+
+Display name (D413): what the hosted checkout calls the merchant, set by the create or by
+``PATCH /_sandbox/clients/{slug}`` (``null`` removes it: the checkout shows the slug). Surrounding
+whitespace is dropped; it must keep 1 to 80 characters and hold no control character.
 """
 
 from __future__ import annotations
@@ -30,7 +34,13 @@ from paysdk._redact import MASK
 from paysdk.contracts.alternative_payments import RAILS
 from paysdk.contracts.callbacks import DEFAULT_TIMEZONE
 from paysdk.contracts.common import Channel
-from paysdk.contracts.sandbox import RequestLogEntry, SandboxClient, SandboxClientCreate
+from paysdk.contracts.sandbox import (
+    DISPLAY_NAME_MAX,
+    RequestLogEntry,
+    SandboxClient,
+    SandboxClientCreate,
+    SandboxClientUpdate,
+)
 from paysdk.server.auth import hook_keys_digest, sha256_hex
 from paysdk.server.core_tables import ClientRow, RequestLogRow
 from paysdk.server.db import from_cents, to_cents
@@ -45,6 +55,7 @@ __all__ = [
     "get_client",
     "masked_view",
     "request_log",
+    "update_client",
     "valid_slug",
 ]
 
@@ -78,6 +89,18 @@ def _money(value: Decimal | None, default: Decimal, field: str) -> int:
     return to_cents(amount)
 
 
+def _display_name(value: str | None) -> str | None:
+    """A display name as kept (see the module docstring); ``409`` naming ``displayName`` otherwise."""
+    if value is None:
+        return None
+    name = value.strip()
+    if not 1 <= len(name) <= DISPLAY_NAME_MAX:
+        raise APIProblem.invalid_field("displayName", f"must hold 1 to {DISPLAY_NAME_MAX} characters")
+    if any(ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0 or char in "\u2028\u2029" for char in name):
+        raise APIProblem.invalid_field("displayName", "must not hold control characters")
+    return name
+
+
 def _unique(values: list[str], field: str) -> list[str]:
     if not values:
         raise APIProblem.invalid_field(field, "must not be empty")
@@ -89,6 +112,7 @@ def create_client(session: Session, spec: SandboxClientCreate, now: datetime) ->
     slug = spec.slug if spec.slug is not None else "merchant-" + secrets.token_hex(4)
     if not valid_slug(slug):
         raise APIProblem.invalid_field("slug", "may hold only letters, digits, '.', '_' and '-'")
+    display_name = _display_name(spec.display_name)
     low = _money(spec.amount_min, DEFAULT_AMOUNT_MIN, "amountMin")
     high = _money(spec.amount_max, DEFAULT_AMOUNT_MAX, "amountMax")
     if low > high:
@@ -129,6 +153,7 @@ def create_client(session: Session, spec: SandboxClientCreate, now: datetime) ->
     private_key, public_key = str(uuid.uuid4()), str(uuid.uuid4())
     row = ClientRow(
         slug=slug,
+        display_name=display_name,
         amount_min_cents=low,
         amount_max_cents=high,
         channels=channels,
@@ -179,6 +204,7 @@ def client_view(
     """The control plane's view of a client (with its tokens: sandbox only) and its wallet settings."""
     return SandboxClient(
         slug=row.slug,
+        display_name=row.display_name,
         amount_min=from_cents(row.amount_min_cents),
         amount_max=from_cents(row.amount_max_cents),
         channels=list(row.channels),
@@ -211,13 +237,33 @@ def masked_view(client: SandboxClient) -> SandboxClient:
     )
 
 
-def get_client(session: Session, slug: str) -> SandboxClient:
-    """One client by slug (case-sensitive); ``404`` when unknown."""
-    row = (
-        session.scalars(select(ClientRow).where(ClientRow.slug == slug)).first() if valid_slug(slug) else None
-    )
+def _client_row(session: Session, slug: str, *, lock: bool = False) -> ClientRow:
+    """The client row of ``slug`` (case-sensitive); ``404`` when unknown."""
+    statement = select(ClientRow).where(ClientRow.slug == slug)
+    if lock:
+        statement = statement.with_for_update()
+    row = session.scalars(statement).first() if valid_slug(slug) else None
     if row is None:
         raise APIProblem.not_found("Client", "slug")
+    return row
+
+
+def get_client(session: Session, slug: str) -> SandboxClient:
+    """One client by slug (case-sensitive); ``404`` when unknown."""
+    row = _client_row(session, slug)
+    from paysdk.server.services import wallet_tokens
+
+    return client_view(row, wallet=wallet_tokens.client_wallet_settings(session, row.id))
+
+
+def update_client(session: Session, slug: str, spec: SandboxClientUpdate) -> SandboxClient:
+    """Change the fields ``spec`` names (D413: ``displayName``; ``null`` removes it) of client ``slug``
+    and answer it like :func:`get_client`; ``404`` when unknown, ``409`` naming a bad field (nothing
+    changes)."""
+    row = _client_row(session, slug, lock=True)
+    if "display_name" in spec.model_fields_set:
+        row.display_name = _display_name(spec.display_name)
+    session.flush()
     from paysdk.server.services import wallet_tokens
 
     return client_view(row, wallet=wallet_tokens.client_wallet_settings(session, row.id))
