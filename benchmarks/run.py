@@ -26,6 +26,9 @@
    rounds, ratio of the medians (goal <= 1.2x); ``POST /_sandbox/reset`` after filling every table
    (1,000 transactions, 100 callbacks, 50 cards with movements): median (goal < 5 ms) and p95
    (``benchmarks/bench_start.py``).
+9. 500 progress streams open on a running 20,000-row cardholder batch against a ``paysdk serve`` process
+   (``benchmarks/bench_streams.py``): health p99 with them vs without (goal <= 2x), and the batch's
+   duration with them vs without (goal <= 1.5x).
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
@@ -516,6 +519,10 @@ def main() -> None:
     from benchmarks.bench_start import start_rows  # start and reset of the server (issue 12, D300-D305)
 
     rows.extend(start_rows())
+
+    from benchmarks.bench_streams import stream_rows  # progress streams of one batch (issue 20, D370-D373)
+
+    rows.extend(stream_rows())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'figures':<30}  {'ratio':>8}  goal")
     for name, figures, ratio_text, goal in rows:

@@ -210,9 +210,9 @@ class FanOut:
     async def stream(
         self, key: str, after: int, *, heartbeat: float, interval: float, beat: bytes
     ) -> AsyncGenerator[bytes, None]:
-        """The wire chunks of ``key`` after id ``after``: each item once, in order, ``beat`` after
-        ``heartbeat`` seconds without one; ends after a final item, or when the source is finished and
-        everything up to ``after`` was sent."""
+        """The wire chunks of ``key`` after id ``after``: each item once, in order (the items available
+        at a wake-up joined in one chunk), ``beat`` after ``heartbeat`` seconds without one; ends after a
+        final item, or when the source is finished and everything up to ``after`` was sent."""
         with self.subscription(key, after, interval) as feed:
             last_sent = time.monotonic()
             while True:
@@ -224,11 +224,14 @@ class FanOut:
                     items = list(snapshot.items)
                     if not items and snapshot.finished:
                         return
-                for item in items:
-                    yield item.chunk
-                    after = item.id
+                if items:  # everything there is, in one chunk (one write for the stream)
+                    end = next((i for i, item in enumerate(items) if item.final), None)
+                    if end is not None:
+                        items = items[: end + 1]
+                    after = items[-1].id
+                    yield b"".join(item.chunk for item in items)
                     last_sent = time.monotonic()
-                    if item.final:
+                    if end is not None:
                         return
                 if items and feed.after(after) != []:
                     continue  # more is kept (or this stream is still behind): no wait
