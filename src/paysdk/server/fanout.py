@@ -8,7 +8,8 @@ event loop instead:
 * the first subscriber starts the feed's poller task, the last one to leave cancels it;
 * the poller reads what is new (a page at a time, :data:`PAGE` items) once per interval, or at once when
   :meth:`FanOut.nudge` says the key changed in this process, into a bounded window of the latest items
-  (:data:`WINDOW`), and wakes the streams;
+  (:data:`WINDOW`), and wakes the streams; with many streams the wake-ups are spaced
+  (:data:`WAKE_COST` per stream), so that writing to all of them stays a bounded share of the loop;
 * a stream takes the items after its own last id from the window, without a query of its own. A stream
   that starts behind the window (a resume from an early id) or falls behind it (a consumer slower than
   :data:`WINDOW` items) reads what it lacks from the database itself, a page at a time, then joins the
@@ -34,10 +35,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from paysdk.server.context import ServerContext
 
-__all__ = ["PAGE", "WINDOW", "FanOut", "Feed", "FeedItem", "Snapshot"]
+__all__ = ["MAX_SPACING", "PAGE", "WAKE_COST", "WINDOW", "FanOut", "Feed", "FeedItem", "Snapshot"]
 
 #: Items read per query (a poll, or a catch-up of a stream behind the window).
 PAGE = 1000
+#: Seconds between two wake-ups of a feed's streams per stream woken, when that is more than the
+#: interval: writing to a stream costs ~50-100 us of the event loop, so 500 streams are woken at most
+#: every 500 ms (a tenth to a fifth of the loop), 100 streams every 100 ms.
+WAKE_COST = 0.001
+#: The longest spacing of two wake-ups (a stream is never more than this behind a poll).
+MAX_SPACING = 1.0
 #: Items kept in memory per key: at least two pages, so a stream that keeps up with the polls never
 #: falls behind the window.
 WINDOW = 2 * PAGE
@@ -132,10 +139,16 @@ class Feed:
                 self._wake.clear()
                 snapshot = await self.hub.context.run(self.hub.read, self.key, self.cursor, PAGE)
                 self.reads += 1
-                if self._add(snapshot):
+                changed = self._add(snapshot)
+                if changed:
                     self._notify()
                 if self.finished or len(snapshot.items) >= PAGE:
                     continue
+                spacing = min(self.subscribers * WAKE_COST, MAX_SPACING)
+                if changed and spacing > self.interval:
+                    # Many streams: each wake-up writes to every one of them; space the wake-ups so
+                    # that writing takes a bounded share of the event loop (a nudge does not cut it).
+                    await asyncio.sleep(spacing - self.interval)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.interval):
                         await self._wake.wait()

@@ -221,13 +221,15 @@ class BatchStreamResponse(Response):
         from paysdk.server.events import _shutdown_probe
 
         stopping = _shutdown_probe()
-        gone = asyncio.Event()
+        gone = asyncio.Event()  # the client went
+        look = asyncio.Event()  # the client went or the pump ended
 
         async def watch() -> None:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
                     gone.set()
+                    look.set()
                     return
 
         watcher = asyncio.ensure_future(watch())
@@ -260,15 +262,17 @@ class BatchStreamResponse(Response):
                             cut = True
                             return
 
-        # The chunks are sent by one task; this one looks at the client and the server's shutdown.
+        # The chunks are sent by one task; this one looks at the client and the server's shutdown (woken
+        # when the pump ends or the client goes, else once a second: one timer, no task per look).
         pumping = asyncio.ensure_future(pump())
-        stop = asyncio.ensure_future(gone.wait())
+        pumping.add_done_callback(lambda _: look.set())
         try:
-            while not pumping.done() and not gone.is_set() and not stopping():
-                await asyncio.wait({pumping, stop}, timeout=1.0, return_when="FIRST_COMPLETED")
+            while not look.is_set() and not stopping():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await look.wait()
         finally:
-            for task in (pumping, stop):
-                task.cancel()
+            pumping.cancel()
             await asyncio.wait({pumping})
             with contextlib.suppress(Exception):
                 await self.chunks.aclose()  # type: ignore[attr-defined]
