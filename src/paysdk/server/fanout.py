@@ -40,9 +40,9 @@ __all__ = ["MAX_SPACING", "PAGE", "WAKE_COST", "WINDOW", "FanOut", "Feed", "Feed
 #: Items read per query (a poll, or a catch-up of a stream behind the window).
 PAGE = 1000
 #: Seconds between two wake-ups of a feed's streams per stream woken, when that is more than the
-#: interval: writing to a stream costs ~50-100 us of the event loop, so 500 streams are woken at most
-#: every 500 ms (a tenth to a fifth of the loop), 100 streams every 100 ms.
-WAKE_COST = 0.001
+#: interval: writing to a stream costs ~50-100 us of the event loop, so the writes of a wake-up take at
+#: most ~5% of the loop; 500 streams are woken at most every second, up to 50 every 100 ms.
+WAKE_COST = 0.002
 #: The longest spacing of two wake-ups (a stream is never more than this behind a poll).
 MAX_SPACING = 1.0
 #: Items kept in memory per key: at least two pages, so a stream that keeps up with the polls never
