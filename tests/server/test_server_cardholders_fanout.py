@@ -32,6 +32,7 @@ from cardholder_kit import (
 from fastapi import FastAPI
 
 from paysdk.contracts.sandbox import SandboxClient
+from paysdk.server import fanout
 from paysdk.server.jobs import ClaimedJob
 from paysdk.server.services import cardholders as service
 
@@ -127,8 +128,59 @@ async def test_200_streams_over_a_socket_share_one_reader_and_all_get_done(
     # One reader: each read of the events table brought at least one new event (the batch row says when
     # there is one), so no more reads than events, whatever the number of streams. One reader per stream
     # would have made at least one read per stream.
+    await _until(lambda: not _live_feeds(results[0][0].data["batchId"]))  # the last one stopped it
     assert before == 1  # 200 streams opened on the queued batch: its first event read once for all
     assert 0 < len(event_reads) - before <= len(results[0]), len(event_reads)
+
+
+def _live_feeds(batch: str) -> list[fanout.Feed]:
+    """The feeds of ``batch`` open in this process (the live server runs in a thread of it)."""
+    return [feed for hub in list(service._FEEDS.values()) for feed in hub.feeds_of(batch)]
+
+
+async def test_streams_that_disconnect_leave_the_reader_and_the_last_one_stops_it(
+    live_server: str, held_batches: threading.Event
+) -> None:
+    """Disconnect handling (D370): clients that go away unsubscribe; when the last one is gone the
+    batch's reader stops, while the batch is still queued."""
+    streams = 20
+    limits = httpx.Limits(max_connections=streams + 5)
+    async with httpx.AsyncClient(base_url=live_server, limits=limits, timeout=60) as client:
+        made = await client.post("/_sandbox/clients", content=b"{}", headers=JSON_TYPE)
+        bo = Backoffice(client, SandboxClient.model_validate(made.json()))
+        partner = await bo.partner()
+        token = await bo.token()
+        answer = await bo.upload(partner, csv_file(_rows(100)), "people.csv")
+        batch = answer.json()["data"]["batchId"]
+        first_event = [asyncio.Event() for _ in range(streams)]
+
+        async def read(index: int) -> None:
+            headers = {"Authorization": f"Bearer {token}"}
+            async with client.stream("GET", progress_path(partner, batch), headers=headers) as response:
+                async for text in response.aiter_text():
+                    if "id: 1\n" in text:
+                        first_event[index].set()
+
+        readers = [asyncio.ensure_future(read(i)) for i in range(streams)]
+        await asyncio.wait_for(asyncio.gather(*(event.wait() for event in first_event)), 60)
+        [feed] = _live_feeds(batch)
+        assert feed.subscribers == streams
+        for reader in readers[:5]:
+            reader.cancel()
+        await _until(lambda: feed.subscribers == streams - 5)
+        assert feed.running
+        for reader in readers[5:]:
+            reader.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
+    await _until(lambda: not _live_feeds(batch) and not feed.running)
+    assert feed.subscribers == 0
+
+
+async def _until(condition: Any, seconds: float = 30) -> None:
+    """Wait until ``condition()`` holds (checked every 20 ms), at most ``seconds``."""
+    async with asyncio.timeout(seconds):
+        while not condition():  # noqa: ASYNC110 - the state of the server's thread: polled
+            await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -192,8 +244,6 @@ async def test_a_stream_behind_the_window_reads_what_it_lacks_and_loses_nothing(
 ) -> None:
     """A window of 3 events, pages of 2: the slow stream, left at event 1 while the fast one reads the
     whole batch, finds its next events dropped from the window and reads them itself."""
-    from paysdk.server import fanout
-
     held_batches.set()
     context = app.state.paysdk
     partner, batch = await _finished_batch(bo, 500)

@@ -91,8 +91,6 @@ class Feed:
         self.error: BaseException | None = None
         #: How many streams read this feed.
         self.subscribers = 0
-        #: Queries the poller made (tests and the benchmark count them).
-        self.reads = 0
         self._changed = asyncio.Event()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -138,7 +136,6 @@ class Feed:
             while not self.finished:
                 self._wake.clear()
                 snapshot = await self.hub.context.run(self.hub.read, self.key, self.cursor, PAGE)
-                self.reads += 1
                 changed = self._add(snapshot)
                 if changed:
                     self._notify()
@@ -189,6 +186,10 @@ class FanOut:
     def feed(self, key: str) -> Feed | None:
         """The open feed of ``key`` on the running loop, if any."""
         return self._feeds.get((asyncio.get_running_loop(), key))
+
+    def feeds_of(self, key: str) -> list[Feed]:
+        """The open feeds of ``key`` on every event loop (diagnostics and tests, from any thread)."""
+        return [feed for (_, name), feed in list(self._feeds.items()) if name == key]
 
     def nudge(self, key: str) -> None:
         """``key`` changed (this process wrote it): its feed on the running loop, if open, reads now."""
