@@ -41,7 +41,7 @@ from benchmarks.bench_cardholders import CMS, _operator_token, make_xlsx
 from benchmarks.bench_start import _cpu_seconds, _launch, _stop, _wait_healthy
 
 STREAMS = int(os.environ.get("PAYSDK_BENCH_STREAMS", "500"))
-ROWS = int(os.environ.get("PAYSDK_BENCH_STREAM_ROWS", "30000"))
+ROWS = int(os.environ.get("PAYSDK_BENCH_STREAM_ROWS", "50000"))
 ROUNDS = int(os.environ.get("PAYSDK_BENCH_STREAM_ROUNDS", "2"))
 
 

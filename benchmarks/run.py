@@ -26,7 +26,7 @@
    rounds, ratio of the medians (goal <= 1.2x); ``POST /_sandbox/reset`` after filling every table
    (1,000 transactions, 100 callbacks, 50 cards with movements): median (goal < 5 ms) and p95
    (``benchmarks/bench_start.py``).
-9. 500 progress streams open on a running 30,000-row cardholder batch against a ``paysdk serve`` process
+9. 500 progress streams open on a running 50,000-row cardholder batch against a ``paysdk serve`` process
    (``benchmarks/bench_streams.py``): health p99 with them vs without (goal <= 2x), and the batch's
    duration with them vs without (goal <= 1.5x).
 
