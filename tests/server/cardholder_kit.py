@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import secrets
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -198,3 +199,48 @@ def done(events: Sequence[Event]) -> dict[str, Any]:
 def failures(events: Sequence[Event]) -> dict[int, tuple[str, str]]:
     """row -> (field, message) of the ``row-failed`` events."""
     return {e.data["row"]: (e.data["field"], e.data["message"]) for e in events if e.event == "row-failed"}
+
+
+def progress_path(partner: str, batch: str) -> str:
+    """The progress stream's path of ``batch``."""
+    return f"{CMS}/app/partners/{partner}/cardholders/batch/{batch}/progress"
+
+
+async def read_stream(
+    client: httpx.AsyncClient, path: str, token: str, last_event_id: int | None = None
+) -> tuple[list[Event], bool, list[float]]:
+    """Read the stream at ``path`` until it ends or is cut: ``(events, ended cleanly, arrival times)``."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if last_event_id is not None:
+        headers["Last-Event-ID"] = str(last_event_id)
+    buffer = ""
+    events: list[Event] = []
+    times: list[float] = []
+    clean = True
+    try:
+        async with client.stream("GET", path, headers=headers, timeout=60) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            async for text in response.aiter_text():
+                buffer += text
+                while "\n\n" in buffer:
+                    block, buffer = buffer.split("\n\n", 1)
+                    parsed = parse_events(block + "\n\n")
+                    events.extend(parsed)
+                    times.extend(time.time() for _ in parsed)
+    except (httpx.RemoteProtocolError, httpx.ReadError):
+        clean = False
+    return events, clean, times
+
+
+def check_complete(events: Sequence[Event], rows: int) -> None:
+    """Every event once, in order, ending with ``done`` for ``rows`` rows, one in 50 failed (the rows of
+    the live tests)."""
+    assert [e.id for e in events] == list(range(1, len(events) + 1)), "lost or repeated events"
+    final = done(events)
+    assert final["processed"] == rows
+    assert final["status"] == "completed"
+    assert final["failed"] == rows // 50 == sum(1 for e in events if e.event == "row-failed")
+    processed = [e.data["processed"] for e in events if e.event == "progress"]
+    assert processed == sorted(processed)
+    assert processed[-1] == rows

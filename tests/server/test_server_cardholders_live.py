@@ -21,12 +21,12 @@ import pytest
 from cardholder_kit import (
     JSON_TYPE,
     Backoffice,
-    Event,
     cardholders,
+    check_complete,
     csv_file,
-    done,
-    parse_events,
     person,
+    progress_path,
+    read_stream,
     xlsx_file,
 )
 
@@ -50,48 +50,6 @@ def _rows(count: int) -> list[list[object]]:
     ]
 
 
-async def _read(
-    client: httpx.AsyncClient, path: str, token: str, last_event_id: int | None = None
-) -> tuple[list[Event], bool, list[float]]:
-    """Read the stream at ``path`` until it ends or is cut: ``(events, ended cleanly, arrival times)``."""
-    headers = {"Authorization": f"Bearer {token}"}
-    if last_event_id is not None:
-        headers["Last-Event-ID"] = str(last_event_id)
-    buffer = ""
-    events: list[Event] = []
-    times: list[float] = []
-    clean = True
-    try:
-        async with client.stream("GET", path, headers=headers, timeout=60) as response:
-            assert response.status_code == 200
-            assert response.headers["content-type"].startswith("text/event-stream")
-            async for text in response.aiter_text():
-                buffer += text
-                while "\n\n" in buffer:
-                    block, buffer = buffer.split("\n\n", 1)
-                    parsed = parse_events(block + "\n\n")
-                    events.extend(parsed)
-                    times.extend(time.time() for _ in parsed)
-    except (httpx.RemoteProtocolError, httpx.ReadError):
-        clean = False
-    return events, clean, times
-
-
-def _progress_path(partner: str, batch: str) -> str:
-    return f"/cms/rest/app/partners/{partner}/cardholders/batch/{batch}/progress"
-
-
-def _check_complete(events: list[Event], rows: int) -> None:
-    assert [e.id for e in events] == list(range(1, len(events) + 1)), "lost or repeated events"
-    final = done(events)
-    assert final["processed"] == rows
-    assert final["status"] == "completed"
-    assert final["failed"] == rows // 50 == sum(1 for e in events if e.event == "row-failed")
-    processed = [e.data["processed"] for e in events if e.event == "progress"]
-    assert processed == sorted(processed)
-    assert processed[-1] == rows
-
-
 async def test_live_stream_while_processing_then_cut_and_resumed(live_server: str, db_url: str) -> None:
     async with httpx.AsyncClient(base_url=live_server) as client:
         bo = Backoffice(client, await _merchant(client))
@@ -109,16 +67,16 @@ async def test_live_stream_while_processing_then_cut_and_resumed(live_server: st
         answer = await bo.upload(partner, xlsx_file(_rows(rows)), "people.xlsx")
         assert answer.status_code == 202
         batch = answer.json()["data"]["batchId"]
-        first, clean, _ = await _read(client, _progress_path(partner, batch), token)
+        first, clean, _ = await read_stream(client, progress_path(partner, batch), token)
         assert not clean
         assert [e.id for e in first] == [1, 2, 3]
-        rest, clean, _ = await _read(client, _progress_path(partner, batch), token, first[-1].id)
+        rest, clean, _ = await read_stream(client, progress_path(partner, batch), token, first[-1].id)
         assert clean
-        _check_complete(first + rest, rows)
+        check_complete(first + rest, rows)
         # Live: at least one event arrived before the batch had finished.
         assert any(e.event == "progress" and 0 < e.data["processed"] < rows for e in first + rest)
         # Finished: a new connection replays everything and closes.
-        replay, clean, _ = await _read(client, _progress_path(partner, batch), token)
+        replay, clean, _ = await read_stream(client, progress_path(partner, batch), token)
         assert clean
         assert replay == first + rest
     assert len(cardholders(db_url, bo.merchant.slug)) == rows - rows // 50
@@ -198,14 +156,14 @@ async def test_two_instances_upload_through_one_stream_from_the_other(pg_databas
                 headers=JSON_TYPE,
             )
             assert cut.status_code == 201, cut.text
-            seen, clean, _ = await _read(second, _progress_path(partner, batch), token)
+            seen, clean, _ = await read_stream(second, progress_path(partner, batch), token)
             assert not clean
             assert len(seen) == 4
-            rest, clean, _ = await _read(first, _progress_path(partner, batch), token, seen[-1].id)
+            rest, clean, _ = await read_stream(first, progress_path(partner, batch), token, seen[-1].id)
             assert clean
-            _check_complete(seen + rest, rows)
+            check_complete(seen + rest, rows)
             # And the whole stream again from the second instance: the same events.
-            again, clean, _ = await _read(second, _progress_path(partner, batch), token)
+            again, clean, _ = await read_stream(second, progress_path(partner, batch), token)
             assert clean
             assert again == seen + rest
             del streamer

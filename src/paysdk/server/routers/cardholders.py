@@ -24,6 +24,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from paysdk.contracts.cardholders import COLUMNS, MAX_DATA_ROWS, CardholderUpload
+from paysdk.contracts.sandbox import Fault
 from paysdk.server.backoffice_tables import PartnerRow
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.errors import APIProblem
@@ -188,12 +189,13 @@ async def progress(request: Request, partnerId: str, batchId: str) -> Response:
     token = bearer(request)
     after = _last_event_id(request)
 
-    def work(session: Session) -> str:
+    def work(session: Session) -> tuple[str, Fault | None]:
+        # One transaction: the stream's token and batch, then (only then) a stream_cut fault's use.
         partner = _partner(session, context, token, partnerId)
-        return service.batch_of(session, partner, batchId).id
+        batch_id = service.batch_of(session, partner, batchId).id
+        return batch_id, faults.take_stream_fault(session, request.method, request.url.path)
 
-    batch_id = await context.run(work)
-    cut = await context.run(faults.take_stream_fault, request.method, request.url.path)
+    batch_id, cut = await context.run(work)
     return BatchStreamResponse(
         service.event_stream(context, batch_id, after),
         cut_after=None if cut is None else (cut.after_events or 0),
@@ -204,7 +206,9 @@ async def progress(request: Request, partnerId: str, batchId: str) -> Response:
 class BatchStreamResponse(Response):
     """An event stream from ``chunks`` (:func:`~paysdk.server.services.cardholders.event_stream`): ends
     when it ends, when the client goes, or when uvicorn shuts down (a dropped connection: the client
-    resumes elsewhere). ``cut_after``: drop the connection after that many events (a fault)."""
+    resumes elsewhere). ``cut_after``: drop the connection after that many events (a fault). One task
+    sends the chunks as they come (a chunk may hold several events: one write each, D371); the request's
+    own task only watches the client and the shutdown."""
 
     media_type = "text/event-stream; charset=utf-8"
 
@@ -224,13 +228,15 @@ class BatchStreamResponse(Response):
         from paysdk.server.events import _shutdown_probe
 
         stopping = _shutdown_probe()
-        gone = asyncio.Event()
+        gone = asyncio.Event()  # the client went
+        look = asyncio.Event()  # the client went or the pump ended
 
         async def watch() -> None:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
                     gone.set()
+                    look.set()
                     return
 
         watcher = asyncio.ensure_future(watch())
@@ -245,41 +251,44 @@ class BatchStreamResponse(Response):
                 ],
             }
         )
-        sent = 0
         cut = False
-        step: asyncio.Future[bytes] | None = None
-        iterator = aiter(self.chunks)
+
+        async def pump() -> None:
+            """Send every chunk as it comes (counting events while a cut is due)."""
+            nonlocal cut
+            sent = 0
+            async for chunk in self.chunks:
+                if self.cut_after is None:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    continue
+                for block in chunk.split(b"\n\n")[:-1]:  # one event (or comment) at a time
+                    await send({"type": "http.response.body", "body": block + b"\n\n", "more_body": True})
+                    if block.startswith(b"id: "):
+                        sent += 1
+                        if sent >= self.cut_after:
+                            cut = True
+                            return
+
+        # The chunks are sent by one task; this one looks at the client and the server's shutdown (woken
+        # when the pump ends or the client goes, else once a second: one timer, no task per look).
+        pumping = asyncio.ensure_future(pump())
+        pumping.add_done_callback(lambda _: look.set())
         try:
-            while not gone.is_set() and not stopping():
-                if step is None:
-                    step = asyncio.ensure_future(anext(iterator))
-                stop: asyncio.Future[Any] = asyncio.ensure_future(gone.wait())
-                pending: set[asyncio.Future[Any]] = {step, stop}
-                await asyncio.wait(pending, timeout=1.0, return_when="FIRST_COMPLETED")
-                stop.cancel()
-                if not step.done():
-                    continue  # look at the client and the server's shutdown again
-                finished, step = step, None
-                try:
-                    chunk = finished.result()
-                except StopAsyncIteration:
-                    break
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                if chunk.startswith(b"id: "):
-                    sent += 1
-                    if self.cut_after is not None and sent >= self.cut_after:
-                        cut = True
-                        break
+            while not look.is_set() and not stopping():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await look.wait()
         finally:
-            if step is not None:
-                step.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration, Exception):
-                    await step
+            pumping.cancel()
+            await asyncio.wait({pumping})
             with contextlib.suppress(Exception):
                 await self.chunks.aclose()  # type: ignore[attr-defined]
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await watcher
+        failure = None if pumping.cancelled() else pumping.exception()
+        if failure is not None:  # the stream's source failed (a database error): as the handler raises
+            raise failure
         if cut and self.abort is not None and self.abort():
             return
         if not gone.is_set():

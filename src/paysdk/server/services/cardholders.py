@@ -22,7 +22,8 @@
   exists for the merchant, fails ``already exists`` naming the column (D187): the unique indexes make
   that true under concurrent uploads too (a chunk that collides is retried row by row in savepoints).
 * :func:`event_stream` is the progress stream (D188) read from the events table, so any server process
-  over the database serves it.
+  over the database serves it. The streams of one batch in one process share one reader (:func:`feeds`,
+  :mod:`paysdk.server.fanout`, D370): one poll of the database per interval, whatever their number.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import logging
 import sqlite3
 import tempfile
 import time
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -74,6 +76,7 @@ from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
+from paysdk.server.fanout import FanOut, FeedItem, Snapshot
 from paysdk.server.jobs import ClaimedJob, LeaseLost
 from paysdk.server.multipart import ReceivedFile, receive_file_part
 from paysdk.server.services.wallet_common import new_id
@@ -94,6 +97,7 @@ __all__ = [
     "accept_upload",
     "batch_of",
     "event_stream",
+    "feeds",
     "file_kind",
     "file_problem",
     "file_rows",
@@ -122,8 +126,6 @@ SPOOL_BYTES = 4 << 20
 RETRY_MS = 1000
 HEARTBEAT_SECONDS = 15.0
 POLL_SECONDS = 0.1
-#: Events read per poll of the stream.
-_EVENT_PAGE = 1000
 _MAX_PARTS = 16
 _MAX_HEADER_BYTES = 16 * 1024
 _KINDS = {".csv": "csv", ".xlsx": "xlsx"}
@@ -772,6 +774,7 @@ async def run_batch(context: ServerContext, job: ClaimedJob, clock: Clock) -> No
         finished = False
         while not finished:
             finished = await context.run(_process_chunk, cursor, clock)
+            feeds(context).nudge(job.ref)  # this process's streams of the batch see the chunk now
     finally:
         close = getattr(cursor.rows, "close", None)
         if close is not None:
@@ -792,25 +795,39 @@ def kick(context: ServerContext) -> None:
 # ------------------------------------------------------------------------------------ streaming
 
 
-def _events_after(session: Session, batch_id: str, after: int) -> list[tuple[int, str, str]]:
-    return [
-        (row.seq, row.event, row.data)
-        for row in session.execute(
-            select(CardholderEventRow.seq, CardholderEventRow.event, CardholderEventRow.data)
-            .where(CardholderEventRow.batch_id == batch_id, CardholderEventRow.seq > after)
-            .order_by(CardholderEventRow.seq)
-            .limit(_EVENT_PAGE)
-        )
-    ]
-
-
-def _finished_at(session: Session, batch_id: str) -> tuple[bool, int]:
+def _read_events(session: Session, batch_id: str, after: int, limit: int) -> Snapshot:
+    """The batch's events after ``after`` as feed items (:mod:`paysdk.server.fanout`): the batch's status
+    and last event number first (one primary-key read, all a poll costs while nothing is new), then the
+    events only when there are some. A batch that is gone (a reset) is finished."""
     row = session.execute(
         select(CardholderBatchRow.status, CardholderBatchRow.last_seq).where(
             CardholderBatchRow.id == batch_id
         )
-    ).one()
-    return row.status in _FINISHED, row.last_seq
+    ).one_or_none()
+    if row is None:
+        return Snapshot((), True, None)
+    finished = row.status in _FINISHED
+    if row.last_seq <= after:
+        return Snapshot((), finished, row.last_seq)
+    events = session.execute(
+        select(CardholderEventRow.seq, CardholderEventRow.event, CardholderEventRow.data)
+        .where(CardholderEventRow.batch_id == batch_id, CardholderEventRow.seq > after)
+        .order_by(CardholderEventRow.seq)
+        .limit(limit)
+    )
+    items = [FeedItem(seq, format_event(seq, name, data), name == "done") for seq, name, data in events]
+    return Snapshot(items, finished, row.last_seq)
+
+
+_FEEDS: weakref.WeakKeyDictionary[ServerContext, FanOut] = weakref.WeakKeyDictionary()
+
+
+def feeds(context: ServerContext) -> FanOut:
+    """The progress feeds of ``context`` (one reader per batch per event loop, D370)."""
+    hub = _FEEDS.get(context)
+    if hub is None:
+        hub = _FEEDS[context] = FanOut(context, _read_events)
+    return hub
 
 
 def format_event(seq: int, name: str, data: str) -> bytes:
@@ -827,25 +844,13 @@ async def event_stream(
     poll: float = POLL_SECONDS,
 ) -> AsyncGenerator[bytes, None]:
     """The progress stream of ``batch_id`` after event ``after`` (D188): ``retry`` first, each stored
-    event as it appears (the database polled at most every ``poll`` seconds), ``: heartbeat`` after
-    ``heartbeat`` seconds without one; it ends after ``done`` (at once when ``after`` is past it)."""
+    event as it appears, ``: heartbeat`` after ``heartbeat`` seconds without one; it ends after ``done``
+    (at once when ``after`` is past it). The events come from the batch's one reader in this process
+    (:func:`feeds`, D370), which reads the database at most every ``poll`` seconds for all its streams."""
     yield f"retry: {RETRY_MS}\n\n".encode()
-    last_sent = time.monotonic()
-    while True:
-        events = await context.run(_events_after, batch_id, after)
-        for seq, name, data in events:
-            yield format_event(seq, name, data)
-            after = seq
-            last_sent = time.monotonic()
-            if name == "done":
-                return
-        if len(events) == _EVENT_PAGE:
-            continue
-        if not events:
-            finished, last_seq = await context.run(_finished_at, batch_id)
-            if finished and after >= last_seq:
-                return
-        if time.monotonic() - last_sent >= heartbeat:
-            yield b": heartbeat\n\n"
-            last_sent = time.monotonic()
-        await asyncio.sleep(poll)
+    chunks = feeds(context).stream(
+        batch_id, after, heartbeat=heartbeat, interval=poll, beat=b": heartbeat\n\n"
+    )
+    async with contextlib.aclosing(chunks) as stream:
+        async for chunk in stream:
+            yield chunk
