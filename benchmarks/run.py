@@ -35,6 +35,10 @@
 11. 500 progress streams open on a running 50,000-row cardholder batch against a ``paysdk serve`` process
     (``benchmarks/bench_streams.py``): health p99 with them vs without (goal <= 2x), and the batch's
     duration with them vs without (goal <= 1.5x).
+12. A reconciliation upload of 100,000 rows, 99,999 of them invalid (about 800 KB), against a
+    ``paysdk serve`` process (``benchmarks/bench_reconciliation.py``): the answer's size (goal < 1 MiB),
+    the server's peak RSS growth over the upload (goal < 100 MB), and the time for the SDK's
+    ``reconciliation.upload`` (default settings) to read the whole report, every page (shown).
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
@@ -537,6 +541,10 @@ def main() -> None:
     from benchmarks.bench_streams import stream_rows  # progress streams of one batch (issue 20, D370-D373)
 
     rows.extend(stream_rows())
+
+    from benchmarks.bench_reconciliation import reconciliation_rows  # long reports (issue 20, D331)
+
+    rows.extend(reconciliation_rows())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'figures':<30}  {'ratio':>8}  goal")
     for name, figures, ratio_text, goal in rows:
