@@ -125,6 +125,17 @@ def test_profiles_list_shows_every_profile_masked_and_checks_on_request() -> Non
     assert rows["old"]["tokenStatus"] == "refused"
     assert rows["shop"]["token"] == "****" + token[-4:]
 
+    table = run_cli("--profile", "shop", "-o", "table", "profiles", "list", "--check", env={"COLUMNS": "80"})
+    assert table.exit_code == 0, table.stderr
+    header = table.stdout.splitlines()[2].split()
+    assert header[:3] == ["active", "profile", "tokenStatus"] or header[:4] == [  # kept at 80 columns
+        "active",
+        "profile",
+        "baseUrl",
+        "tokenStatus",
+    ]
+    assert "tokenStatus" not in run_cli("-o", "table", "profiles", "list", env={"COLUMNS": "80"}).stderr
+
     plain = run_cli("profiles", "list", "-o", "json")
     assert plain.exit_code == 0
     assert {row["profile"] for row in json.loads(plain.stdout)} == {"default", "shop", "old"}

@@ -197,6 +197,20 @@ def auth_status(ctx: typer.Context) -> None:
         raise typer.Exit(int(code))
 
 
+#: The table's columns, the ones that carry the meaning first (a narrow terminal hides the last ones).
+PROFILE_COLUMNS = (
+    "active",
+    "profile",
+    "baseUrl",
+    "tokenStatus",
+    "client",
+    "tokenSource",
+    "token",
+    "environment",
+    "detail",
+)
+
+
 def profiles_list(
     ctx: typer.Context,
     check: Annotated[
@@ -213,7 +227,7 @@ def profiles_list(
         # --base-url / PAYSDK_BASE_URL apply to every profile, as they would to `--profile NAME ...`
         profile = State(profile=name, base_url_option=st.base_url_option, output=st.output)
         rows.append({"active": "*" if name == st.profile else "", **_status_row(profile, check=check)})
-    emit(st.output, rows, title="Profiles")
+    emit(st.output, rows, columns=[c for c in PROFILE_COLUMNS if c in rows[0]], title="Profiles")
 
 
 login_app = new_app(group=False)
