@@ -23,14 +23,15 @@ demo: $(STAMP)
 test: $(STAMP) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-## ruff (lint and format, generated code included), mypy --strict, the generated sync code, the schema snapshot and
-## docs/coverage.md are up to date, and the docs site builds with no broken link or reference.
+## ruff (lint and format, generated code included), mypy --strict, the generated sync code, the schema snapshot,
+## docs/coverage.md and docs/cli.md's command overview are up to date, and the docs site builds with no broken link or reference.
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks scripts
 	$(BIN)/ruff format --check src tests examples benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/coverage_table.py --check
+	$(BIN)/python scripts/cli_overview.py --check
 	$(BIN)/python scripts/schema_snapshot.py --check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .site
 

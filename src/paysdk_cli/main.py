@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from paysdk_cli._app import CONTEXT_SETTINGS
+from paysdk_cli._app import CONTEXT_SETTINGS, OUTPUT_HELP
 from paysdk_cli._deprecations import deprecation_notices
 from paysdk_cli._state import DEFAULT_BASE_URL, DEFAULT_PROFILE, OutputFormat, State
 
@@ -27,6 +27,16 @@ __all__ = ["FAMILIES", "app", "run"]
 FAMILIES: dict[str, tuple[str, str, str]] = {
     "login": ("paysdk_cli.commands.auth", "login_app", "Store a profile's merchant token in the OS keyring."),
     "logout": ("paysdk_cli.commands.auth", "logout_app", "Remove a profile's stored merchant token."),
+    "auth": (
+        "paysdk_cli.commands.auth",
+        "auth_app",
+        "Authentication: which profile and token are in use, and whether the token works.",
+    ),
+    "profiles": (
+        "paysdk_cli.commands.auth",
+        "profiles_app",
+        "Profiles: each one's API address, client and token (masked).",
+    ),
     "links": ("paysdk_cli.commands.payment_links", "app", "Payment links: hosted checkout pages."),
     "alt": ("paysdk_cli.commands.alternative_payments", "app", "Alternative payments on direct rails."),
     "callbacks": ("paysdk_cli.commands.callbacks", "app", "Merchant callbacks: run a local receiver."),
@@ -185,7 +195,7 @@ def main(
         typer.Option(
             "-o",
             "--output",
-            help="table or json. Default: table on a terminal, json otherwise.",
+            help=OUTPUT_HELP,
             show_default=False,
         ),
     ] = None,

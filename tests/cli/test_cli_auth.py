@@ -23,7 +23,7 @@ def _assert_secret_free(*texts: str) -> None:
 
 @pytest.mark.usefixtures("terminal_stdin")
 def test_login_without_keyring_falls_back_to_0600_file_with_warning(config_dir: Path) -> None:
-    result = run_cli("login", input=TOKEN + "\n")
+    result = run_cli("login", "--no-verify", input=TOKEN + "\n")
 
     assert result.exit_code == 0, result.stderr
     path = config_dir / "credentials.json"
@@ -40,7 +40,7 @@ def test_login_without_keyring_falls_back_to_0600_file_with_warning(config_dir: 
 def test_login_with_keyring_stores_there_and_not_on_disk(
     config_dir: Path, memory_keyring: MemoryKeyring
 ) -> None:
-    result = run_cli("--profile", "shop", "login", "--token-stdin", input=TOKEN + "\n")
+    result = run_cli("--profile", "shop", "login", "--no-verify", "--token-stdin", input=TOKEN + "\n")
 
     assert result.exit_code == 0, result.stderr
     assert memory_keyring.passwords == {(KEYRING_SERVICE, "shop"): TOKEN}
@@ -53,6 +53,7 @@ def test_login_with_keyring_stores_there_and_not_on_disk(
 def test_login_profile_option_and_settings_are_saved(config_dir: Path) -> None:
     result = run_cli(
         "login",
+        "--no-verify",
         "--profile",
         "ci",
         "--token-stdin",
@@ -75,7 +76,7 @@ def test_login_profile_option_and_settings_are_saved(config_dir: Path) -> None:
 
 
 def test_login_refuses_empty_token_as_usage_error() -> None:
-    result = run_cli("login", "--token-stdin", input="\n")
+    result = run_cli("login", "--no-verify", "--token-stdin", input="\n")
     assert result.exit_code == 2
     assert "Error: no merchant token given" in result.stderr
 
@@ -87,7 +88,7 @@ def test_login_token_is_not_an_argument() -> None:
 
 
 def test_login_warns_on_unusual_token_shape() -> None:
-    result = run_cli("login", "--token-stdin", input="short-token\n")
+    result = run_cli("login", "--no-verify", "--token-stdin", input="short-token\n")
     assert result.exit_code == 0
     assert "not 64 hexadecimal characters" in result.stderr
 
@@ -95,7 +96,7 @@ def test_login_warns_on_unusual_token_shape() -> None:
 def test_env_token_overrides_stored_token(
     monkeypatch: pytest.MonkeyPatch, memory_keyring: MemoryKeyring
 ) -> None:
-    assert run_cli("login", "--token-stdin", input=OTHER).exit_code == 0
+    assert run_cli("login", "--no-verify", "--token-stdin", input=OTHER).exit_code == 0
     monkeypatch.setenv("PAYSDK_MERCHANT_TOKEN", TOKEN)
 
     stored = load_token("default")
@@ -105,7 +106,7 @@ def test_env_token_overrides_stored_token(
 
 
 def test_env_token_is_the_one_sent(monkeypatch: pytest.MonkeyPatch, mock_api: MockAPI) -> None:
-    assert run_cli("login", "--token-stdin", input=OTHER).exit_code == 0
+    assert run_cli("login", "--no-verify", "--token-stdin", input=OTHER).exit_code == 0
     monkeypatch.setenv("PAYSDK_MERCHANT_TOKEN", TOKEN)
     mock_api.body = {"uid": "u1", "reference": "PL-ABCDEFGHJK", "URL": "http://x/checkout/?orderId=u1"}
 
@@ -129,7 +130,7 @@ def test_env_token_is_the_one_sent(monkeypatch: pytest.MonkeyPatch, mock_api: Mo
 
 
 def test_logout_removes_keyring_and_file(config_dir: Path, memory_keyring: MemoryKeyring) -> None:
-    assert run_cli("login", "--token-stdin", input=TOKEN).exit_code == 0
+    assert run_cli("login", "--no-verify", "--token-stdin", input=TOKEN).exit_code == 0
     result = run_cli("logout")
     assert result.exit_code == 0
     assert memory_keyring.passwords == {}
@@ -141,15 +142,15 @@ def test_logout_removes_keyring_and_file(config_dir: Path, memory_keyring: Memor
 
 
 def test_logout_removes_fallback_file_entry(config_dir: Path) -> None:
-    assert run_cli("--profile", "a", "login", "--token-stdin", input=TOKEN).exit_code == 0
-    assert run_cli("--profile", "b", "login", "--token-stdin", input=OTHER).exit_code == 0
+    assert run_cli("--profile", "a", "login", "--no-verify", "--token-stdin", input=TOKEN).exit_code == 0
+    assert run_cli("--profile", "b", "login", "--no-verify", "--token-stdin", input=OTHER).exit_code == 0
     assert run_cli("--profile", "a", "logout").exit_code == 0
 
     assert json.loads((config_dir / "credentials.json").read_text())["tokens"] == {"b": OTHER}
 
 
 def test_group_readable_fallback_file_is_warned_about(config_dir: Path) -> None:
-    assert run_cli("login", "--token-stdin", input=TOKEN).exit_code == 0
+    assert run_cli("login", "--no-verify", "--token-stdin", input=TOKEN).exit_code == 0
     path = config_dir / "credentials.json"
     path.chmod(0o644)
 
@@ -168,7 +169,7 @@ def test_missing_token_exits_4() -> None:
 
 def test_profile_default_client_is_used(mock_api: MockAPI, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PAYSDK_MERCHANT_TOKEN", TOKEN)
-    assert run_cli("login", "--token-stdin", "--client", "acme", input=TOKEN).exit_code == 0
+    assert run_cli("login", "--no-verify", "--token-stdin", "--client", "acme", input=TOKEN).exit_code == 0
     mock_api.body = {"uid": "u1", "reference": "PL-ABCDEFGHJK", "URL": "http://x/?orderId=u1"}
 
     result = run_cli("links", "create", "--amount", "5", "--user-id", "+50255555555", "--channel", "wa")

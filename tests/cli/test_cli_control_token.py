@@ -115,7 +115,7 @@ def test_sandbox_commands_send_the_profile_token(exposed: str, memory_keyring: M
 
     assert _json("sandbox", "processor", "secret", "--show-secrets")["secret"].startswith("psec_")
     assert _json("sandbox", "processor", "secret")["secret"] == "****"
-    assert run_cli("sandbox", "reset").exit_code == 0
+    assert run_cli("sandbox", "reset", "--yes").exit_code == 0
     assert _json("sandbox", "clients", "show", "acme", code=6).exit_code == 6
 
 

@@ -49,7 +49,7 @@ def test_health_test_cards_clock_and_reset() -> None:
     assert "4242424242424242" in numbers
     assert float(_json_ok("sandbox", "clock", "advance", "3600")["offsetSeconds"]) >= 3600
     assert float(_json_ok("sandbox", "clock", "show")["offsetSeconds"]) >= 3600
-    reset = run_cli("sandbox", "reset")
+    reset = run_cli("sandbox", "reset", "--yes")
     assert reset.exit_code == 0
     assert reset.stdout == ""
     assert float(_json_ok("sandbox", "clock", "show")["offsetSeconds"]) < 60

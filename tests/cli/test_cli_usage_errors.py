@@ -246,7 +246,9 @@ def test_a_corrupt_config_file_is_named_in_a_warning(name: str, content: str, co
     path.write_text(content, encoding="utf-8")
     path.chmod(0o600)
 
-    proc = _paysdk(config_dir, "login", "--token-stdin", "--client", "acme", input=TOKEN + "\n")
+    proc = _paysdk(
+        config_dir, "login", "--no-verify", "--token-stdin", "--client", "acme", input=TOKEN + "\n"
+    )
     assert proc.returncode == 0, proc.stderr
     problem = "is not valid JSON" if content.startswith("{") else "does not hold a JSON object"
     warning = f"Warning: {path} {problem}; ignoring it"

@@ -252,7 +252,9 @@ def test_cli_login_profile_and_sessions_without_fcntl(live_server: str, tmp_path
     def paysdk_cli(*args: str, input: str | None = None) -> str:
         return _python(env, "-m", "paysdk_cli", "-o", "json", *args, input=input)
 
-    created = json.loads(paysdk_cli("sandbox", "clients", "create", "--slug", "win-shop", "--save-profile"))
+    created = json.loads(
+        paysdk_cli("sandbox", "clients", "create", "--slug", "win-shop", "--save-profile", "--show-secrets")
+    )
     paysdk_cli("login", "--token-stdin", "--client", "win-shop", input=created["sandboxToken"] + "\n")
     paysdk_cli("wallet", "login")
     with paysdk.Client(environment=paysdk.Environment.local(live_server)) as sandbox:

@@ -149,9 +149,28 @@ def health(ctx: typer.Context) -> None:
 
 
 @app.command("reset")
-def reset(ctx: typer.Context) -> None:
-    """Delete every client, transaction, callback, fault and the clock offset."""
+def reset(
+    ctx: typer.Context,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (needed without a terminal).")
+    ] = False,
+) -> None:
+    """Delete every client, transaction, callback, fault and the clock offset.
+
+    On a terminal it asks first; without one (a script, CI) it refuses unless --yes is given.
+    """
+    from paysdk_cli._params import stdin_is_terminal
+
     st = state(ctx)
+    if not yes:
+        if not stdin_is_terminal():
+            raise CLIError(
+                f"sandbox reset erases every client and transaction at {st.base_url}: "
+                "pass --yes to confirm without a terminal",
+                ExitCode.USAGE,
+            )
+        if not typer.confirm(f"Erase every client, transaction and callback at {st.base_url}?", err=True):
+            raise CLIError("reset cancelled: nothing was erased", ExitCode.ERROR)
     with open_client(st, token_required=False) as sdk:
         sdk.sandbox.reset()
     info(f"Reset the reference server at {st.base_url}.")
