@@ -323,6 +323,22 @@ def test_associate_card_links_an_unassigned_card(backoffice: Backoffice) -> None
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["cardId"] == card.card_id
 
+    # A cardholder enrolled by hand is found by email too, with no upload fields (D451).
+    found = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "lookup",
+        "--partner",
+        backoffice.partner_id,
+        "--email",
+        "ana@example.com",
+        env=backoffice.env,
+    )
+    assert found.exit_code == 0, found.stderr
+    match = json.loads(found.stdout)
+    assert (match["cardholderId"], match["externalId"], match["batchId"]) == (user.user_id, None, None)
+
 
 def test_ctrl_c_stops_following_with_130_and_says_how_to_reattach(
     backoffice: Backoffice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
