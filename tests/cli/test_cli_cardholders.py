@@ -137,10 +137,16 @@ def test_some_rows_failed_exits_5_and_the_report_neutralises_formula_cells(
     assert "row 3 failed: email:" in result.stderr
     with report.open(newline="") as handle:
         rows = list(csv.reader(handle))
-    assert rows[0] == ["row_number", "status", "error"]
-    assert [row[:2] for row in rows[1:]] == [["3", "failed"], ["5", "failed"]]
-    assert rows[1][2].startswith("email: ")
-    assert report.read_bytes().count(b"\r\n") == 3
+    assert rows[0] == ["row_number", "status", "error", "external_id", "cardholder_id", "card_id"]
+    assert [row[:2] for row in rows[1:]] == [
+        ["2", "created"],
+        ["3", "failed"],
+        ["4", "created"],
+        ["5", "failed"],
+        ["6", "created"],
+    ]
+    assert rows[2][2].startswith("email: ")
+    assert report.read_bytes().count(b"\r\n") == 6
     for row in rows:
         for cell in row:
             assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
@@ -178,7 +184,9 @@ def test_json_output_is_one_event_per_line_and_progress_reattaches(
         env=backoffice.env,
     )
     assert result.exit_code == 5, result.stderr
-    events = _json_lines(result.stdout)
+    lines = _json_lines(result.stdout)
+    events = [line for line in lines if line["event"] != "created"]
+    assert [line["event"] for line in lines[len(events) :]] == ["created", "created"]  # after done (D453)
     assert [int(e["id"]) for e in events] == list(range(1, len(events) + 1))
     assert events[-1]["event"] == "done"
     assert events[-1]["data"]["batchId"] == batch_id
@@ -222,7 +230,9 @@ def test_a_dropped_stream_is_resumed_with_a_warning_and_no_event_lost_or_repeate
         env=backoffice.env,
     )
     assert result.exit_code == 5, result.stderr
-    events = _json_lines(result.stdout)
+    lines = _json_lines(result.stdout)
+    events = [line for line in lines if line["event"] != "created"]
+    assert [line["event"] for line in lines[len(events) :]] == ["created"] * 5  # after done (D453)
     assert [int(e["id"]) for e in events] == list(range(1, len(events) + 1))
     assert events[-1]["event"] == "done"
     assert result.stderr.count("Warning: " + AFFINITY_WARNING) == 1
@@ -249,7 +259,7 @@ def test_the_rich_bar_is_drawn_on_a_terminal(
     assert "Cardholders" in result.stderr
     assert "\x1b[" in result.stderr  # drawn with terminal control sequences
     assert "progress: " not in result.stderr
-    assert _json_lines(result.stdout)[-1]["event"] == "done"
+    assert [line["event"] for line in _json_lines(result.stdout)][-3:] == ["done", "created", "created"]
 
 
 def test_usage_auth_and_api_errors_have_their_exit_codes(backoffice: Backoffice, tmp_path: Path) -> None:
@@ -313,6 +323,22 @@ def test_associate_card_links_an_unassigned_card(backoffice: Backoffice) -> None
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["cardId"] == card.card_id
 
+    # A cardholder enrolled by hand is found by email too, with no upload fields (D451).
+    found = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "lookup",
+        "--partner",
+        backoffice.partner_id,
+        "--email",
+        "ana@example.com",
+        env=backoffice.env,
+    )
+    assert found.exit_code == 0, found.stderr
+    match = json.loads(found.stdout)
+    assert (match["cardholderId"], match["externalId"], match["batchId"]) == (user.user_id, None, None)
+
 
 def test_ctrl_c_stops_following_with_130_and_says_how_to_reattach(
     backoffice: Backoffice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -361,3 +387,126 @@ def test_a_hostile_header_name_in_the_servers_answer_is_printed_escaped(
     assert result.exit_code == 6, result.stderr
     _no_controls(result.stdout + result.stderr)
     assert "user\\x1b]0;owned\\x07\\x1b[2J\\x9b2J\\x9d0;x\\x9c" in result.stderr
+
+
+def test_the_documented_flow_upload_read_the_created_ids_then_associate_a_card_with_the_cli(
+    backoffice: Backoffice, tmp_path: Path
+) -> None:
+    """D450-D453: the ids of the rows a batch created are in ``-o json`` and ``--report``; ``lookup``
+    finds an uploaded cardholder by externalId or email; ``associate-card`` takes the id found."""
+    path = _file(tmp_path, 3, bad={2: "not-an-email"})
+    tag = path.read_text().splitlines()[1].split(",")[0].split("-")[1]
+    report = tmp_path / "rows.csv"
+    result = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "upload",
+        str(path),
+        "--partner",
+        backoffice.partner_id,
+        "--report",
+        str(report),
+        env=backoffice.env,
+    )
+    assert result.exit_code == 5, result.stderr
+    lines = _json_lines(result.stdout)
+    done = next(index for index, line in enumerate(lines) if line["event"] == "done")
+    created = [line["data"] for line in lines if line["event"] == "created"]
+    assert all(line["event"] == "created" for line in lines[done + 1 :])  # after `done`, in row order
+    assert [(entry["row"], entry["externalId"]) for entry in created] == [
+        (2, f"x-{tag}-1"),
+        (4, f"x-{tag}-3"),
+    ]
+    assert created[0]["cardId"] is not None  # row 2 asked for a card
+    assert created[1]["cardId"] is None
+    assert f"2 created and 1 failed rows written to {report}" in result.stderr
+
+    with report.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(row["row_number"], row["status"], row["external_id"]) for row in rows] == [
+        ("2", "created", f"x-{tag}-1"),
+        ("3", "failed", f"x-{tag}-2"),
+        ("4", "created", f"x-{tag}-3"),
+    ]
+    assert rows[0]["cardholder_id"] == created[0]["cardholderId"]
+    assert rows[0]["card_id"] == created[0]["cardId"]
+    assert (rows[1]["cardholder_id"], rows[1]["card_id"]) == ("", "")
+    assert rows[1]["error"].startswith("email: ")
+
+    # A table: the created rows with their ids (reattaching replays the batch).
+    batch_id = lines[0]["data"]["batchId"]
+    table = run_cli(
+        "-o",
+        "table",
+        "cardholders",
+        "progress",
+        batch_id,
+        "--partner",
+        backoffice.partner_id,
+        env=backoffice.env,
+    )
+    assert table.exit_code == 5, table.stderr
+    assert "Created cardholders" in table.stdout
+    assert created[1]["cardholderId"] in table.stdout
+
+    found = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "lookup",
+        "--partner",
+        backoffice.partner_id,
+        "--external-id",
+        f"x-{tag}-3",
+        env=backoffice.env,
+    )
+    assert found.exit_code == 0, found.stderr
+    cardholder = json.loads(found.stdout)
+    assert cardholder["cardholderId"] == created[1]["cardholderId"]
+    assert (cardholder["batchId"], cardholder["row"]) == (batch_id, 4)
+    by_email = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "lookup",
+        "--partner",
+        backoffice.partner_id,
+        "--email",
+        f"h1-{tag}@example.com",
+        env=backoffice.env,
+    )
+    assert by_email.exit_code == 0, by_email.stderr
+    assert json.loads(by_email.stdout)["cardholderId"] == created[0]["cardholderId"]
+
+    with paysdk.Client(environment=paysdk.Environment.local(backoffice.url)) as sandbox:
+        card = sandbox.sandbox.create_stock_card(backoffice.slug)
+    linked = run_cli(
+        "-o",
+        "json",
+        "cardholders",
+        "associate-card",
+        cardholder["cardholderId"],
+        card.card_id,
+        "--partner",
+        backoffice.partner_id,
+        env=backoffice.env,
+    )
+    assert linked.exit_code == 0, linked.stderr
+    assert json.loads(linked.stdout)["cardId"] == card.card_id
+
+    missing = run_cli(
+        "cardholders",
+        "lookup",
+        "--partner",
+        backoffice.partner_id,
+        "--external-id",
+        f"x-{tag}-2",
+        env=backoffice.env,
+    )
+    assert missing.exit_code == 6, missing.stderr  # row 3 failed: no such cardholder
+    assert "externalId" in missing.stderr
+    both = run_cli(
+        "cardholders", "lookup", "--partner", backoffice.partner_id, "--email", "a@b.c", "--external-id", "x"
+    )
+    assert both.exit_code == 2, both.stderr

@@ -296,3 +296,77 @@ async def test_an_upload_whose_connection_dropped_is_sent_again_whole(make: Make
     await _drive(make, setup.sandbox)
     result = await call(setup.client.backoffice.cardholders.wait(setup.partner_id, batch.batch_id))
     assert (result.created, result.failed) == (3, 0)
+
+
+@pytest.mark.covers(
+    "backoffice.cardholders.results",
+    "backoffice.cardholders.results_page",
+    "backoffice.cardholders.lookup",
+    "backoffice.associate_card",
+)
+async def test_a_batchs_created_ids_are_read_in_pages_and_a_cardholder_found_by_external_id_or_email(
+    make: Maker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """D450-D452: each created row's cardholder and card ids, paged as D331's report (2 a page here), and
+    the lookup by externalId or email; the id found is the one card association takes."""
+    from paysdk.server.services import cardholders as service
+
+    monkeypatch.setattr(service, "RESULTS_PAGE_ENTRIES", 2)
+    setup = await _setup(make)
+    cardholders = setup.client.backoffice.cardholders
+    tag = secrets.token_hex(3)
+    answer = await call(cardholders.upload(setup.partner_id, _csv(6, bad=(3,), tag=tag), filename="h.csv"))
+    await _drive(make, setup.sandbox)
+    await call(cardholders.wait(setup.partner_id, answer.batch_id))
+
+    first = await call(cardholders.results_page(setup.partner_id, answer.batch_id))
+    assert (first.status, first.created, first.page, first.pages) == ("completed", 5, 1, 3)
+    assert [entry.row for entry in first.entries] == [2, 3]
+    created = await call(cardholders.results(setup.partner_id, answer.batch_id))
+    assert [(entry.row, entry.external_id) for entry in created] == [
+        (2, f"ext-{tag}-1"),
+        (3, f"ext-{tag}-2"),
+        (5, f"ext-{tag}-4"),
+        (6, f"ext-{tag}-5"),
+        (7, f"ext-{tag}-6"),
+    ]
+    assert len({entry.cardholder_id for entry in created}) == 5
+    assert [entry.card_id is not None for entry in created] == [True, False, False, True, False]
+
+    found = await call(cardholders.lookup(setup.partner_id, external_id=f"ext-{tag}-5"))
+    assert (found.cardholder_id, found.card_id, found.row) == (
+        created[3].cardholder_id,
+        created[3].card_id,
+        6,
+    )
+    assert (found.batch_id, found.partner_id, found.email) == (
+        answer.batch_id,
+        setup.partner_id,
+        f"holder5-{tag}@example.com",
+    )
+    by_email = await call(cardholders.lookup(setup.partner_id, email=f"HOLDER2-{tag}@example.com"))
+    assert (by_email.cardholder_id, by_email.external_id) == (created[1].cardholder_id, f"ext-{tag}-2")
+
+    stock = await call(setup.sandbox.sandbox.create_stock_card(setup.merchant.slug))
+    card = await call(
+        setup.client.backoffice.associate_card(setup.partner_id, found.cardholder_id, stock.card_id)
+    )
+    assert card.card_id == stock.card_id
+
+    for kwargs, field in (
+        ({"external_id": f"ext-{tag}-3"}, "externalId"),
+        ({"email": "no@example.com"}, "email"),
+    ):
+        with pytest.raises(paysdk.NotFoundError) as missing:  # row 4 failed: nothing to find
+            await call(cardholders.lookup(setup.partner_id, **kwargs))
+        assert field in str(missing.value.body)
+    with pytest.raises(paysdk.NotFoundError) as past:
+        await call(cardholders.results_page(setup.partner_id, answer.batch_id, 4))
+    assert "page" in str(past.value.body)
+    other = await _setup(make)
+    with pytest.raises(paysdk.NotFoundError):  # another partner's batch
+        await call(cardholders.results_page(other.partner_id, answer.batch_id))
+    with pytest.raises(paysdk.ValidationError):
+        await call(cardholders.lookup(setup.partner_id))
+    with pytest.raises(paysdk.ValidationError):
+        await call(cardholders.results_page(setup.partner_id, answer.batch_id, 0))

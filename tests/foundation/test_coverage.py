@@ -334,7 +334,10 @@ _ARGUMENTS: dict[str, Any] = {
     "lead_id": "lead_1",
 }
 #: Arguments of one method that differ from :data:`_ARGUMENTS` (by method name), optional ones included.
-_PER_METHOD: dict[str, dict[str, Any]] = {"upload_document": {"file": b"%PDF-1.4\n", "file_name": "deed.pdf"}}
+_PER_METHOD: dict[str, dict[str, Any]] = {
+    "upload_document": {"file": b"%PDF-1.4\n", "file_name": "deed.pdf"},
+    "lookup": {"external_id": "EMP-1"},  # backoffice.cardholders.lookup: one of external_id, email
+}
 
 
 def _template(key: str) -> tuple[str, re.Pattern[str], int]:

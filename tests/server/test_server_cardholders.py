@@ -311,3 +311,54 @@ async def test_a_formula_cell_refuses_the_whole_file_in_csv_and_xlsx(bo: Backoff
             assert detail["field"] == field
             assert detail["message"].startswith("row 3: a formula is not accepted"), detail
     assert cardholders(db_url, bo.merchant.slug) == {}
+
+
+async def test_results_pages_and_lookup_answer_only_the_partners_rows(bo: Backoffice) -> None:
+    """D450, D451 over HTTP: the results of a batch in row order; the lookup takes exactly one of
+    externalId and email and finds only the partner's cardholders; the 404s name their field."""
+    partner, other = await bo.partner(), await bo.partner()
+    answer = await bo.upload(partner, csv_file([person(1, card=True), person(2)], header=HEADER))
+    batch = _data(answer)["batchId"]
+    await bo.progress(partner, batch)  # to the end
+    auth = {"Authorization": f"Bearer {await bo.token()}"}
+    base = f"/cms/rest/app/partners/{partner}/cardholders"
+
+    page = await bo.client.get(f"{base}/batch/{batch}/results/pages/1", headers=auth)
+    assert page.status_code == 200, page.text
+    results = _data(page)
+    assert (results["status"], results["created"], results["page"], results["pages"]) == (
+        "completed",
+        2,
+        1,
+        1,
+    )
+    assert [(e["row"], e["externalId"]) for e in results["entries"]] == [(2, "E1"), (3, "E2")]
+    assert results["entries"][0]["cardId"] is not None
+    assert "cardId" not in results["entries"][1]  # no card: left out, as every unset optional (D30)
+
+    for suffix, field in (("2", "page"), ("x", "page"), ("0", "page")):
+        past = await bo.client.get(f"{base}/batch/{batch}/results/pages/{suffix}", headers=auth)
+        assert past.status_code == 404, past.text
+        assert field in past.text
+    foreign = await bo.client.get(
+        f"/cms/rest/app/partners/{other}/cardholders/batch/{batch}/results/pages/1", headers=auth
+    )
+    assert foreign.status_code == 404
+    assert "batchId" in foreign.text
+
+    found = await bo.client.get(f"{base}/lookup", params={"externalId": "E2"}, headers=auth)
+    assert found.status_code == 200, found.text
+    assert _data(found)["cardholderId"] == results["entries"][1]["cardholderId"]
+    by_email = await bo.client.get(f"{base}/lookup", params={"email": "U1@Example.com"}, headers=auth)
+    assert _data(by_email)["externalId"] == "E1"
+    for params in ({}, {"externalId": "E1", "email": "u1@example.com"}):
+        bad = await bo.client.get(f"{base}/lookup", params=params, headers=auth)
+        assert bad.status_code == 400, bad.text
+        assert "externalId" in bad.text
+    elsewhere = await bo.client.get(
+        f"/cms/rest/app/partners/{other}/cardholders/lookup", params={"externalId": "E1"}, headers=auth
+    )
+    assert elsewhere.status_code == 404  # another partner's cardholder is not found
+    assert "externalId" in elsewhere.text
+    unauthenticated = await bo.client.get(f"{base}/lookup", params={"externalId": "E1"})
+    assert unauthenticated.status_code == 401

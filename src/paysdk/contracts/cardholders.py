@@ -8,6 +8,11 @@ The wire models the SDK and the reference server share, and the one pure validat
 * ``GET {cms}/app/partners/{partnerId}/cardholders/batch/{batchId}/progress`` is an event stream (D188)
   of ``progress`` (:class:`BatchProgress`), ``row-failed`` (:class:`RowFailed`) and ``done``
   (:class:`BatchDone`) events, each with ``id`` its sequence number within the batch.
+* ``GET {cms}/app/partners/{partnerId}/cardholders/batch/{batchId}/results/pages/{page}`` (our extension,
+  D450) answers :class:`CardholderResultsPage`: the rows the batch created with their cardholder and card
+  ids, :data:`RESULTS_PAGE_ENTRIES` a page, in row order.
+* ``GET {cms}/app/partners/{partnerId}/cardholders/lookup?externalId=|email=`` (our extension, D451)
+  answers :class:`CardholderMatch`: one cardholder of the partner.
 
 The file layout (D186): row 1 is the header (names case-sensitive, any order, unknown columns refused);
 ``externalId``, ``username``, ``email``, ``firstName``, ``lastName`` required; ``phone``, ``issueCard``,
@@ -39,12 +44,16 @@ __all__ = [
     "MAX_DATA_ROWS",
     "OPTIONAL_COLUMNS",
     "REQUIRED_COLUMNS",
+    "RESULTS_PAGE_ENTRIES",
     "BatchDone",
     "BatchProgress",
     "BatchStatus",
     "CardholderFileError",
+    "CardholderMatch",
+    "CardholderResultsPage",
     "CardholderRow",
     "CardholderUpload",
+    "CreatedCardholder",
     "ProgressEventName",
     "RowError",
     "RowFailed",
@@ -314,3 +323,46 @@ class BatchDone(WireModel):
     created: int
     failed: int
     cards_issued: int
+
+
+#: Created rows in a page of a batch's results (D450), as a reconciliation report's page (D331).
+RESULTS_PAGE_ENTRIES: Final = 5_000
+
+
+class CreatedCardholder(WireModel):
+    """One row a batch created (D450): its row number (the header is row 1), ``externalId``, the
+    cardholder's id (``cardholderId``: the wallet user id the backoffice paths take) and the card issued
+    for it (``cardId``, null without ``issueCard``)."""
+
+    row: int
+    external_id: str
+    cardholder_id: str
+    card_id: str | None = None
+
+
+class CardholderResultsPage(WireModel):
+    """Page ``page`` of ``pages`` of a batch's created rows (D450): ``entries`` from
+    ``(page - 1) * 5,000`` on, in row order; ``created`` counts them all so far and ``status`` is the
+    batch's (a running batch's results grow)."""
+
+    batch_id: str
+    status: BatchStatus
+    created: int
+    page: int
+    pages: int
+    entries: list[CreatedCardholder]
+
+
+class CardholderMatch(WireModel):
+    """A partner's cardholder found by ``externalId`` or email (D451). ``externalId``, ``batchId``,
+    ``row`` and ``cardId`` come from the upload that created it (null for a cardholder enrolled another
+    way)."""
+
+    cardholder_id: str
+    partner_id: str
+    username: str
+    email: str
+    external_id: str | None = None
+    batch_id: str | None = None
+    row: int | None = None
+    card_id: str | None = None

@@ -14,6 +14,9 @@
   so a reconnect there may land on another and miss events (D188, D221).
 * :meth:`AsyncCardholders.wait` follows the stream from its start to ``done`` and answers the
   :class:`CardholderBatchResult`: the final counts and every failed row.
+* :meth:`AsyncCardholders.results` (every page) and ``results_page`` answer the rows a batch created with
+  their cardholder and card ids; :meth:`AsyncCardholders.lookup` finds a partner's cardholder by
+  ``externalId`` or email (our extensions, D450, D451, D452).
 """
 
 from __future__ import annotations
@@ -26,7 +29,16 @@ from paysdk._errors import UnexpectedResponseError, ValidationError
 from paysdk._pipeline import CallOptions, Operation, apply_call_options, data_envelope, no_result
 from paysdk._sse import ServerSentEvent, StreamOperation, StreamPolicy, StreamProgress, UnknownEvent
 from paysdk._streaming import AsyncEventStream, EventStream
-from paysdk.contracts.cardholders import BatchDone, BatchProgress, BatchStatus, CardholderUpload, RowFailed
+from paysdk.contracts.cardholders import (
+    BatchDone,
+    BatchProgress,
+    BatchStatus,
+    CardholderMatch,
+    CardholderResultsPage,
+    CardholderUpload,
+    CreatedCardholder,
+    RowFailed,
+)
 from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
 from paysdk.resources._validation import check_str, path_segment
 
@@ -207,6 +219,58 @@ def progress_operation(
     )
 
 
+def results_page_operation(
+    partner_id: str, batch_id: str, page: int = 1, **options: Unpack[CallOptions]
+) -> Operation[CardholderResultsPage]:
+    """Page ``page`` (1 to ``pages``) of the rows a batch created, with their cardholder and card ids
+    (``GET {cms}/app/partners/{partnerId}/cardholders/batch/{batchId}/results/pages/{page}``, our
+    extension, D450): 5,000 entries a page in row order; a page past the last is
+    :class:`~paysdk.NotFoundError` naming ``page``."""
+    partner = _id(partner_id, "partner_id")
+    batch = _id(batch_id, "batch_id")
+    if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+        raise ValidationError("page", "must be a whole number, 1 or more")
+    op: Operation[CardholderResultsPage] = Operation(
+        method="GET",
+        path=f"{_ROOT}{partner}/cardholders/batch/{batch}/results/pages/{page}",
+        base="cms",
+        auth="backoffice_user",
+        parse=data_envelope(CardholderResultsPage.model_validate),
+    )
+    return apply_call_options(op, options)
+
+
+def lookup_operation(
+    partner_id: str,
+    *,
+    external_id: str | None = None,
+    email: str | None = None,
+    **options: Unpack[CallOptions],
+) -> Operation[CardholderMatch]:
+    """The partner's cardholder with this ``external_id`` (the upload's ``externalId``) or ``email``
+    (``GET {cms}/app/partners/{partnerId}/cardholders/lookup``, our extension, D451): exactly one of them
+    (:class:`~paysdk.ValidationError` before sending otherwise); none found is
+    :class:`~paysdk.NotFoundError` naming it. The match's ``cardholder_id`` is what
+    ``backoffice.associate_card`` takes."""
+    partner = _id(partner_id, "partner_id")
+    if (external_id is None) == (email is None):
+        raise ValidationError("external_id", "give exactly one of external_id and email")
+    params = (
+        {"externalId": check_str(external_id, "external_id", max_length=_ID_LENGTH)}
+        if external_id is not None
+        else {"email": check_str(email, "email", max_length=255)}
+    )
+    op: Operation[CardholderMatch] = Operation(
+        method="GET",
+        path=f"{_ROOT}{partner}/cardholders/lookup",
+        base="cms",
+        auth="backoffice_user",
+        params=params,
+        parse=data_envelope(CardholderMatch.model_validate),
+    )
+    return apply_call_options(op, options)
+
+
 class _Collector:
     """What :meth:`AsyncCardholders.wait` gathers from the events."""
 
@@ -254,9 +318,24 @@ class AsyncCardholders(AsyncResource[M]):
     """Bulk cardholder upload (``client.backoffice.cardholders``): upload a file, follow its progress."""
 
     upload = AsyncEndpoint(upload_operation)
+    results_page = AsyncEndpoint(results_page_operation)
+    lookup = AsyncEndpoint(lookup_operation)
 
     def __init__(self, client: AsyncClient, *, raw: bool = False) -> None:
         super().__init__(client, raw=raw)
+
+    async def results(
+        self, partner_id: str, batch_id: str, **options: Unpack[CallOptions]
+    ) -> list[CreatedCardholder]:
+        """Every row the batch created so far with its cardholder and card ids, in row order (D450, D452):
+        :attr:`results_page` read from page 1 to its last (one ``GET`` each, ``options`` applied to each).
+        Call it after :meth:`wait` for a batch's whole results."""
+        page = await self._send(results_page_operation(partner_id, batch_id, 1, **options))
+        entries = list(page.entries)
+        for number in range(2, page.pages + 1):
+            more = await self._send(results_page_operation(partner_id, batch_id, number, **options))
+            entries.extend(more.entries)
+        return entries
 
     def progress(
         self,
@@ -324,9 +403,24 @@ class Cardholders(Resource[M]):
     """Bulk cardholder upload (``client.backoffice.cardholders``): upload a file, follow its progress."""
 
     upload = Endpoint(upload_operation)
+    results_page = Endpoint(results_page_operation)
+    lookup = Endpoint(lookup_operation)
 
     def __init__(self, client: Client, *, raw: bool = False) -> None:
         super().__init__(client, raw=raw)
+
+    def results(
+        self, partner_id: str, batch_id: str, **options: Unpack[CallOptions]
+    ) -> list[CreatedCardholder]:
+        """Every row the batch created so far with its cardholder and card ids, in row order (D450, D452):
+        :attr:`results_page` read from page 1 to its last (one ``GET`` each, ``options`` applied to each).
+        Call it after :meth:`wait` for a batch's whole results."""
+        page = self._send(results_page_operation(partner_id, batch_id, 1, **options))
+        entries = list(page.entries)
+        for number in range(2, page.pages + 1):
+            more = self._send(results_page_operation(partner_id, batch_id, number, **options))
+            entries.extend(more.entries)
+        return entries
 
     def progress(
         self,

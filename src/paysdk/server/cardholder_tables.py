@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from paysdk.server.core_tables import Base
@@ -84,6 +84,8 @@ class BatchCardholderRow(Base):
     __tablename__ = "cardholder_batch_members"
     __table_args__ = (
         UniqueConstraint("partner_pk", "external_id", name="uq_cardholder_batch_members_external"),
+        # A batch's results are read a page at a time in row order (D450).
+        Index("ix_cardholder_batch_members_batch_row", "batch_id", "row"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)

@@ -318,6 +318,14 @@ BACKOFFICE = Family(
         f"GET {_C}/app/partners/{{partnerId}}/cardholders/batch/{{batchId}}/progress": Reach(
             sdk=("backoffice.cardholders.wait",), cli=("cardholders progress", "cardholders upload")
         ),
+        # Our extensions (D450, D451): the created rows' ids, and a cardholder found by externalId/email.
+        f"GET {_C}/app/partners/{{partnerId}}/cardholders/batch/{{batchId}}/results/pages/{{page}}": Reach(
+            sdk=("backoffice.cardholders.results_page", "backoffice.cardholders.results"),
+            cli=("cardholders upload", "cardholders progress"),
+        ),
+        f"GET {_C}/app/partners/{{partnerId}}/cardholders/lookup": _reach(
+            "backoffice.cardholders.lookup", "cardholders lookup"
+        ),
     },
 )
 

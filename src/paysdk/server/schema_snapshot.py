@@ -383,7 +383,7 @@ TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "card_id",
             "created_at",
         ),
-        ("ix_cardholder_batch_members_user_id",),
+        ("ix_cardholder_batch_members_batch_row", "ix_cardholder_batch_members_user_id"),
     ),
     "cardholder_file_chunks": (
         ("batch_id", "seq", "data"),

@@ -9,9 +9,14 @@
   event. On stdout: ``-o json`` writes one JSON line per event as it arrives (``{"event", "id", "data"}``;
   ``upload`` first writes ``{"event": "upload", "id": null, "data": <the upload's answer>}``); a table
   is the batch summary and the failed rows once the batch is done.
-* ``--report OUT.csv`` writes the failed rows: ``row_number,status,error`` (status ``failed``, error
+* Once the batch is done, its created rows are read from its results (D450, D453): with ``-o json`` one
+  line ``{"event": "created", "id": null, "data": {row, externalId, cardholderId, cardId}}`` per created
+  row, in row order; a table shows the first 50.
+* ``--report OUT.csv`` writes every row in row order: ``row_number,status,error,external_id,
+  cardholder_id,card_id`` (status ``created`` with the ids, or ``failed`` with the error
   ``field: message``), cells a spreadsheet would run as a formula neutralised with ``'``, written to a
   temporary file and renamed.
+* ``lookup --partner ID --external-id X`` (or ``--email``) finds one cardholder (D451).
 * Exit codes (D223): 0 every row created; 5 some rows failed (or the batch stopped at an unreadable
   row); 130 interrupted (the batch goes on: ``progress`` reattaches); 2, 4, 6, 7 as for every command.
 
@@ -22,9 +27,11 @@ SDK, rich) happen inside the commands.
 from __future__ import annotations
 
 import csv
+import heapq
 import logging
 import os
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -37,14 +44,14 @@ from paysdk_cli._output import json_text, printable
 from paysdk_cli._state import OutputFormat, State
 
 if TYPE_CHECKING:
-    from paysdk.contracts.cardholders import RowFailed
+    from paysdk.contracts.cardholders import CreatedCardholder, RowFailed
     from paysdk.resources.cardholders import CardholderBatchResult
 
-__all__ = ["app", "associate_card", "progress", "upload"]
+__all__ = ["app", "associate_card", "lookup", "progress", "upload"]
 
 app = new_app("Cardholders: bulk upload with live progress, operator card association.")
 
-REPORT_COLUMNS = ("row_number", "status", "error")
+REPORT_COLUMNS = ("row_number", "status", "error", "external_id", "cardholder_id", "card_id")
 #: stderr lists at most this many failed rows as they come, a table at most this many at the end
 #: (every one is in -o json and --report).
 ROWS_SHOWN = 50
@@ -81,7 +88,8 @@ def upload(
         typer.Option(
             "--report",
             metavar="OUT.csv",
-            help="Write row_number,status,error for every failed row to this CSV file.",
+            help="Write every row (created with its cardholder and card ids, or failed with its error) "
+            "to this CSV file.",
             show_default=False,
         ),
     ] = None,
@@ -137,7 +145,8 @@ def progress(
         typer.Option(
             "--report",
             metavar="OUT.csv",
-            help="Write row_number,status,error for every failed row to this CSV file.",
+            help="Write every row (created with its cardholder and card ids, or failed with its error) "
+            "to this CSV file.",
             show_default=False,
         ),
     ] = None,
@@ -171,6 +180,29 @@ def associate_card(
     with open_backoffice_client(st) as client:
         card = client.backoffice.associate_card(partner, cardholder_id, card_id)
     emit(st.output, card.model_dump(mode="json", by_alias=True), title="Card")
+
+
+@app.command("lookup")
+def lookup(
+    ctx: typer.Context,
+    partner: Annotated[str, typer.Option("--partner", metavar="ID", help=_PARTNER_HELP, show_default=False)],
+    external_id: Annotated[
+        str | None,
+        typer.Option("--external-id", metavar="ID", help="The row's externalId in the uploaded file."),
+    ] = None,
+    email: Annotated[str | None, typer.Option("--email", help="The cardholder's email.")] = None,
+) -> None:
+    """Find a partner's cardholder by --external-id or --email (D451): its cardholderId is what
+    `associate-card` takes. Exit 6 when there is none."""
+    st = state(ctx)
+    if (external_id is None) == (email is None):
+        raise CLIError("give exactly one of --external-id and --email", ExitCode.USAGE)
+    from paysdk_cli._backoffice import open_backoffice_client
+    from paysdk_cli._output import emit
+
+    with open_backoffice_client(st) as client:
+        found = client.backoffice.cardholders.lookup(partner, external_id=external_id, email=email)
+    emit(st.output, found.model_dump(mode="json", by_alias=True), title="Cardholder")
 
 
 # ----------------------------------------------------------------------------------- following
@@ -219,7 +251,7 @@ class _Follow:
             display.close()
             notes.removeHandler(handler)
             notes.setLevel(previous_level)
-        self._finish(result)
+        self._finish(result, client)
         return ExitCode.OK if result.all_created else ExitCode.PARTIAL
 
     def _follow(self, client: Any, display: _Display) -> CardholderBatchResult:
@@ -273,10 +305,25 @@ class _Follow:
             ExitCode.SERVER,
         )
 
-    def _finish(self, result: CardholderBatchResult) -> None:
+    def _created(self, client: Any) -> Iterator[CreatedCardholder]:
+        """The batch's created rows in row order, a page (5,000) read at a time (D450)."""
+        results = client.backoffice.cardholders
+        number, pages = 1, 1
+        while number <= pages:
+            page = results.results_page(self.partner, self.batch_id, number)
+            pages = page.pages
+            yield from page.entries
+            number += 1
+
+    def _finish(self, result: CardholderBatchResult, client: Any) -> None:
         from paysdk_cli._output import emit, info
 
-        if self.st.output is not OutputFormat.json:
+        if self.st.output is OutputFormat.json:
+            for entry in self._created(client):
+                _json_line(
+                    {"event": "created", "id": None, "data": entry.model_dump(mode="json", by_alias=True)}
+                )
+        else:
             summary = {
                 "batchId": result.batch_id,
                 "status": result.status,
@@ -287,6 +334,18 @@ class _Follow:
                 "cardsIssued": result.cards_issued,
             }
             emit(self.st.output, summary, title=f"Cardholder batch {result.batch_id}")
+            created = [
+                entry.model_dump(mode="json", by_alias=True)
+                for _, entry in zip(range(ROWS_SHOWN), self._created(client), strict=False)
+            ]
+            if created:
+                emit(
+                    self.st.output,
+                    created,
+                    columns=["row", "externalId", "cardholderId", "cardId"],
+                    title="Created cardholders"
+                    + (f" (first {ROWS_SHOWN})" if result.created > ROWS_SHOWN else ""),
+                )
             shown = result.failed_rows[:ROWS_SHOWN]
             if shown:
                 emit(
@@ -301,18 +360,38 @@ class _Follow:
                 )
         if self.report is not None:
             try:
-                write_report(self.report, result.failed_rows)
+                written = write_report(self.report, result.failed_rows, self._created(client))
             except OSError as exc:
                 raise CLIError(f"cannot write the report {self.report}: {exc.strerror or exc}") from None
-            info(f"{len(result.failed_rows):,} failed rows written to {self.report}")
+            info(
+                f"{written - len(result.failed_rows):,} created and {len(result.failed_rows):,} failed rows "
+                f"written to {self.report}"
+            )
         if result.status == "failed":
             info(f"batch {result.batch_id} stopped at an unreadable row: the rows after it were not tried")
 
 
-def write_report(path: Path, rows: Any) -> None:
-    """``--report``: ``row_number,status,error`` for every failed row in row order (RFC 4180, CRLF), each
-    cell a spreadsheet would run as a formula prefixed with ``'`` (OWASP), written atomically."""
+def write_report(path: Path, rows: Any, created: Iterable[CreatedCardholder] = ()) -> int:
+    """``--report``: every row in row order (RFC 4180, CRLF), ``row_number,status,error,external_id,
+    cardholder_id,card_id``: the failed ``rows`` (status ``failed``, error ``field: message``) merged with
+    the ``created`` rows (in row order, read as the file is written; status ``created`` with the ids,
+    D453). Each cell a spreadsheet would run as a formula is prefixed with ``'`` (OWASP); written
+    atomically. Answers the number of rows written."""
     from paysdk_cli._batch import neutralise
+
+    def failed_cells(row: Any) -> tuple[int, tuple[str, ...]]:
+        return row.row, (str(row.row), "failed", f"{row.field}: {row.message}", row.external_id or "", "", "")
+
+    def created_cells(entry: Any) -> tuple[int, tuple[str, ...]]:
+        cells = (str(entry.row), "created", "", entry.external_id, entry.cardholder_id, entry.card_id or "")
+        return entry.row, cells
+
+    merged = heapq.merge(
+        (failed_cells(row) for row in sorted(rows, key=lambda item: item.row)),
+        (created_cells(entry) for entry in created),
+        key=lambda item: item[0],
+    )
+    written = 0
 
     path = path.expanduser()
     temp = path.with_name(f".{path.name}.{os.getpid()}.partial")
@@ -320,13 +399,14 @@ def write_report(path: Path, rows: Any) -> None:
         with temp.open("w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle, lineterminator="\r\n")
             writer.writerow(REPORT_COLUMNS)
-            for row in sorted(rows, key=lambda item: item.row):
-                cells = (str(row.row), "failed", f"{row.field}: {row.message}")
+            for _, cells in merged:
                 writer.writerow([neutralise(cell) for cell in cells])
+                written += 1
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+    return written
 
 
 # ----------------------------------------------------------------------------------- display

@@ -9,6 +9,10 @@ D185-D188, D210-D219). HTTP only; the logic is in :mod:`paysdk.server.services.c
 * ``GET /app/partners/{partnerId}/cardholders/batch/{batchId}/progress``: ``text/event-stream`` (D188),
   ``Last-Event-ID`` (header, or ``?lastEventId=``) resumes. A ``stream_cut`` fault of the control plane
   drops the connection after N events (tests of a reconnect).
+* ``GET /app/partners/{partnerId}/cardholders/batch/{batchId}/results/pages/{page}`` (our extension,
+  D450): the rows the batch created with their cardholder and card ids, a page of 5,000 in row order.
+* ``GET /app/partners/{partnerId}/cardholders/lookup?externalId=|email=`` (our extension, D451): one
+  cardholder of the partner.
 """
 
 from __future__ import annotations
@@ -23,7 +27,14 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from paysdk.contracts.cardholders import COLUMNS, MAX_DATA_ROWS, CardholderUpload
+from paysdk.contracts.cardholders import (
+    COLUMNS,
+    MAX_DATA_ROWS,
+    RESULTS_PAGE_ENTRIES,
+    CardholderMatch,
+    CardholderResultsPage,
+    CardholderUpload,
+)
 from paysdk.contracts.sandbox import Fault
 from paysdk.server.backoffice_tables import PartnerRow
 from paysdk.server.context import ServerContext, get_context
@@ -32,12 +43,14 @@ from paysdk.server.routers._common import BACKOFFICE_ERRORS, bearer, data, only,
 from paysdk.server.services import backoffice, faults
 from paysdk.server.services import cardholders as service
 
-__all__ = ["PROGRESS_PATH", "UPLOAD_PATH", "BatchStreamResponse", "router"]
+__all__ = ["LOOKUP_PATH", "PROGRESS_PATH", "RESULTS_PATH", "UPLOAD_PATH", "BatchStreamResponse", "router"]
 
 router = APIRouter(tags=["backoffice"])
 
 UPLOAD_PATH = "/app/partners/{partnerId}/cardholders/upload"
 PROGRESS_PATH = "/app/partners/{partnerId}/cardholders/batch/{batchId}/progress"
+RESULTS_PATH = "/app/partners/{partnerId}/cardholders/batch/{batchId}/results/pages/{page}"
+LOOKUP_PATH = "/app/partners/{partnerId}/cardholders/lookup"
 
 _UPLOAD_ERRORS = {
     **only(BACKOFFICE_ERRORS, 401),
@@ -201,6 +214,61 @@ async def progress(request: Request, partnerId: str, batchId: str) -> Response:
         cut_after=None if cut is None else (cut.after_events or 0),
         abort=_abort_uvicorn_connection,
     )
+
+
+@router.get(
+    RESULTS_PATH,
+    **route(
+        f"A page of a cardholder batch's created rows with their cardholder and card ids "
+        f"({RESULTS_PAGE_ENTRIES:,} a page, row order; our extension, D450)",
+        auth="backoffice-user",
+        answer=CardholderResultsPage,
+        envelope=True,
+        errors={
+            **only(BACKOFFICE_ERRORS, 401),
+            404: "Unknown partner or batch, another partner's batch, or a page past the last (ownCode "
+            "null, naming partnerId, batchId or page).",
+        },
+    ),
+)
+async def results(request: Request, partnerId: str, batchId: str, page: str) -> Response:
+    """Page ``page`` (1 to ``pages``) of the rows batch ``batchId`` created (D450)."""
+    context = get_context(request)
+    token = bearer(request)
+    number = int(page) if page.isascii() and page.isdigit() and len(page) <= 9 else 0  # 0: 404 naming page
+
+    def work(session: Session) -> CardholderResultsPage:
+        return service.results_page(session, _partner(session, context, token, partnerId), batchId, number)
+
+    return data(await context.run(work))
+
+
+@router.get(
+    LOOKUP_PATH,
+    **route(
+        "Find a partner's cardholder by externalId or email (our extension, D451)",
+        auth="backoffice-user",
+        answer=CardholderMatch,
+        envelope=True,
+        errors={
+            **only(BACKOFFICE_ERRORS, 401),
+            400: "Neither or both of externalId and email (ownCode null, naming externalId).",
+            404: "Unknown partner, or no such cardholder of the partner (ownCode null, naming partnerId, "
+            "externalId or email).",
+        },
+    ),
+)
+async def lookup(
+    request: Request, partnerId: str, externalId: str | None = None, email: str | None = None
+) -> Response:
+    """The partner's cardholder with this ``externalId`` (from its upload) or email (D451)."""
+    context = get_context(request)
+    token = bearer(request)
+
+    def work(session: Session) -> CardholderMatch:
+        return service.lookup(session, _partner(session, context, token, partnerId), externalId, email)
+
+    return data(await context.run(work))
 
 
 class BatchStreamResponse(Response):

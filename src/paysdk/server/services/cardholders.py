@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -49,12 +49,16 @@ from paysdk.contracts.cardholders import (
     COLUMNS,
     MAX_CELL_CHARS,
     MAX_DATA_ROWS,
+    RESULTS_PAGE_ENTRIES,
     BatchDone,
     BatchProgress,
     BatchStatus,
     CardholderFileError,
+    CardholderMatch,
+    CardholderResultsPage,
     CardholderRow,
     CardholderUpload,
+    CreatedCardholder,
     RowError,
     RowFailed,
     check_header,
@@ -429,6 +433,87 @@ def batch_of(session: Session, partner: PartnerRow, batch_id: str) -> Cardholder
     if batch is None or batch.partner_pk != partner.id or batch.client_id != partner.client_id:
         raise APIProblem.not_found("Batch", "batchId")
     return batch
+
+
+def results_page(session: Session, partner: PartnerRow, batch_id: str, page: int) -> CardholderResultsPage:
+    """Page ``page`` of the rows batch ``batch_id`` created, with their cardholder and card ids (D450):
+    :data:`RESULTS_PAGE_ENTRIES` a page in row order; ``pages`` is at least 1 (an empty first page for a
+    batch that created nothing yet). Another partner's or an unknown batch is ``404`` naming
+    ``batchId``; a page past the last (or ``0``, what the route passes for one that is not a number)
+    ``404`` naming ``page``."""
+    batch = batch_of(session, partner, batch_id)
+    created = session.scalar(
+        select(func.count()).select_from(BatchCardholderRow).where(BatchCardholderRow.batch_id == batch.id)
+    )
+    count = int(created or 0)
+    pages = max(1, -(-count // RESULTS_PAGE_ENTRIES))
+    if not 1 <= page <= pages:
+        raise APIProblem.not_found("Page", "page")
+    members = session.execute(
+        select(
+            BatchCardholderRow.row,
+            BatchCardholderRow.external_id,
+            BatchCardholderRow.user_id,
+            BatchCardholderRow.card_id,
+        )
+        .where(BatchCardholderRow.batch_id == batch.id)
+        .order_by(BatchCardholderRow.row)
+        .offset((page - 1) * RESULTS_PAGE_ENTRIES)
+        .limit(RESULTS_PAGE_ENTRIES)
+    ).all()
+    status: BatchStatus = batch.status  # type: ignore[assignment]
+    return CardholderResultsPage(
+        batch_id=batch.id,
+        status=status,
+        created=count,
+        page=page,
+        pages=pages,
+        entries=[
+            CreatedCardholder(row=row, external_id=external, cardholder_id=user, card_id=card)
+            for row, external, user, card in members
+        ],
+    )
+
+
+def lookup(
+    session: Session, partner: PartnerRow, external_id: str | None, email: str | None
+) -> CardholderMatch:
+    """The partner's cardholder whose ``externalId`` (from its upload) or email is given (D451): exactly
+    one of them (``400`` naming ``externalId`` otherwise); none is ``404`` naming the one given. The email
+    is compared as stored (lower-cased, D96)."""
+    if (external_id is None) == (email is None):
+        raise APIProblem(400, None, "Give exactly one of externalId and email.", [("externalId", "required")])
+    query = (
+        select(WalletUserRow, BatchCardholderRow)
+        .join(PartnerEnrollmentRow, PartnerEnrollmentRow.user_id == WalletUserRow.id)
+        .outerjoin(
+            BatchCardholderRow,
+            (BatchCardholderRow.user_id == WalletUserRow.id)
+            & (BatchCardholderRow.partner_pk == PartnerEnrollmentRow.partner_pk),
+        )
+        .where(PartnerEnrollmentRow.partner_pk == partner.id, WalletUserRow.client_id == partner.client_id)
+    )
+    if external_id is not None:
+        query = query.where(BatchCardholderRow.external_id == external_id)
+        field_name = "externalId"
+    else:
+        assert email is not None
+        query = query.where(WalletUserRow.email == email.strip().lower())
+        field_name = "email"
+    found = session.execute(query.limit(1)).first()
+    if found is None:
+        raise APIProblem.not_found("Cardholder", field_name)
+    user, member = found
+    return CardholderMatch(
+        cardholder_id=user.id,
+        partner_id=partner.partner_id,
+        username=user.username,
+        email=user.email,
+        external_id=None if member is None else member.external_id,
+        batch_id=None if member is None else member.batch_id,
+        row=None if member is None else member.row,
+        card_id=None if member is None else member.card_id,
+    )
 
 
 def _wall() -> datetime:
