@@ -8,8 +8,8 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q --upgrade "pip>=25.1"  # --group (PEP 735 dependency groups)
+	$(BIN)/python -m pip install -q -e '.[all]' --group dev  # the dev tools: a PEP 735 group, not an extra (D425)
 	@touch $(STAMP)
 
 services:
