@@ -32,6 +32,9 @@
 10. The pytest plugin (``benchmarks/bench_plugin.py``): ``examples/merchant_suite`` with the server on a
     socket vs in process, the tests' own time (goal <= 1.5x), and the fixtures' cost per test that does
     nothing (reset, inbox, merchant, client; goal < 10 ms).
+11. The bare SDK's installed size (``benchmarks/bench_footprint.py``): the built wheel with no extras in
+    a fresh venv, its ``site-packages`` summed, beside ``stripe`` and ``openai`` installed the same way in
+    the same run (goal: at most stripe's).
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
@@ -530,6 +533,9 @@ def main() -> None:
     from benchmarks.bench_plugin import plugin_rows  # the pytest plugin's cost (issue 21 item 7, D401-D402)
 
     rows.extend(plugin_rows())
+    from benchmarks.bench_footprint import footprint_rows  # installed size (issue 21 item 3, D423-D424)
+
+    rows.extend(footprint_rows())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'figures':<30}  {'ratio':>8}  goal")
     for name, figures, ratio_text, goal in rows:

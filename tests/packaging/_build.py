@@ -1,8 +1,10 @@
 """The wheel and sdist as CI and a release build them, for the packaging tests and the footprint bench.
 
 ``python -m build`` makes the sdist and, from it, the wheel, in an isolated build environment.
-:func:`build_dist` returns both files; :func:`clean_env` is the environment a child process gets so that
-nothing puts this source tree on its path.
+:func:`build_dist` returns both files; :func:`make_venv` makes a fresh virtual environment and installs
+a requirement into it with this interpreter's pip (its dependencies from the package index, pip's cache
+making a second run quick); :func:`clean_env` is the environment a child process gets so that nothing
+puts this source tree on its path.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT = 600
+INSTALL_TIMEOUT = 600
 
 
 @dataclass(frozen=True)
@@ -73,3 +76,27 @@ def build_dist(out: Path) -> Dist:
     if len(wheels) != 1 or len(sdists) != 1:
         raise RuntimeError(f"expected one wheel and one sdist in {out}: {sorted(out.iterdir())}")
     return Dist(wheel=wheels[0], sdist=sdists[0])
+
+
+def make_venv(path: Path, requirement: str) -> Path:
+    """A fresh virtual environment at ``path`` with ``requirement`` installed; its ``bin`` directory.
+
+    The environment has no pip of its own (``--without-pip``): this interpreter's pip installs into it
+    (``--python``), so its ``site-packages`` holds the requirement and its dependencies only.
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, timeout=120)
+    pip_install(path, requirement)
+    return path / "bin"
+
+
+def pip_install(venv: Path, requirement: str) -> None:
+    """Install ``requirement`` into the environment at ``venv``; fail with pip's output if it fails."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", requirement],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT,
+        env=clean_env(),
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"pip install {requirement} failed:\n{proc.stderr[-3000:]}")

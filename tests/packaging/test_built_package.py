@@ -28,7 +28,7 @@ import pytest
 
 from paysdk._version import DISTRIBUTION, __version__
 
-from ._build import Dist, clean_env
+from ._build import INSTALL_TIMEOUT, Dist, clean_env, make_venv, pip_install
 
 #: The distribution's name as wheel and sdist file names spell it (PEP 427/625: ``-`` becomes ``_``).
 FILE_NAME = DISTRIBUTION.replace("-", "_")
@@ -72,26 +72,6 @@ EXTRA_MODULES = (
     "redis",
     "pytest",
 )
-INSTALL_TIMEOUT = 600
-
-
-def _venv(path: Path, requirement: str) -> Path:
-    """A fresh virtual environment at ``path`` with ``requirement`` installed; its ``bin`` directory."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, timeout=120)
-    _pip_install(path, requirement)
-    return path / "bin"
-
-
-def _pip_install(venv: Path, requirement: str) -> None:
-    # this interpreter's pip installs into the other environment (--python): no pip of its own needed
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", requirement],
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_TIMEOUT,
-        env=clean_env(),
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def _installed(venv: Path) -> set[str]:
@@ -226,7 +206,7 @@ def test_a_bare_install_imports_the_sdk_alone_and_the_command_names_its_extra(
     dist: Dist, tmp_path: Path
 ) -> None:
     venv = tmp_path / "bare"
-    bin_dir = _venv(venv, str(dist.wheel))
+    bin_dir = make_venv(venv, str(dist.wheel))
 
     installed = _installed(venv)
     assert DISTRIBUTION in installed
@@ -261,7 +241,7 @@ def test_a_bare_install_imports_the_sdk_alone_and_the_command_names_its_extra(
         assert "Traceback" not in command.stderr
 
     # with the cli extra but not the server's, `paysdk serve` names the server extra the same way
-    _pip_install(venv, f"{dist.wheel}[cli]")
+    pip_install(venv, f"{dist.wheel}[cli]")
     assert not _installed(venv) & {"fastapi", "uvicorn", "sqlalchemy"}
     serve = _run(bin_dir, "paysdk", "serve", "--port", str(_free_port()), cwd=tmp_path)
     assert serve.returncode == 1
@@ -273,7 +253,7 @@ def test_a_bare_install_imports_the_sdk_alone_and_the_command_names_its_extra(
 
 def test_the_cli_and_server_install_serves_and_makes_a_payment_link(dist: Dist, tmp_path: Path) -> None:
     venv = tmp_path / "cli-server"
-    bin_dir = _venv(venv, f"{dist.wheel}[cli,server]")
+    bin_dir = make_venv(venv, f"{dist.wheel}[cli,server]")
     assert {"typer", "fastapi", "uvicorn", "sqlalchemy"} <= _installed(venv)
     env = clean_env(
         PAYSDK_CONFIG_DIR=str(tmp_path / "config"),
