@@ -33,7 +33,7 @@ from ._build import INSTALL_TIMEOUT, Dist, clean_env, make_venv, pip_install
 #: The distribution's name as wheel and sdist file names spell it (PEP 427/625: ``-`` becomes ``_``).
 FILE_NAME = DISTRIBUTION.replace("-", "_")
 
-#: What a bare ``pip install paysdk`` must bring: the SDK's own dependencies, nothing more.
+#: What a bare ``pip install paysdk-toolkit`` must bring: the SDK's own dependencies, nothing more.
 SDK_REQUIREMENTS = {"httpx", "httpcore", "pydantic", "pynacl", "phonenumberslite"}
 #: Distributions only an extra may bring.
 EXTRA_DISTRIBUTIONS = {

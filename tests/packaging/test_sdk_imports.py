@@ -1,8 +1,8 @@
 """The SDK imports none of the server's or the command line's libraries (issue 12, packaging).
 
 Each check runs in a fresh interpreter where those libraries cannot be imported at all: a meta path
-finder refuses them, as if ``pip install paysdk`` had been run without extras. Every SDK module is then
-imported (``pkgutil.walk_packages`` over ``paysdk``, less ``paysdk.server`` and ``paysdk.testing``, the
+finder refuses them, as if ``pip install paysdk-toolkit`` had been run with no extras. Every SDK module is
+then imported (``pkgutil.walk_packages`` over ``paysdk``, less ``paysdk.server`` and ``paysdk.testing``, the
 two that need an extra).
 """
 
