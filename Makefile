@@ -8,8 +8,9 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q --upgrade "pip>=25.1"  # --group (PEP 735 dependency groups)
+	$(BIN)/python -m pip uninstall -q -y paysdk 2>/dev/null || true  # the name before paysdk-toolkit (D420)
+	$(BIN)/python -m pip install -q -e '.[all]' --group dev  # the dev tools: a PEP 735 group, not an extra (D425)
 	@touch $(STAMP)
 
 services:

@@ -39,6 +39,9 @@
     ``paysdk serve`` process (``benchmarks/bench_reconciliation.py``): the answer's size (goal < 1 MiB),
     the server's peak RSS growth over the upload (goal < 100 MB), and the time for the SDK's
     ``reconciliation.upload`` (default settings) to read the whole report, every page (shown).
+13. The bare SDK's installed size (``benchmarks/bench_footprint.py``): the built wheel with no extras in
+    a fresh venv, its ``site-packages`` summed, beside ``stripe`` and ``openai`` installed the same way in
+    the same run (goal: at most stripe's).
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
@@ -545,6 +548,10 @@ def main() -> None:
     from benchmarks.bench_reconciliation import reconciliation_rows  # long reports (issue 20, D331)
 
     rows.extend(reconciliation_rows())
+
+    from benchmarks.bench_footprint import footprint_rows  # installed size (issue 21 item 3, D423-D424)
+
+    rows.extend(footprint_rows())
     width = max(len(r[0]) for r in rows)
     print(f"{'benchmark':<{width}}  {'figures':<30}  {'ratio':>8}  goal")
     for name, figures, ratio_text, goal in rows:

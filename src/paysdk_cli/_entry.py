@@ -1,8 +1,9 @@
 """The ``paysdk`` console script, importable without the ``cli`` extra.
 
-``pip install paysdk`` installs the ``paysdk`` command too, but not typer, rich or keyring, which the
-command line needs. This module imports none of them: it looks them up first and, when one is missing,
-prints one line naming the extra to install and exits 1, instead of a traceback from ``import typer``.
+``pip install paysdk-toolkit`` (the distribution's name on the package index, D420) installs the ``paysdk``
+command too, but not typer, rich or keyring, which the command line needs. This module imports none of
+them: it looks them up first and, when one is missing, prints one line naming the extra to install and
+exits 1, instead of a traceback from ``import typer``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ __all__ = ["CLI_REQUIREMENTS", "run"]
 #: The top-level modules the ``cli`` extra brings (``pyproject.toml``).
 CLI_REQUIREMENTS = ("typer", "rich", "keyring", "platformdirs")
 
-MISSING_CLI_MESSAGE = (
-    "paysdk: the command line needs the cli extra ({missing} not installed): pip install 'paysdk[cli]'"
-)
+MISSING_CLI_MESSAGE = "paysdk: the command line needs the cli extra ({missing} not installed): {hint}"
 
 
 def missing_cli_requirements() -> list[str]:
@@ -36,7 +35,10 @@ def run() -> None:
     """Run the ``paysdk`` command, or say in one line which extra it needs."""
     missing = missing_cli_requirements()
     if missing:
-        sys.stderr.write(MISSING_CLI_MESSAGE.format(missing=", ".join(missing)) + "\n")
+        from paysdk._version import install_hint  # the distribution's name (D420), on this path only
+
+        message = MISSING_CLI_MESSAGE.format(missing=", ".join(missing), hint=install_hint("cli"))
+        sys.stderr.write(message + "\n")
         raise SystemExit(1)
     from paysdk_cli.main import run as run_cli
 

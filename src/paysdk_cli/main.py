@@ -85,7 +85,11 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
     "serve": ("paysdk_cli.commands.serve", "app", "Run the local reference server."),
 }
 
-EPILOG = """\b
+#: The documentation site (mkdocs.yml's ``site_url``): what help texts point at, never a file of this
+#: repository, which a pip user does not have (D427).
+DOCS_URL = "https://paysdk-toolkit.readthedocs.io/"
+
+EPILOG = f"""\b
 Exit codes:
   0  success
   1  error
@@ -99,7 +103,9 @@ Exit codes:
 \b
 Environment: PAYSDK_PROFILE, PAYSDK_BASE_URL, PAYSDK_MERCHANT_TOKEN (overrides the
 stored token), PAYSDK_WALLET_PRIVATE_KEY (overrides the stored wallet key),
-PAYSDK_CONFIG_DIR, PAYSDK_CALLBACK_HEADER_VALUE. See docs/cli.md.
+PAYSDK_CONFIG_DIR, PAYSDK_CALLBACK_HEADER_VALUE.
+\b
+Guide: {DOCS_URL}cli/
 """
 
 

@@ -5,15 +5,14 @@ then installed from it into fresh virtual environments, its dependencies from th
 cache makes a second run quick):
 
 - with no extras: ``import paysdk`` works, none of the server's or command line's libraries is installed
-  or imported, and the ``paysdk`` command prints one line naming ``pip install 'paysdk[cli]'``;
-- as ``paysdk[cli,server]``: ``paysdk --help``, ``paysdk --version``, then ``paysdk serve`` on a free
+  or imported, and the ``paysdk`` command prints one line naming ``pip install 'paysdk-toolkit[cli]'``;
+- as ``paysdk-toolkit[cli,server]``: ``paysdk --help``, ``paysdk --version``, then ``paysdk serve`` on a free
   port, a sandbox client and one payment link made with the installed command, and a clean stop.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -21,19 +20,21 @@ import sys
 import tarfile
 import time
 import zipfile
-from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
 
 import httpx
 import pytest
 
-from paysdk._version import __version__
+from paysdk._version import DISTRIBUTION, __version__
 
-ROOT = Path(__file__).resolve().parents[2]
+from ._build import INSTALL_TIMEOUT, Dist, clean_env, make_venv, pip_install
 
-#: What a bare ``pip install paysdk`` must bring: the SDK's own dependencies, nothing more.
-SDK_REQUIREMENTS = {"httpx", "httpcore", "pydantic", "pynacl", "phonenumbers"}
+#: The distribution's name as wheel and sdist file names spell it (PEP 427/625: ``-`` becomes ``_``).
+FILE_NAME = DISTRIBUTION.replace("-", "_")
+
+#: What a bare ``pip install paysdk-toolkit`` must bring: the SDK's own dependencies, nothing more.
+SDK_REQUIREMENTS = {"httpx", "httpcore", "pydantic", "pynacl", "phonenumberslite"}
 #: Distributions only an extra may bring.
 EXTRA_DISTRIBUTIONS = {
     "fastapi",
@@ -71,58 +72,6 @@ EXTRA_MODULES = (
     "redis",
     "pytest",
 )
-INSTALL_TIMEOUT = 600
-
-
-@dataclass(frozen=True)
-class Dist:
-    wheel: Path
-    sdist: Path
-
-
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
-    out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_TIMEOUT,
-        env=_clean_env(),
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    wheels = list(out.glob("paysdk-*.whl"))
-    sdists = list(out.glob("paysdk-*.tar.gz"))
-    assert len(wheels) == 1
-    assert len(sdists) == 1
-    return Dist(wheel=wheels[0], sdist=sdists[0])
-
-
-def _clean_env(**extra: str) -> dict[str, str]:
-    """The test's environment without anything that would put this source tree on a child's path."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-    env["PIP_NO_INPUT"] = "1"
-    env.update(extra)
-    return env
-
-
-def _venv(path: Path, requirement: str) -> Path:
-    """A fresh virtual environment at ``path`` with ``requirement`` installed; its ``bin`` directory."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, timeout=120)
-    _pip_install(path, requirement)
-    return path / "bin"
-
-
-def _pip_install(venv: Path, requirement: str) -> None:
-    # this interpreter's pip installs into the other environment (--python): no pip of its own needed
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", requirement],
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_TIMEOUT,
-        env=_clean_env(),
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def _installed(venv: Path) -> set[str]:
@@ -132,7 +81,7 @@ def _installed(venv: Path) -> set[str]:
         text=True,
         check=True,
         timeout=120,
-        env=_clean_env(),
+        env=clean_env(),
     )
     return {entry["name"].lower().replace("_", "-") for entry in json.loads(proc.stdout)}
 
@@ -146,7 +95,7 @@ def _run(
         text=True,
         cwd=cwd,
         timeout=120,
-        env=env or _clean_env(),
+        env=env or clean_env(),
     )
 
 
@@ -162,12 +111,12 @@ def _free_port() -> int:
 
 
 def test_the_wheel_holds_both_typed_packages_the_command_and_no_tests(dist: Dist) -> None:
-    assert dist.wheel.name == f"paysdk-{__version__}-py3-none-any.whl"
+    assert dist.wheel.name == f"{FILE_NAME}-{__version__}-py3-none-any.whl"
     with zipfile.ZipFile(dist.wheel) as wheel:
         names = wheel.namelist()
-        entry_points = wheel.read(f"paysdk-{__version__}.dist-info/entry_points.txt").decode()
+        entry_points = wheel.read(f"{FILE_NAME}-{__version__}.dist-info/entry_points.txt").decode()
     tops = {name.split("/", 1)[0] for name in names}
-    assert tops == {"paysdk", "paysdk_cli", f"paysdk-{__version__}.dist-info"}
+    assert tops == {"paysdk", "paysdk_cli", f"{FILE_NAME}-{__version__}.dist-info"}
     for required in (
         "paysdk/py.typed",
         "paysdk_cli/py.typed",
@@ -188,16 +137,11 @@ def test_the_wheel_holds_both_typed_packages_the_command_and_no_tests(dist: Dist
 
 def test_the_wheel_metadata_has_the_one_version_and_the_extras(dist: Dist) -> None:
     with zipfile.ZipFile(dist.wheel) as wheel:
-        metadata = Parser().parsestr(wheel.read(f"paysdk-{__version__}.dist-info/METADATA").decode())
+        metadata = Parser().parsestr(wheel.read(f"{FILE_NAME}-{__version__}.dist-info/METADATA").decode())
     assert metadata["Version"] == __version__
-    assert set(metadata.get_all("Provides-Extra") or []) == {
-        "cli",
-        "server",
-        "redis",
-        "testing",
-        "all",
-        "dev",
-    }
+    assert metadata["Name"] == DISTRIBUTION
+    # no `dev` extra: the repository's own tools are a dependency group, not published (D425)
+    assert set(metadata.get_all("Provides-Extra") or []) == {"cli", "server", "redis", "testing", "all"}
     requires = metadata.get_all("Requires-Dist") or []
     unconditional = {_dist_name(req) for req in requires if "extra ==" not in req}
     assert unconditional == SDK_REQUIREMENTS
@@ -221,8 +165,8 @@ def _dist_name(requirement: str) -> str:
 
 
 def test_the_sdist_holds_the_sources_and_docs_and_no_tests(dist: Dist) -> None:
-    assert dist.sdist.name == f"paysdk-{__version__}.tar.gz"
-    prefix = f"paysdk-{__version__}/"
+    assert dist.sdist.name == f"{FILE_NAME}-{__version__}.tar.gz"
+    prefix = f"{FILE_NAME}-{__version__}/"
     with tarfile.open(dist.sdist) as sdist:
         names = [name.removeprefix(prefix) for name in sdist.getnames()]
     for required in (
@@ -262,10 +206,11 @@ def test_a_bare_install_imports_the_sdk_alone_and_the_command_names_its_extra(
     dist: Dist, tmp_path: Path
 ) -> None:
     venv = tmp_path / "bare"
-    bin_dir = _venv(venv, str(dist.wheel))
+    bin_dir = make_venv(venv, str(dist.wheel))
 
     installed = _installed(venv)
-    assert "paysdk" in installed
+    assert DISTRIBUTION in installed
+    assert "phonenumbers" not in installed  # the lite package, without the geodata (D423)
     assert installed >= SDK_REQUIREMENTS
     assert sorted(installed & EXTRA_DISTRIBUTIONS) == []
 
@@ -292,25 +237,25 @@ def test_a_bare_install_imports_the_sdk_alone_and_the_command_names_its_extra(
         assert command.stdout == ""
         lines = command.stderr.splitlines()
         assert len(lines) == 1, command.stderr
-        assert "pip install 'paysdk[cli]'" in lines[0]
+        assert f"pip install '{DISTRIBUTION}[cli]'" in lines[0]
         assert "Traceback" not in command.stderr
 
     # with the cli extra but not the server's, `paysdk serve` names the server extra the same way
-    _pip_install(venv, f"{dist.wheel}[cli]")
+    pip_install(venv, f"{dist.wheel}[cli]")
     assert not _installed(venv) & {"fastapi", "uvicorn", "sqlalchemy"}
     serve = _run(bin_dir, "paysdk", "serve", "--port", str(_free_port()), cwd=tmp_path)
     assert serve.returncode == 1
     lines = serve.stderr.splitlines()
     assert len(lines) == 1, serve.stderr
-    assert "pip install 'paysdk[server]'" in lines[0]
+    assert f"pip install '{DISTRIBUTION}[server]'" in lines[0]
     assert "Traceback" not in serve.stderr
 
 
 def test_the_cli_and_server_install_serves_and_makes_a_payment_link(dist: Dist, tmp_path: Path) -> None:
     venv = tmp_path / "cli-server"
-    bin_dir = _venv(venv, f"{dist.wheel}[cli,server]")
+    bin_dir = make_venv(venv, f"{dist.wheel}[cli,server]")
     assert {"typer", "fastapi", "uvicorn", "sqlalchemy"} <= _installed(venv)
-    env = _clean_env(
+    env = clean_env(
         PAYSDK_CONFIG_DIR=str(tmp_path / "config"),
         PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
     )
@@ -321,6 +266,8 @@ def test_the_cli_and_server_install_serves_and_makes_a_payment_link(dist: Dist, 
     assert help_.returncode == 0, help_.stderr
     assert "serve" in help_.stdout
     assert "links" in help_.stdout
+    assert "https://paysdk-toolkit.readthedocs.io/cli/" in help_.stdout  # not docs/cli.md (D427)
+    assert "docs/" not in help_.stdout
     version = _run(bin_dir, "paysdk", "--version", cwd=tmp_path, env=env)
     assert version.returncode == 0, version.stderr
     assert version.stdout == f"paysdk {__version__}\n"
@@ -417,11 +364,12 @@ def _wait_healthy(server: subprocess.Popen[str], url: str, timeout: float = 60) 
 
 
 def test_pipx_runs_the_server_with_no_python_project_around(dist: Dist, tmp_path: Path) -> None:
-    """docs/packaging.md's one command for a merchant's CI: ``pipx run --spec 'paysdk[cli,server]' paysdk
-    serve``, here with the built wheel as the spec, from an empty directory, pipx's home in ``tmp_path``."""
+    """docs/packaging.md's one command for a merchant's CI:
+    ``pipx run --spec 'paysdk-toolkit[cli,server]' paysdk serve``, here with the built wheel as the spec,
+    from an empty directory, pipx's home in ``tmp_path``."""
     workdir = tmp_path / "ci-job"
     workdir.mkdir()
-    env = _clean_env(
+    env = clean_env(
         PIPX_HOME=str(tmp_path / "pipx-home"),
         PIPX_BIN_DIR=str(tmp_path / "pipx-bin"),
         PIPX_MAN_DIR=str(tmp_path / "pipx-man"),

@@ -1,8 +1,8 @@
 """The SDK imports none of the server's or the command line's libraries (issue 12, packaging).
 
 Each check runs in a fresh interpreter where those libraries cannot be imported at all: a meta path
-finder refuses them, as if ``pip install paysdk`` had been run without extras. Every SDK module is then
-imported (``pkgutil.walk_packages`` over ``paysdk``, less ``paysdk.server`` and ``paysdk.testing``, the
+finder refuses them, as if ``pip install paysdk-toolkit`` had been run with no extras. Every SDK module is
+then imported (``pkgutil.walk_packages`` over ``paysdk``, less ``paysdk.server`` and ``paysdk.testing``, the
 two that need an extra).
 """
 
@@ -143,7 +143,7 @@ def test_the_command_without_the_cli_extra_says_so_in_one_line() -> None:
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
-    assert "pip install 'paysdk[cli]'" in lines[0]
+    assert "pip install 'paysdk-toolkit[cli]'" in lines[0]  # the distribution's name (D420)
     assert "typer" in lines[0]
 
 
@@ -157,5 +157,5 @@ def test_serve_without_the_server_extra_says_so_in_one_line() -> None:
     assert proc.returncode == 1
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
-    assert "pip install 'paysdk[server]'" in lines[0]
+    assert "pip install 'paysdk-toolkit[server]'" in lines[0]
     assert "Traceback" not in proc.stderr

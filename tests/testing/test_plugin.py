@@ -100,7 +100,7 @@ def test_without_the_server_dependencies_a_fixture_fails_with_one_line(tmp_path:
         conftest="""
             import sys
             for name in ("fastapi", "sqlalchemy", "uvicorn"):
-                sys.modules[name] = None  # as if paysdk[testing] was not installed
+                sys.modules[name] = None  # as if paysdk-toolkit[testing] was not installed
         """,
         test_absent="""
             def test_uses_the_server(paysdk_client):
@@ -116,7 +116,8 @@ def test_without_the_server_dependencies_a_fixture_fails_with_one_line(tmp_path:
     errors = done.stdout.split("ERROR at setup of test_uses_the_server", 1)[1].split("short test summary")[0]
     lines = [line for line in errors.splitlines() if line.strip() and not line.strip().startswith(("_", "="))]
     assert lines == [
-        "the paysdk test server needs its dependencies (fastapi is missing): pip install 'paysdk[testing]'"
+        "the paysdk test server needs its dependencies (fastapi is missing): "
+        "pip install 'paysdk-toolkit[testing]'"
     ]
 
 

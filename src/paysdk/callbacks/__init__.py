@@ -58,7 +58,7 @@ Stores (pick one shared by every process that receives callbacks):
 * :class:`MemoryDedupStore`: one process only (tests, single-worker apps).
 * :class:`SQLiteDedupStore`: one host, any number of threads and worker processes.
 * :class:`RedisDedupStore` / :class:`AsyncRedisDedupStore`: several hosts (``pip install
-  paysdk[redis]``), keyed ``<prefix><eventId>`` with ``SET NX``.
+  paysdk-toolkit[redis]``), keyed ``<prefix><eventId>`` with ``SET NX``.
 
 Processed ids are kept for :data:`DEFAULT_RETENTION` (10 days; less than 7 is refused). A claim is a
 :data:`DEFAULT_LEASE` (5 minutes) lease: if the process dies mid-handler the event is processed again

@@ -1,4 +1,4 @@
-"""Redis dedup stores: one keyspace shared by every receiver instance (needs ``paysdk[redis]``).
+"""Redis dedup stores: one keyspace shared by every receiver instance (needs ``paysdk-toolkit[redis]``).
 
 ``claim`` is ``SET <prefix><eventId> p:<token> NX PX <lease>``; ``complete`` overwrites the key with
 ``d`` and the retention as TTL; ``release`` deletes the key only while it still holds this claim's
@@ -96,7 +96,7 @@ class AsyncRedisDedupStore:
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> AsyncRedisDedupStore:
         """Connect with ``redis.asyncio.Redis.from_url(url)``; ``kwargs`` go to the store."""
-        import redis.asyncio  # optional extra: paysdk[redis]
+        import redis.asyncio  # optional extra: paysdk-toolkit[redis]
 
         return cls(redis.asyncio.Redis.from_url(url), **kwargs)
 
@@ -162,7 +162,7 @@ class RedisDedupStore:
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> RedisDedupStore:
         """Connect with ``redis.Redis.from_url(url)``; ``kwargs`` go to the store."""
-        import redis  # optional extra: paysdk[redis]
+        import redis  # optional extra: paysdk-toolkit[redis]
 
         return cls(redis.Redis.from_url(url), **kwargs)
 

@@ -9,8 +9,8 @@
 * The pytest plugin (:mod:`paysdk.testing.pytest_plugin`, loaded wherever paysdk is installed): the
   ``paysdk_*`` fixtures. See ``docs/testing.md``.
 
-Importing this package loads only the SDK; the server's dependencies (``pip install 'paysdk[testing]'``)
-are imported when a server starts.
+Importing this package loads only the SDK; the server's dependencies
+(``pip install 'paysdk-toolkit[testing]'``) are imported when a server starts.
 """
 
 from paysdk.testing._inbox import CallbackInbox, Delivery

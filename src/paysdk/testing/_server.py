@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import paysdk
 from paysdk._transport import install_deadlines
+from paysdk._version import install_hint
 from paysdk.contracts.sandbox import ClockState, SandboxClient
 from paysdk.contracts.seed import SeedFile, parse_seed, read_seed
 from paysdk.testing._portal import ASGIPortal
@@ -35,8 +36,8 @@ __all__ = [
 Mode = Literal["inprocess", "socket"]
 MODES: tuple[Mode, ...] = ("inprocess", "socket")
 
-#: What to install for the server's dependencies.
-INSTALL_HINT = "pip install 'paysdk[testing]'"
+#: What to install for the server's dependencies (the distribution's name, D420).
+INSTALL_HINT = install_hint("testing")
 
 #: The address in-process clients use (no socket: the portal hands requests to the app).
 INPROCESS_URL = "http://testserver"
@@ -80,7 +81,7 @@ class SandboxServer:
                 link = client.payment_links.create(...)
             server.sandbox.pay(link.uid, "4242424242424242")
 
-    Raises :class:`ServerDependenciesMissing` (one line naming ``paysdk[testing]``) at :meth:`start`
+    Raises :class:`ServerDependenciesMissing` (one line naming ``paysdk-toolkit[testing]``) at :meth:`start`
     when the server's dependencies are absent.
     """
 

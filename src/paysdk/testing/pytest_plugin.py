@@ -2,7 +2,7 @@
 
 Registered as the ``pytest11`` entry point ``paysdk``, so pytest loads it wherever paysdk is installed.
 Loading it imports only the SDK; the server's dependencies are imported by the first test that uses a
-fixture (without them that test fails with one line naming ``pip install 'paysdk[testing]'``). Every
+fixture (without them that test fails with one line naming ``pip install 'paysdk-toolkit[testing]'``). Every
 fixture is named ``paysdk_*``; nothing here is autouse except a name check that resets the server
 before each test that uses it.
 

@@ -190,7 +190,8 @@ def serve(
             "--seed",
             metavar="FILE",
             help="Load merchants, wallet users, cards and keys from this JSON (or YAML) file at start; "
-            "/_sandbox/reset restores it. The database is emptied first. See docs/testing.md.",
+            "/_sandbox/reset restores it. The database is emptied first. See the testing guide of the "
+            "documentation site (paysdk --help names it).",
             show_default=False,
         ),
     ] = None,
@@ -270,8 +271,10 @@ def serve(
         try:
             from paysdk.server import serve as run_server
         except ImportError as exc:
+            from paysdk._version import install_hint  # the distribution's name (D420)
+
             raise CLIError(
-                f"the reference server needs the server extra: pip install 'paysdk[server]' ({exc})"
+                f"the reference server needs the server extra: {install_hint('server')} ({exc})"
             ) from None
     token, notes = _control_token(host, control_token, generate_control_token, insecure_control_plane)
     _check_address_free(host, port)
