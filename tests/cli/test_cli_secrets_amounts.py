@@ -48,3 +48,90 @@ def test_an_amount_option_is_written_as_a_csv_cell(amount: str, tmp_path: Path) 
         csv_result.stderr
     )
     assert _json("terminal", "create", "--amount", "1000", *TERMINAL)["amount"] == 1000  # the plain form
+
+
+# ------------------------------------------------------------------------------------------ secrets
+
+
+def test_a_generated_operator_password_is_never_in_a_table(config_dir: Path) -> None:
+    """D432: the table has no password column; --show-secrets prints it once on a labelled line after
+    the table; with neither --show-secrets nor --save-profile nothing is created (it would be lost)."""
+    _client()
+    base = ("sandbox", "backoffice", "operator", "create")
+    refused = run_cli(*base, "--email", "lost@acme.example")
+    assert refused.exit_code == 2
+    assert "--show-secrets" in refused.stderr
+    assert _json("sandbox", "backoffice", "operator", "list") == []  # nothing was created
+
+    table = run_cli("-o", "table", *base, "--email", "ops@acme.example", "--show-secrets")
+    assert table.exit_code == 0, table.stderr
+    lines = table.stdout.splitlines()
+    label = "Generated password of ops@acme.example (shown once): "
+    shown = [line for line in lines if line.startswith(label)]
+    assert len(shown) == 1, table.stdout
+    password = shown[0][len(label) :]
+    assert len(password) >= 12
+    assert table.stdout.count(password) == 1  # once: not in the table above it
+    assert not any(line.startswith("password") for line in lines)
+
+    saved = run_cli("-o", "table", *base, "--email", "kept@acme.example", "--save-profile")
+    assert saved.exit_code == 0, saved.stderr
+    assert "password" not in saved.stdout.lower()
+    assert _json(*base, "--email", "json@acme.example", "--save-profile")["password"] == "****"
+    assert len(_json(*base, "--email", "json2@acme.example", "--show-secrets")["password"]) >= 12
+
+
+def test_the_saved_signing_key_is_exported_only_on_request() -> None:
+    """D433: `wallet export-key --show-secrets` prints the key `--save-profile` stored (and nothing else
+    on stdout); without --show-secrets it prints nothing; the exported key logs in."""
+    slug = f"cli-s-{uuid.uuid4().hex[:8]}"
+    created = _json("sandbox", "clients", "create", "--slug", slug, "--save-profile", "--show-secrets")
+    key = created["signingPrivateKey"]
+    assert key not in {None, "****"}
+
+    asked = run_cli("wallet", "export-key")
+    assert asked.exit_code == 2
+    assert asked.stdout == ""
+    assert "--show-secrets" in asked.stderr
+    exported = run_cli("wallet", "export-key", "--show-secrets")
+    assert exported.exit_code == 0, exported.stderr
+    assert exported.stdout == key.strip() + "\n"
+    assert key not in exported.stderr
+    as_json = run_cli("-o", "json", "wallet", "export-key", "--show-secrets")
+    assert as_json.stdout == exported.stdout  # a key file, not a JSON document
+    assert run_cli("wallet", "login", "--key-stdin", input=exported.stdout).exit_code == 0
+    assert run_cli("--profile", "other", "wallet", "export-key", "--show-secrets").exit_code == 4
+
+
+def test_show_secrets_shows_what_its_help_promises() -> None:
+    """Every command with --show-secrets, with -o json: each secret its help names is there in clear."""
+    from paysdk_cli.commands.sandbox import CLIENT_SECRETS
+
+    slug = f"cli-s-{uuid.uuid4().hex[:8]}"
+    created = _json("sandbox", "clients", "create", "--slug", slug, "--save-profile", "--show-secrets")
+    for name in CLIENT_SECRETS:  # tokens, hook private key, callback header value, signing key
+        assert created.get(name) not in {None, "****"}, (name, created)
+    masked = _json("sandbox", "clients", "create", "--slug", f"{slug}-m")
+    assert all(masked.get(name) in {None, "****"} for name in CLIENT_SECRETS)
+    shown = _json("sandbox", "clients", "show", slug, "--show-secrets")
+    for name in ("sandboxToken", "productionToken", "callbackHeaderValue"):
+        assert shown.get(name) == created[name], (name, shown)
+    # the server keeps no hook private key nor signing key: `show`'s help does not promise them
+    help_text = " ".join(run_cli("sandbox", "clients", "show", "--help").stdout.split())
+    assert "tokens and the callback header value" in help_text, help_text
+    assert "answered only by `clients create`" in help_text, help_text
+    keys = _json("sandbox", "clients", "rotate-keys", slug, "--show-secrets")
+    assert keys["privateKey"] not in {None, "****"}
+    token = _json(
+        "sandbox",
+        "linking-tokens",
+        "create",
+        "--pan",
+        "4111111111111111",
+        "--expiry",
+        "12/30",
+        "--show-secrets",
+    )
+    assert token["token"] not in {None, "****"}
+    secret = _json("sandbox", "processor", "secret", "--show-secrets")
+    assert secret["secret"] not in {None, "****"}

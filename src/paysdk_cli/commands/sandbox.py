@@ -137,6 +137,12 @@ _SHOW_SECRETS = typer.Option(
     "--show-secrets",
     help="With -o json, print the tokens, hook private key, callback header value and signing key.",
 )
+#: ``clients show``: the server keeps no hook private key nor signing key (answered once, at creation).
+_SHOW_STORED_SECRETS = typer.Option(
+    "--show-secrets",
+    help="With -o json, print the tokens and the callback header value (the hook private key and the "
+    "signing key are answered only by `clients create`).",
+)
 
 
 @app.command("health")
@@ -251,12 +257,13 @@ def _save_signing_key(st: State, signing_key: str) -> None:
 def clients_show(
     ctx: typer.Context,
     slug: Annotated[str, typer.Argument(help="Client slug.")],
-    show_secrets: Annotated[bool, _SHOW_SECRETS] = False,
+    show_secrets: Annotated[bool, _SHOW_STORED_SECRETS] = False,
 ) -> None:
     """Show a client's configuration.
 
     A server on a non-loopback address masks the tokens it answered at creation; --show-secrets (with
-    -o json) asks for them in full through the reveal call.
+    -o json) asks for them in full through the reveal call. The hook private key and the wallet
+    signing key are answered only at creation (`paysdk wallet export-key` prints a saved signing key).
     """
     st = state(ctx)
     with open_client(st, token_required=False) as sdk:
