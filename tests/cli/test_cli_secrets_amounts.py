@@ -135,3 +135,78 @@ def test_show_secrets_shows_what_its_help_promises() -> None:
     assert token["token"] not in {None, "****"}
     secret = _json("sandbox", "processor", "secret", "--show-secrets")
     assert secret["secret"] not in {None, "****"}
+
+
+# ------------------------------------------------------------------------------------------ callbacks
+
+
+@pytest.fixture
+def resetting_sink() -> Any:
+    """A callback URL whose server reads the request and resets the connection: the delivering client
+    gets ``httpx.ReadError`` with an empty message."""
+    import socket
+    import struct
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                connection.recv(65536)
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/callbacks"
+    stop.set()
+    listener.close()
+    thread.join(timeout=5)
+
+
+def test_28_deliveries_fit_a_screen_at_80_columns_and_no_error_is_empty(resetting_sink: str) -> None:
+    """D434, D435: one line per delivery at 80 columns; a ReadError without text says what happened."""
+    import time
+
+    slug = f"cli-s-{uuid.uuid4().hex[:8]}"
+    _json("sandbox", "clients", "create", "--slug", slug, "--callback-url", resetting_sink, "--save-profile")
+    uids = []
+    for _ in range(28):
+        link = _json(*LINK, "--amount", "10.50")
+        _json("sandbox", "pay", link["uid"], "--card", "4242424242424242")
+        uids.append(link["uid"])
+    deadline = time.monotonic() + 60
+    while len(attempts := _json("sandbox", "callbacks")) < 28:
+        assert time.monotonic() < deadline, attempts
+        time.sleep(0.1)
+    errors = {a["error"] for a in attempts}
+    assert errors == {"ReadError: the connection failed or was closed while the answer was being read"}
+
+    result = run_cli("-o", "table", "sandbox", "callbacks", env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    rule = next(n for n, line in enumerate(lines) if line.strip() and set(line.strip()) == {"─"})
+    assert lines[rule - 1].split()[:3] == ["uid", "try", "result"]
+    body = [line for line in lines[rule + 1 :] if line.strip()]
+    assert len(body) == len(attempts) >= 28  # one line per delivery
+    assert all(len(line) <= 80 for line in lines[rule - 1 :])
+    assert {line.split()[0] for line in body} == set(uids)
+    assert all(line.split()[2] == "ReadError" for line in body)
+    assert rule + 1 + len(body) <= 2 + 28 + 4  # title, blank, header, rule: 28 deliveries in a screen
+
+
+def test_an_exception_without_text_prints_its_class_and_a_sentence() -> None:
+    import httpx
+
+    from paysdk._describe import exception_text
+
+    assert exception_text(httpx.ReadError("")) == (
+        "ReadError: the connection failed or was closed while the answer was being read"
+    )
+    assert exception_text(KeyError()) == "KeyError: it carried no message"
+    assert exception_text(ValueError("bad")) == "ValueError: bad"
