@@ -117,10 +117,18 @@ def write_report(path: Path, outcomes: Iterable[RowOutcome]) -> None:
 
 
 def counts(outcomes: Iterable[RowOutcome]) -> dict[str, int]:
-    """``{"rows": n, "charged": ..., ...}``: every status of :data:`STATUSES` that occurs, in order."""
-    seen = Counter(outcome.status for outcome in outcomes)
+    """``{"rows": n, "charged": ..., ...}``: every status of :data:`STATUSES` that occurs, in order.
+
+    A charged row whose result is an earlier answer replayed (its part's key seen before) counts as
+    ``replayed``, right after ``charged``, not as a new charge (D437).
+    """
+    seen = Counter(
+        "replayed" if outcome.replayed and outcome.status == "charged" else outcome.status
+        for outcome in outcomes
+    )
     result = {"rows": sum(seen.values())}
-    result.update({status: seen[status] for status in STATUSES if seen[status]})
+    order = ("charged", "replayed", *STATUSES[1:])
+    result.update({status: seen[status] for status in order if seen[status]})
     return result
 
 

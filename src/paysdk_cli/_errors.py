@@ -212,7 +212,9 @@ def _describe(exc: BaseException, verbose: bool) -> list[str]:
     if isinstance(exc, OSError) and exc.strerror:
         where = f": {exc.filename}" if exc.filename else ""
         return [f"{exc.strerror}{where}"]
-    return [f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__]
+    from paysdk._describe import exception_text
+
+    return [exception_text(exc)]  # never an empty message (D434)
 
 
 def _usage_error_class() -> Any:

@@ -6,6 +6,7 @@
   A table never wraps or cuts an ID, amount, timestamp or header: prose (cells with spaces) wraps at
   spaces, and when the terminal is still too narrow the least useful columns are hidden (said once on
   stderr) or, when that is not enough, each record is written as its own block (:func:`fit_columns`).
+  A table declares the columns that carry its meaning (``keep``): they are never hidden, like IDs (D430).
 * ``emit_event(data, text)`` writes one line per event (JSON lines, or the human ``text``).
 * ``info``/``warn``/``error`` write to stderr and never to stdout.
 * ``mask(data, keys)`` replaces secret values before anything is printed.
@@ -144,7 +145,9 @@ def _is_identifier(name: str) -> bool:
 class _Column:
     """One column of a table and what its data allows: how wide, whether it may wrap, how useful."""
 
-    def __init__(self, name: str, index: int, values: list[Any], cells: list[str]) -> None:
+    def __init__(
+        self, name: str, index: int, values: list[Any], cells: list[str], *, kept: bool = False
+    ) -> None:
         from rich.cells import cell_len
 
         self.name = name
@@ -164,6 +167,7 @@ class _Column:
         else:
             self.minimum = self.natural  # an ID, amount, timestamp or status never wraps
         self.identifier = _is_identifier(name) and bool(present)
+        self.kept = kept  # declared by the table as carrying its meaning: never hidden
         # Which columns go first when the terminal is too narrow: empty ones, then yes/no flags and
         # texts with one value in every row, then the other texts, then numbers; identifiers never.
         if not present:
@@ -175,6 +179,12 @@ class _Column:
         else:
             self.rank = 2
 
+    def repeats(self, other: _Column) -> None:
+        """Rank this column first to go when every row shows what ``other`` shows (balance and
+        availableBalance of cards with nothing pending): it says nothing new."""
+        if len(self.cells) > 1 and self.cells == other.cells:
+            self.rank = 0
+
 
 def _needed(columns: Sequence[_Column], widths: Mapping[str, int]) -> int:
     return sum(widths[c.name] for c in columns) + _GAP * max(len(columns) - 1, 0)
@@ -184,14 +194,15 @@ def fit_columns(columns: Sequence[_Column], width: int) -> tuple[list[_Column], 
     """Which columns to show, and how wide, in ``width`` cells; ``None``: one record per block instead.
 
     Prose shrinks first (wrapping at spaces); then the least useful columns are hidden (never an
-    identifier, never more than half of them). Nothing else is ever wrapped or cut.
+    identifier or a kept column, never more than half of them). Nothing else is ever wrapped or cut.
     """
     natural = {c.name: c.natural for c in columns}
     if _needed(columns, natural) <= width:
         return list(columns), natural
     minimum = {c.name: c.minimum for c in columns}
     shown = list(columns)
-    for column in sorted((c for c in columns if not c.identifier), key=lambda c: (c.rank, -c.index)):
+    hideable = (c for c in columns if not (c.identifier or c.kept))
+    for column in sorted(hideable, key=lambda c: (c.rank, -c.index)):
         if _needed(shown, minimum) <= width:
             break
         shown.remove(column)
@@ -249,7 +260,10 @@ def _write_blocks(records: Sequence[Mapping[str, Any]], names: Sequence[str], wi
 
 
 def _print_table(
-    data: Mapping[str, Any] | Sequence[Mapping[str, Any]], columns: Sequence[str] | None, title: str | None
+    data: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    columns: Sequence[str] | None,
+    title: str | None,
+    keep: Sequence[str] = (),
 ) -> None:
     rows = [data] if isinstance(data, Mapping) else list(data)
     if not rows:
@@ -263,9 +277,18 @@ def _print_table(
     fitted = None
     if not isinstance(data, Mapping):
         table_columns = [
-            _Column(name, index, [row.get(name) for row in rows], [_cell(row.get(name)) for row in rows])
+            _Column(
+                name,
+                index,
+                [row.get(name) for row in rows],
+                [_cell(row.get(name)) for row in rows],
+                kept=name in keep,
+            )
             for index, name in enumerate(names)
         ]
+        for later, column in enumerate(table_columns):
+            for earlier in table_columns[:later]:
+                column.repeats(earlier)
         fitted = fit_columns(table_columns, width)
     if fitted is None:
         _write_blocks(rows, names, width)
@@ -298,16 +321,19 @@ def emit(
     *,
     columns: Sequence[str] | None = None,
     title: str | None = None,
+    keep: Sequence[str] = (),
 ) -> None:
     """Write a record or a list of records to stdout in ``fmt``.
 
-    ``columns`` picks (and orders) what the table shows; JSON always holds every key.
+    ``columns`` picks (and orders) what the table shows; JSON always holds every key. ``keep`` names
+    the columns that carry the table's meaning: a narrow terminal hides the others first and never
+    these (each record gets its own block when they do not fit, D430).
     """
     if fmt is OutputFormat.json:
         sys.stdout.write(json_text(data) + "\n")
         sys.stdout.flush()
     else:
-        _print_table(data, columns, title)
+        _print_table(data, columns, title, keep)
 
 
 def emit_event(fmt: OutputFormat, data: Mapping[str, Any], text: str) -> None:

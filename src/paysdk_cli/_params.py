@@ -24,14 +24,21 @@ __all__ = [
 
 
 def parse_amount(text: str, option: str = "--amount") -> Decimal:
-    """A decimal string (``10.50``) as an exact ``Decimal``; never a float."""
+    """A decimal string (``10.50``) as an exact ``Decimal``; never a float.
+
+    Written as a CSV cell writes an amount (:func:`paysdk.contracts.common.parse_amount_text`, D431):
+    ``1e3``, ``1_000``, ``+5``, ``-5`` or ``NaN`` are refused, though ``Decimal()`` takes them.
+    """
+    from paysdk.contracts.common import parse_amount_text
+
     try:
-        value = Decimal(text.strip())
-    except InvalidOperation:
-        raise typer.BadParameter(f"{text!r} is not a decimal number", param_hint=option) from None
-    if not value.is_finite():
-        raise typer.BadParameter(f"{text!r} is not a finite number", param_hint=option)
-    return value
+        return parse_amount_text(text.strip())
+    except ValueError as exc:
+        try:
+            Decimal(text.strip())
+        except InvalidOperation:
+            raise typer.BadParameter(f"{text!r} is not a decimal number", param_hint=option) from None
+        raise typer.BadParameter(f"{text!r} {exc}", param_hint=option) from None
 
 
 def parse_key_values(pairs: list[str] | None, option: str = "--custom-key") -> dict[str, str] | None:

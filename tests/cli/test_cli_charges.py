@@ -150,6 +150,12 @@ def test_every_row_charged_exits_0_and_uploading_again_charges_nothing(
 
     again = _upload(str(data), code=0)
     replayed = _json_lines(again.stdout)
+    assert "rows 3, replayed 3" in again.stderr  # replays counted apart from new charges (D437)
+    assert "charged" not in again.stderr.replace("replayed", "")
+    table = run_cli("-o", "table", "charges", "upload", str(data))
+    assert table.exit_code == 0, table.stderr
+    summary = dict(line.split(None, 1) for line in table.stdout.splitlines()[2:] if line.strip())
+    assert (summary["rows"], summary["replayed"], summary.get("charged")) == ("3", "3", None)
     assert [line["status"] for line in replayed] == ["charged"] * 3
     assert all(line["replayed"] for line in replayed)
     assert [line["chargeId"] for line in replayed] == [line["chargeId"] for line in lines]

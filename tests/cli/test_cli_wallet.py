@@ -260,8 +260,8 @@ def test_logout_forgets_tokens_and_optionally_the_key(wallet: WalletMock) -> Non
     [
         ("1.00001", "more than 4 decimal places"),
         ("0", "greater than zero"),
-        ("-5", "greater than zero"),
-        ("NaN", "not a finite number"),
+        ("-5", "no sign, spaces or exponent"),
+        ("NaN", "must be digits"),
         ("ten", "not a decimal number"),
     ],
 )

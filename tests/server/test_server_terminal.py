@@ -294,3 +294,30 @@ async def test_a_retried_create_with_an_idempotency_key_creates_one_payment(
     assert first.status_code == again.status_code == 201
     assert body(first)["id"] == body(again)["id"]
     assert count(app) == 1
+
+
+@pytest.mark.parametrize("wall_clock", [datetime(2026, 3, 4, 15, 0, tzinfo=UTC)])  # a Wednesday, before 23:30
+async def test_a_voided_payment_shows_no_settlement_or_payout_date(
+    app: FastAPI, asgi_client: httpx.AsyncClient, merchant: SandboxClient
+) -> None:
+    """D436: the dates a capture sets are cleared by a void (the API's or the processor's): a voided
+    payment never settles nor is paid out."""
+    created = body(await create(asgi_client, merchant))
+    assert created["settlementDate"] is not None
+    assert created["payoutDate"] is not None
+    path = f"{P}/{created['id']}"
+    voided = body(await asgi_client.patch(path, content=dumps({"action": "void"}), headers=auth(merchant)))
+    assert voided["status"] == "voided"
+    assert voided.get("settlementDate") is None
+    assert voided.get("payoutDate") is None
+
+    other = body(await create(asgi_client, merchant))
+    at = datetime.fromisoformat(other["capturedAt"]) + timedelta(seconds=1)
+    with app.state.paysdk.db.session() as session:
+        applied = terminal.apply_processor_event(session, other["id"], "voided", at, "n-void")
+    assert applied == terminal.Applied(other["id"], "voided", "voided")
+    with app.state.paysdk.db.session() as session:
+        rows = session.scalars(
+            select(TerminalPaymentRow).where(TerminalPaymentRow.payment_id.in_([created["id"], other["id"]]))
+        ).all()
+        assert [(r.status, r.settlement_date, r.payout_date) for r in rows] == [("voided", None, None)] * 2

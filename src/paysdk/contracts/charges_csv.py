@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import BinaryIO, Final
 
+from paysdk.contracts.common import parse_amount_text
 from paysdk.contracts.csv_records import CsvRecords, CsvSyntaxError
 from paysdk.contracts.spreadsheet import FORMULA_MESSAGE, is_formula
 
@@ -68,8 +69,6 @@ MAX_DESCRIPTION_CHARS: Final = 255
 #: Bytes of the file's SHA-256 (hex digits) in a part's idempotency key.
 KEY_HASH_DIGITS: Final = 16
 
-_AMOUNT = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,2})?")
-_ZERO = re.compile(r"0+(?:\.0*)?")
 _REFERENCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
 _SUBSCRIPTION = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _CURRENCY = re.compile(r"[A-Za-z]{3}")
@@ -275,16 +274,15 @@ def _check(
         if len(cell) > MAX_CELL_CHARS:
             errors.append(CsvRowError(row, name, f"is longer than {MAX_CELL_CHARS:,} characters"))
         elif name == "amount":
-            if not _AMOUNT.fullmatch(cell):
-                errors.append(
-                    CsvRowError(
-                        row, name, "must be digits with at most 2 decimals (no sign, spaces or exponent)"
-                    )
-                )
-            elif _ZERO.fullmatch(cell):
-                errors.append(CsvRowError(row, name, "must be greater than 0"))
+            try:
+                value = parse_amount_text(cell, places=2, integer_digits=10)
+            except ValueError as exc:
+                errors.append(CsvRowError(row, name, str(exc)))
             else:
-                amount = cell
+                if value == 0:
+                    errors.append(CsvRowError(row, name, "must be greater than 0"))
+                else:
+                    amount = cell
         elif name == "reference":
             if not _REFERENCE.fullmatch(cell):
                 errors.append(

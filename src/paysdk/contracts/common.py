@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeAlias
@@ -109,6 +110,23 @@ class Currency(StrEnum):
 
 #: The currencies as literals, for method signatures (a test keeps them equal to :class:`Currency`).
 CurrencyCode: TypeAlias = Literal["GTQ", "USD", "MXN", "CRC", "HNL", "DOP", "COP", "SVC"]
+
+
+def parse_amount_text(text: str, *, places: int | None = None, integer_digits: int | None = None) -> Decimal:
+    """An amount written as text, a CSV cell or a CLI option: ASCII digits, then optionally a point and
+    decimals; nothing else (no sign, spaces, exponent like ``1e3``, ``_`` like ``1_000``, non-ASCII
+    digits), where ``Decimal()`` would take them all (D431).
+
+    The one parser of written amounts: the CSV readers (batch charges, reconciliation) and the CLI's
+    amount options. ``places``/``integer_digits`` bound the digits when given (the CSVs'); a
+    ``ValueError`` says the rule, worded for a field: ``must be digits ...``.
+    """
+    decimals = "+" if places is None else f"{{1,{places}}}"
+    integer = "+" if integer_digits is None else f"{{1,{integer_digits}}}"
+    if re.fullmatch(f"[0-9]{integer}(?:\\.[0-9]{decimals})?", text) is None:
+        at_most = "decimals" if places is None else f"at most {places} decimals"
+        raise ValueError(f"must be digits with {at_most} (no sign, spaces or exponent)")
+    return Decimal(text)
 
 
 def parse_money(value: object, *, places: int = 2, field: str = "amount") -> Decimal:

@@ -24,7 +24,7 @@ from typing import BinaryIO, Final
 
 from pydantic import Field
 
-from paysdk.contracts.common import DecimalNumber, WireModel
+from paysdk.contracts.common import DecimalNumber, WireModel, parse_amount_text
 from paysdk.contracts.csv_records import CsvRecords, CsvSyntaxError
 
 __all__ = [
@@ -58,7 +58,6 @@ MAX_CELL_CHARS: Final = 1024
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _PAYMENT = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_AMOUNT = re.compile(r"[0-9]{1,13}(?:\.[0-9]{1,2})?")
 _CURRENCY = re.compile(r"[A-Za-z]{3}")
 
 
@@ -144,12 +143,10 @@ def _check(
             else:
                 values[name] = cell
         elif name == "amount":
-            if not _AMOUNT.fullmatch(cell):
-                errors.append(
-                    (row, name, "must be digits with at most 2 decimals (no sign, spaces or exponent)")
-                )
-            else:
-                values[name] = Decimal(cell)
+            try:
+                values[name] = parse_amount_text(cell, places=2, integer_digits=13)
+            except ValueError as exc:
+                errors.append((row, name, str(exc)))
         elif not _CURRENCY.fullmatch(cell):
             errors.append((row, name, "must be a three-letter currency code"))
         else:

@@ -204,7 +204,9 @@ class Scheduler:
             # Never stops the scheduler, never marked done: retried with backoff, then ``failed`` (D126).
             log.exception("job %s (%s) failed (run %d)", job.id, job.kind, job.attempts)
             publish_job_run(context, job, "failed", started)
-            error = f"{type(exc).__name__}: {exc}"
+            from paysdk._describe import exception_text
+
+            error = exception_text(exc)
             with contextlib.suppress(LeaseLost):
                 await context.run(self._fail, job, clock, error)
         finally:

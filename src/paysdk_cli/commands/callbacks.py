@@ -140,7 +140,9 @@ def _forwarder(url: str | None) -> Iterator[Callable[[dict[str, str], bytes], No
         try:
             response = client.post(url, content=body, headers=copied)
         except httpx.HTTPError as exc:
-            raise RuntimeError(f"forwarding to {url} failed: {type(exc).__name__}: {exc}") from None
+            from paysdk._describe import exception_text
+
+            raise RuntimeError(f"forwarding to {url} failed: {exception_text(exc)}") from None
         if not response.is_success:
             raise RuntimeError(f"forwarding to {url} got HTTP {response.status_code}")
         _log.debug("forwarded to %s: HTTP %s", url, response.status_code)

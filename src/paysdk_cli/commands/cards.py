@@ -16,7 +16,15 @@ from paysdk_cli._output import emit
 from paysdk_cli._params import parse_date, read_secret
 from paysdk_cli._wallet import AsUser, wallet_api
 
-__all__ = ["CARD_COLUMNS", "CARD_LIST_COLUMNS", "MOVEMENT_COLUMNS", "app", "wire"]
+__all__ = [
+    "CARD_COLUMNS",
+    "CARD_LIST_COLUMNS",
+    "CARD_LIST_KEEP",
+    "MOVEMENT_COLUMNS",
+    "MOVEMENT_KEEP",
+    "app",
+    "wire",
+]
 
 app = new_app(
     "Wallet cards: list, issue, link, block, movements.\n\n"
@@ -47,6 +55,8 @@ CARD_LIST_COLUMNS = [
     "availableBalance",
     "alias",
 ]
+#: What a narrow terminal never hides of a card list (D430): its state and its money (cardId, an ID, stays).
+CARD_LIST_KEEP = ["status", "currency", "balance"]
 MOVEMENT_COLUMNS = [
     "createdAt",
     "type",
@@ -56,6 +66,9 @@ MOVEMENT_COLUMNS = [
     "reference",
     "counterpartCardId",
 ]
+
+#: What a narrow terminal never hides of a movement (D430): a debit and a credit must look different.
+MOVEMENT_KEEP = ["type", "direction", "amount"]
 
 _USER_ID = typer.Option("--user-id", help="The cardholder's userId (default: the --as-user user).")
 _CARD_ID = typer.Argument(help="The card's cardId.")
@@ -92,7 +105,13 @@ def list_cards(
     with wallet_api(st, as_user) as call:
         uid = call.default_user_id(user_id)
         cards = call(lambda w: w.cards.list(uid))
-    emit(st.output, [wire(card) for card in cards], columns=CARD_LIST_COLUMNS, title="Cards")
+    emit(
+        st.output,
+        [wire(card) for card in cards],
+        columns=CARD_LIST_COLUMNS,
+        keep=CARD_LIST_KEEP,
+        title="Cards",
+    )
 
 
 @app.command("summary")
@@ -272,4 +291,10 @@ def movements(
     end = parse_date(end_date, "--end-date")
     with wallet_api(st, as_user) as call:
         result = call(lambda w: w.cards.movements(card_id, start_date=start, end_date=end))
-    emit(st.output, [wire(m) for m in result], columns=MOVEMENT_COLUMNS, title=f"Movements of {card_id}")
+    emit(
+        st.output,
+        [wire(m) for m in result],
+        columns=MOVEMENT_COLUMNS,
+        keep=MOVEMENT_KEEP,
+        title=f"Movements of {card_id}",
+    )

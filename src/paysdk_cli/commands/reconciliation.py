@@ -47,6 +47,8 @@ app = new_app(
 #: The columns of ``--report``.
 REPORT_COLUMNS = ("row_number", "status", "payment_id", "settlement_date", "expected", "actual", "message")
 _TABLE = ["row", "status", "paymentId", "settlementDate", "expected", "actual", "message"]
+#: What a narrow terminal never hides (D430): which row, its verdict and why.
+_KEEP = ["row", "status", "message"]
 
 
 #: Rows printed to the terminal at most (``--report`` holds them all).
@@ -212,7 +214,7 @@ def upload(
             )
             shown = list(itertools.islice(iter_report_rows(result, page), SHOWN_ROWS + 1))
             if shown:
-                emit(st.output, shown[:SHOWN_ROWS], columns=_TABLE, title=title)
+                emit(st.output, shown[:SHOWN_ROWS], columns=_TABLE, keep=_KEEP, title=title)
             else:
                 info(title)
             if len(shown) > SHOWN_ROWS:

@@ -23,7 +23,7 @@ from paysdk_cli.commands import sandbox_onboarding as _sandbox_onboarding
 if TYPE_CHECKING:
     from paysdk.contracts.common import CurrencyCode
 
-__all__ = ["CALLBACK_COLUMNS", "CLIENT_SECRETS", "JOB_COLUMNS", "REQUEST_COLUMNS", "app"]
+__all__ = ["CALLBACK_COLUMNS", "CALLBACK_KEEP", "CLIENT_SECRETS", "JOB_COLUMNS", "REQUEST_COLUMNS", "app"]
 
 app = new_app(
     "Control plane of the local reference server.\n\n"
@@ -64,7 +64,10 @@ CLIENT_SECRETS = (
     "signingPrivateKey",
 )
 #: The table columns of `sandbox callbacks` and `sandbox requests`, the most useful first.
-CALLBACK_COLUMNS = ["eventId", "uid", "attempt", "statusCode", "error", "at", "nextAttemptAt", "final"]
+#: ``sandbox callbacks`` is one line per delivery at 80 columns (D435): the transaction, the attempt and
+#: its result (the HTTP status, or the error's class: the whole error and the eventId are in -o json).
+CALLBACK_COLUMNS = ["uid", "try", "result", "at", "final", "nextAttemptAt"]
+CALLBACK_KEEP = ["uid", "try", "result"]
 REQUEST_COLUMNS = ["method", "path", "statusCode", "at"]
 #: The table columns of `sandbox jobs`.
 JOB_COLUMNS = ["id", "kind", "ref", "status", "attempts", "dueAt", "lastError", "leaseOwner"]
@@ -136,6 +139,12 @@ def _show_client(st: State, client: Any, show_secrets: bool) -> None:
 _SHOW_SECRETS = typer.Option(
     "--show-secrets",
     help="With -o json, print the tokens, hook private key, callback header value and signing key.",
+)
+#: ``clients show``: the server keeps no hook private key nor signing key (answered once, at creation).
+_SHOW_STORED_SECRETS = typer.Option(
+    "--show-secrets",
+    help="With -o json, print the tokens and the callback header value (the hook private key and the "
+    "signing key are answered only by `clients create`).",
 )
 
 
@@ -270,12 +279,13 @@ def _save_signing_key(st: State, signing_key: str) -> None:
 def clients_show(
     ctx: typer.Context,
     slug: Annotated[str, typer.Argument(help="Client slug.")],
-    show_secrets: Annotated[bool, _SHOW_SECRETS] = False,
+    show_secrets: Annotated[bool, _SHOW_STORED_SECRETS] = False,
 ) -> None:
     """Show a client's configuration.
 
     A server on a non-loopback address masks the tokens it answered at creation; --show-secrets (with
-    -o json) asks for them in full through the reveal call.
+    -o json) asks for them in full through the reveal call. The hook private key and the wallet
+    signing key are answered only at creation (`paysdk wallet export-key` prints a saved signing key).
     """
     st = state(ctx)
     with open_client(st, token_required=False) as sdk:
@@ -495,16 +505,27 @@ def callbacks(
     ctx: typer.Context,
     uid: Annotated[str | None, typer.Option("--uid", help="Only this transaction's deliveries.")] = None,
 ) -> None:
-    """List callback delivery attempts (status code or error, next retry)."""
+    """List callback delivery attempts, one line each: the transaction, the attempt, its result (the
+    HTTP status or the error's class), when, whether it was the last one. -o json has every field
+    (eventId, the whole error, the next retry)."""
     st = state(ctx)
     with open_client(st, token_required=False) as sdk:
         result = sdk.sandbox.callbacks(uid)
-    emit(
-        st.output,
-        _wire_list(result),
-        columns=CALLBACK_COLUMNS,
-        title="Callback attempts",
-    )
+    records = _wire_list(result)
+    if st.output is OutputFormat.json:
+        emit(st.output, records)
+        return
+    rows = [
+        {
+            **record,
+            "try": record.get("attempt"),
+            "result": str(record["statusCode"])
+            if record.get("statusCode") is not None
+            else str(record.get("error") or "-").partition(":")[0],
+        }
+        for record in records
+    ]
+    emit(st.output, rows, columns=CALLBACK_COLUMNS, keep=CALLBACK_KEEP, title="Callback attempts")
 
 
 class JobStatusChoice(StrEnum):

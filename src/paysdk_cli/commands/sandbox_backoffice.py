@@ -1,13 +1,16 @@
 """``paysdk sandbox backoffice operator create|list``, ``partner create|list|enroll``: backoffice operators
 and partners on the control plane (D185, D200). Operators and partners exist only through here.
 
-A generated operator password is shown once (masked in JSON unless ``--show-secrets``);
+A generated operator password is never in a table (D432): ``--show-secrets`` prints it once, on a
+labelled line after the table (in the document with ``-o json``, masked there otherwise);
 ``--save-profile`` keeps it in the profile's secret store with the merchant and the operator's email,
-so ``paysdk backoffice login`` then needs nothing else.
+so ``paysdk backoffice login`` then needs nothing else. With neither, a generated password would be
+lost: the command refuses before creating anything.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -15,7 +18,8 @@ import typer
 from paysdk_cli import _config
 from paysdk_cli._app import new_app
 from paysdk_cli._context import open_client, require_merchant, state
-from paysdk_cli._output import emit, info, mask
+from paysdk_cli._errors import CLIError, ExitCode
+from paysdk_cli._output import emit, info, mask, printable
 
 __all__ = ["app"]
 
@@ -53,17 +57,28 @@ def operator_create(
         ),
     ] = False,
     show_secrets: Annotated[
-        bool, typer.Option("--show-secrets", help="Show a generated password in JSON output.")
+        bool,
+        typer.Option(
+            "--show-secrets",
+            help="Print a generated password once: a labelled line after the table, or in -o json.",
+        ),
     ] = False,
 ) -> None:
     """Create a backoffice operator of a merchant; a password is generated unless --password-stdin.
 
-    A generated password is shown once: in a table, and in JSON only with --show-secrets (or keep it
-    with --save-profile).
+    A generated password is never in the table: --show-secrets prints it once (a labelled line after
+    the table, or in -o json), --save-profile keeps it for `paysdk backoffice login`; one of them (or
+    --password-stdin) is needed.
     """
     from paysdk_cli._params import read_secret
 
     st = state(ctx)
+    if not (password_stdin or save_profile or show_secrets):
+        raise CLIError(
+            "a generated password is printed only with --show-secrets: pass --show-secrets, "
+            "--save-profile (kept for `paysdk backoffice login`) or --password-stdin",
+            ExitCode.USAGE,
+        )
     slug = require_merchant(st, merchant)
     password = read_secret("Password", from_stdin=True) if password_stdin else None
     with open_client(st, token_required=False) as sdk:
@@ -78,8 +93,14 @@ def operator_create(
         _config.update_profile(st.profile, backoffice_merchant=slug, backoffice_operator=operator.email)
         info(f"Saved operator {operator.email!r} and its password ({where}); next: paysdk backoffice login.")
     data = _wire(operator)
-    shown = data if show_secrets or st.output.value != "json" else mask(data, ["password"])
-    emit(st.output, shown, columns=["operatorId", "email", "merchant", "password"], title="Operator")
+    if st.output.value == "json":
+        emit(st.output, mask(data, ["password"], show=show_secrets))
+        return
+    emit(st.output, data, columns=["operatorId", "email", "merchant"], title="Operator")
+    if show_secrets and operator.password is not None:
+        label = f"Generated password of {operator.email} (shown once)"
+        sys.stdout.write(f"\n{printable(label)}: {printable(operator.password)}\n")
+        sys.stdout.flush()
 
 
 @operator_app.command("list")

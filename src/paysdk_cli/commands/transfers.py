@@ -11,7 +11,7 @@ from paysdk_cli._context import state
 from paysdk_cli._output import emit
 from paysdk_cli._params import parse_wallet_amount
 from paysdk_cli._wallet import AsUser, wallet_api
-from paysdk_cli.commands.cards import MOVEMENT_COLUMNS, wire
+from paysdk_cli.commands.cards import MOVEMENT_COLUMNS, MOVEMENT_KEEP, wire
 
 __all__ = ["app"]
 
@@ -45,5 +45,6 @@ def create(
             st.output,
             [data["debit"], data["credit"]],
             columns=MOVEMENT_COLUMNS,
+            keep=MOVEMENT_KEEP,
             title=f"Transfer {data['transferId']}",
         )

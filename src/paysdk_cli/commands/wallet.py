@@ -1,8 +1,10 @@
-"""``paysdk wallet login | whoami | logout | jwks``: the application's wallet session (spec 4.3, 5.3; D36).
+"""``paysdk wallet login | whoami | logout | jwks | export-key``: the application's wallet session (spec
+4.3, 5.3; D36).
 
 The Ed25519 signing key lives in the profile's secret store (``_secrets``: keyring, else the 0600
 ``credentials.json``); the application token pair in the SDK's ``FileTokenStore`` under
-``<config dir>/wallet/`` (0600, locked across processes). Neither is ever printed.
+``<config dir>/wallet/`` (0600, locked across processes). The token pair is never printed; the key only
+by ``export-key --show-secrets`` (D433).
 """
 
 from __future__ import annotations
@@ -210,3 +212,33 @@ def logout(
         )
         if os.environ.get(WALLET_KEY.env):
             warn(f"{WALLET_KEY.env} is still set and will keep being used")
+
+
+@app.command("export-key")
+def export_key(
+    ctx: typer.Context,
+    show_secrets: Annotated[
+        bool, typer.Option("--show-secrets", help="Required: print the stored signing key to stdout.")
+    ] = False,
+) -> None:
+    """Print the profile's stored wallet signing key (the one `sandbox clients create --save-profile`
+    or `wallet login` kept), to move it to another machine or a secrets manager.
+
+    Only with --show-secrets, as the key itself on one line of stdout (nothing else there), so
+    `paysdk wallet export-key --show-secrets > key.pem` writes a file `wallet login --key-file` reads;
+    where it came from goes to stderr. The same with -o json (a key file is not a JSON document, as
+    `gh auth token` prints the token alone). Exit 4 when no key is stored (D433).
+    """
+    from paysdk_cli._secrets import WALLET_KEY, load_secret
+
+    st = state(ctx)
+    if not show_secrets:
+        raise CLIError(
+            "the signing key is a secret: pass --show-secrets to print it (e.g. > key.pem)", ExitCode.USAGE
+        )
+    stored = load_secret(WALLET_KEY, st.profile)
+    if stored is None:
+        raise CLIError(f"no wallet signing key is stored in profile {st.profile!r}", ExitCode.AUTH)
+    info(f"Wallet signing key of profile {st.profile!r} (from {stored.source}):")
+    sys.stdout.write(stored.value.strip() + "\n")
+    sys.stdout.flush()

@@ -308,7 +308,9 @@ async def _post(client: httpx.AsyncClient, delivery: _Delivery) -> _Result:
     except httpx.TimeoutException as exc:
         return _Result(None, f"timeout: {type(exc).__name__}")
     except (httpx.HTTPError, OSError, ValueError, UnicodeError) as exc:
-        return _Result(None, f"{type(exc).__name__}: {str(exc)[:200]}")
+        from paysdk._describe import exception_text
+
+        return _Result(None, exception_text(exc, limit=200))
     return _Result(response.status_code, None)
 
 

@@ -318,13 +318,21 @@ def update(
         reason = _void_refusal(row, now)
         if reason is not None:
             raise _refused("action", reason)
-        row.status = "voided"
-        row.voided_at = now
+        _void(row, now)
         row.updated_at = now
     else:
         _refund(session, row, cents, now)
     session.flush()
     return shown(row)
+
+
+def _void(row: TerminalPaymentRow, at: datetime) -> None:
+    """Void ``row`` at ``at``: it will never settle nor be paid out, so the dates its capture set
+    (D192) are cleared; a voided payment shows neither (D436)."""
+    row.status = "voided"
+    row.voided_at = at
+    row.settlement_date = None
+    row.payout_date = None
 
 
 def _capture(row: TerminalPaymentRow, cents: int | None, now: datetime) -> None:
@@ -402,8 +410,7 @@ def _transition(row: TerminalPaymentRow, type: str, at: datetime) -> str | None:
         reason = _void_refusal(row, at)
         if reason is not None:
             return reason
-        row.status = "voided"
-        row.voided_at = at
+        _void(row, at)
     elif type == "lapsed":
         if row.status != "authorized":
             return f"a {row.status} payment does not lapse"
