@@ -165,7 +165,7 @@ def test_command_tree() -> None:
     assert set(sandbox.commands["linking-tokens"].commands) == {"create"}
     assert set(sandbox.commands["charges"].commands) == {"create", "capture", "refund", "clear-refund"}
     assert set(load_family("alt").commands) == {"create", "process", "intent", "dismiss"}
-    assert set(load_family("wallet").commands) == {"login", "whoami", "logout", "jwks"}
+    assert set(load_family("wallet").commands) == {"login", "whoami", "logout", "jwks", "export-key"}
     assert set(load_family("users").commands) == {"login", "logout", "list", "otp", "reset-password"}
     assert set(load_family("cards").commands) >= {
         "list",
