@@ -25,7 +25,8 @@ test: $(STAMP) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 ## ruff (lint and format, generated code included), mypy --strict, the generated sync code, the schema snapshot,
-## docs/coverage.md and docs/cli.md's command overview are up to date, and the docs site builds with no broken link or reference.
+## docs/coverage.md and docs/cli.md's command overview are up to date, and the docs site builds with no broken link or reference
+## and shows no reST markup of the docstrings as text (scripts/check_site.py).
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks scripts
 	$(BIN)/ruff format --check src tests examples benchmarks scripts
@@ -35,6 +36,7 @@ lint: $(STAMP)
 	$(BIN)/python scripts/cli_overview.py --check
 	$(BIN)/python scripts/schema_snapshot.py --check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .site
+	$(BIN)/python scripts/check_site.py .site
 
 ## Regenerate the sync code from the async source of truth.
 unasync: $(STAMP)
