@@ -56,7 +56,7 @@ REPORT_COLUMNS = ("row_number", "status", "error", "external_id", "cardholder_id
 #: (every one is in -o json and --report).
 ROWS_SHOWN = 50
 
-_PARTNER_HELP = "The partner whose cardholders these are (D185)."
+_PARTNER_HELP = "The partner whose cardholders these are."  # partners: D185
 
 
 def _check_report(report: Path | None, file: Path | None = None) -> Path | None:
@@ -172,7 +172,11 @@ def associate_card(
     card_id: Annotated[str, typer.Argument(help="An unassigned card of the merchant.", show_default=False)],
     partner: Annotated[str, typer.Option("--partner", metavar="ID", help=_PARTNER_HELP, show_default=False)],
 ) -> None:
-    """Link an unassigned card to a partner's cardholder (D189); it then shows in the cardholder's wallet."""
+    """Link an unassigned card to a partner's cardholder; it then shows in the cardholder's wallet.
+
+    \f
+    Decision D189.
+    """
     st = state(ctx)
     from paysdk_cli._backoffice import open_backoffice_client
     from paysdk_cli._output import emit
@@ -192,8 +196,12 @@ def lookup(
     ] = None,
     email: Annotated[str | None, typer.Option("--email", help="The cardholder's email.")] = None,
 ) -> None:
-    """Find a partner's cardholder by --external-id or --email (D451): its cardholderId is what
-    `associate-card` takes. Exit 6 when there is none."""
+    """Find a partner's cardholder by --external-id or --email: its cardholderId is what
+    `associate-card` takes. Exit 6 when there is none.
+
+    \f
+    Decision D451.
+    """
     st = state(ctx)
     if (external_id is None) == (email is None):
         raise CLIError("give exactly one of --external-id and --email", ExitCode.USAGE)

@@ -15,9 +15,10 @@ from paysdk_cli.commands.cards import CARD_COLUMNS, MOVEMENT_COLUMNS, wire
 
 __all__ = ["app"]
 
+# Application token only: D41. The help texts show no decision ids.
 app = new_app(
     "Card funds: the issuer adds or withdraws money.\n\n"
-    "Application only (D41). Amounts are exact decimals with up to 4 places; a withdrawal beyond "
+    "Application only. Amounts are exact decimals with up to 4 places; a withdrawal beyond "
     "the available balance is refused (ownCode 7303)."
 )
 

@@ -39,9 +39,10 @@ if TYPE_CHECKING:
 
 __all__ = ["REPORT_COLUMNS", "SHOWN_ROWS", "app", "iter_report_rows", "report_rows", "write_report"]
 
+# The columns: D194.
 app = new_app(
     "Reconcile the processor's daily settlement CSV with your settled terminal payments.\n\n"
-    "Columns settlementDate, paymentId, amount, currency (D194). Exit 5 when anything did not match."
+    "Columns settlementDate, paymentId, amount, currency. Exit 5 when anything did not match."
 )
 
 #: The columns of ``--report``.

@@ -23,7 +23,7 @@ from paysdk_cli._output import emit, info, mask, printable
 
 __all__ = ["app"]
 
-app = new_app("Backoffice operators and partners (D185): created only here.")
+app = new_app("Backoffice operators and partners: created only here.")  # D185
 operator_app = new_app("Backoffice operators (users who log in with email and password).")
 partner_app = new_app("Partners: companies of a merchant whose cardholders are managed together.")
 app.add_typer(operator_app, name="operator")
@@ -152,7 +152,11 @@ def partner_enroll(
     user_id: Annotated[str, typer.Option("--user-id", help="An existing wallet user of the merchant.")],
     merchant: Annotated[str | None, _MERCHANT] = None,
 ) -> None:
-    """Make an existing wallet user the partner's cardholder (uploads make their own, D200)."""
+    """Make an existing wallet user the partner's cardholder (uploads make their own).
+
+    \f
+    Decision D200.
+    """
     st = state(ctx)
     slug = require_merchant(st, merchant)
     with open_client(st, token_required=False) as sdk:

@@ -18,9 +18,10 @@ from paysdk_cli._output import OutputFormat, emit, mask
 
 __all__ = ["app"]
 
+# Where deliveries go: D193.
 app = new_app(
     "Play the processor: its signing secret, signed settlement notifications and feed batches.\n\n"
-    "Deliveries go through POST /webhooks/settlements and /webhooks/processor-feed's own code (D193)."
+    "Deliveries go through POST /webhooks/settlements and /webhooks/processor-feed's own code."
 )
 
 _ID = typer.Argument(help="The terminal payment's id (tpm_...).", metavar="PAYMENT_ID")

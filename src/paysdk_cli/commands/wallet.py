@@ -227,7 +227,10 @@ def export_key(
     Only with --show-secrets, as the key itself on one line of stdout (nothing else there), so
     `paysdk wallet export-key --show-secrets > key.pem` writes a file `wallet login --key-file` reads;
     where it came from goes to stderr. The same with -o json (a key file is not a JSON document, as
-    `gh auth token` prints the token alone). Exit 4 when no key is stored (D433).
+    `gh auth token` prints the token alone). Exit 4 when no key is stored.
+
+    \f
+    Decision D433.
     """
     from paysdk_cli._secrets import WALLET_KEY, load_secret
 
