@@ -4,8 +4,10 @@ code blocks (``scripts/griffe_rest.py``, a griffe extension of ``mkdocs.yml``), 
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -147,3 +149,17 @@ def test_make_lint_checks_the_built_site() -> None:
     lint = (ROOT / "Makefile").read_text().split("\nlint:", 1)[1].split("\n\n", 1)[0]
     build = lint.index("mkdocs build --strict --site-dir .site")
     assert lint.index("scripts/check_site.py .site") > build
+
+
+def test_no_docstring_begins_with_a_decision_id() -> None:
+    """Docstrings say first what the code does, then which decision it follows (``D12: ...`` is not)."""
+    citation = re.compile(r"^\W*(?:D\d+|Decisions?\b)")
+    found = []
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                docstring = ast.get_docstring(node)
+                if docstring and citation.match(docstring):
+                    name = getattr(node, "name", "<module>")
+                    found.append(f"{path.relative_to(ROOT)}:{name}: {docstring.splitlines()[0]}")
+    assert found == []

@@ -100,7 +100,10 @@ async def process_payment(uid: str, request: Request) -> Response:
     ),
 )
 async def create_payment_intent(uid: str, request: Request) -> Response:
-    """D12: ``{"processor"}`` in, ``201 {"data": {intentId, uid, processor, status, expireAt}}`` out."""
+    """Record the customer's choice of rail (D12).
+
+    ``{"processor"}`` in, ``201 {"data": {intentId, uid, processor, status, expireAt}}`` out.
+    """
     context = get_context(request)
     raw = await request.body()
     intent = await context.run(
@@ -127,7 +130,7 @@ async def create_payment_intent(uid: str, request: Request) -> Response:
     ),
 )
 async def dismiss_payment(uid: str, request: Request, background: BackgroundTasks) -> Response:
-    """D13: the transaction becomes ``dismissed`` and the merchant callback is sent."""
+    """Make the transaction ``dismissed`` and send the merchant callback (D13)."""
     context = get_context(request)
     raw = await request.body()
     result = await context.run(
