@@ -118,6 +118,7 @@ def _role(match: re.Match[str], resolve: Resolver) -> str:
     else:
         target = content
         title = ""
+    target = "".join(target.split())  # a target broken over two lines: `paysdk.contracts.\n  PAGE_ENTRIES`
     link = not target.startswith("!")
     target = target.lstrip("!")
     short = target.startswith("~")

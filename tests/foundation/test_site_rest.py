@@ -97,7 +97,7 @@ def test_roles_become_optional_references_with_their_titles() -> None:
     text = rest.rest_to_markdown(
         "A :class:`~paysdk.Secret`, :py:func:`paysdk.wallet_store_key`,"
         " :meth:`Env.from_env() <paysdk.E.f>`,\n"
-        ":attr:`wallet`, :data:`!NOT_LINKED` and ``literal``.",
+        ":attr:`wallet`, :data:`!NOT_LINKED` and ``literal``; :data:`~paysdk.x.\n    PAGE`.",
         lambda name: "paysdk._client.AsyncClient.wallet" if name == "wallet" else name,
     )
     assert text == (
@@ -106,7 +106,8 @@ def test_roles_become_optional_references_with_their_titles() -> None:
         "<code>paysdk.wallet_store_key()</code></autoref>, "
         '<autoref identifier="paysdk.E.f" optional><code>Env.from_env()</code></autoref>,\n'
         '<autoref identifier="paysdk._client.AsyncClient.wallet" optional><code>wallet</code></autoref>, '
-        "<code>NOT_LINKED</code> and ``literal``."
+        "<code>NOT_LINKED</code> and ``literal``; "
+        '<autoref identifier="paysdk.x.PAGE" optional><code>PAGE</code></autoref>.'
     )
 
 
