@@ -174,6 +174,7 @@ def test_the_sdist_holds_the_sources_and_docs_and_no_tests(dist: Dist) -> None:
         "README.md",
         "CHANGELOG.md",
         "mkdocs.yml",
+        "scripts/griffe_rest.py",  # mkdocs.yml's griffe extension (D480)
         "PKG-INFO",
         "src/paysdk/py.typed",
         "src/paysdk/_version.py",
@@ -187,6 +188,7 @@ def test_the_sdist_holds_the_sources_and_docs_and_no_tests(dist: Dist) -> None:
     assert tops == {
         "src",
         "docs",
+        "scripts",
         "pyproject.toml",
         "README.md",
         "CHANGELOG.md",
@@ -196,6 +198,7 @@ def test_the_sdist_holds_the_sources_and_docs_and_no_tests(dist: Dist) -> None:
     }
     assert not [name for name in names if "/tests/" in name or name.endswith("conftest.py")]
     assert not [name for name in names if name.startswith((".venv", ".site", ".git/"))]
+    assert [name for name in names if name.startswith("scripts/")] == ["scripts/griffe_rest.py"]
 
 
 # --------------------------------------------------------------------------------------------------
