@@ -105,7 +105,9 @@ def plan(found: Schema, version: str | None) -> Step:
 
     snapshots = _snapshots()
     known_tables = {name for tables in snapshots.values() for name in tables}
-    known_indexes = {index for tables in snapshots.values() for _, indexes in tables.values() for index in indexes}
+    known_indexes = {
+        index for tables in snapshots.values() for _, indexes in tables.values() for index in indexes
+    }
     ours = known_tables & set(found)
     if not ours:
         return Step("create", version)  # a new database (or one whose tables were all dropped)

@@ -104,7 +104,9 @@ def _subscriptions() -> None:
         bind.execute(
             table.update()
             .where(table.c.id == row_id)
-            .values(card_token="pm_" + secrets.token_hex(12), card_renewal=renewal, card_decline_reason=reason)
+            .values(
+                card_token="pm_" + secrets.token_hex(12), card_renewal=renewal, card_decline_reason=reason
+            )
         )
     with op.batch_alter_table("subscriptions") as batch:
         for name, length in (("card_token", 40), ("card_renewal", 48), ("card_decline_reason", 40)):
@@ -123,7 +125,9 @@ def _verifications() -> None:
         sa.column("card_number", sa.String()),
         *(sa.column(name, sa.String()) for name, _ in columns),
     )
-    rows = bind.execute(sa.select(table.c.id, table.c.card_number).where(table.c.card_number.is_not(None))).all()
+    rows = bind.execute(
+        sa.select(table.c.id, table.c.card_number).where(table.c.card_number.is_not(None))
+    ).all()
     for row_id, number in rows:
         brand, last4, renewal, reason = saved(number)
         bind.execute(
