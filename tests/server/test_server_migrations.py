@@ -197,8 +197,9 @@ def _advance_sequences(engine: Engine) -> None:
                     if sequence is not None:
                         connection.execute(
                             text(
-                                f'SELECT setval(:s, (SELECT COALESCE(MAX("{column.name}"), 0) + 1 FROM "{table.name}"), false)'
-                            ),  # noqa: S608
+                                f'SELECT setval(:s, (SELECT COALESCE(MAX("{column.name}"), 0) + 1 '
+                                f'FROM "{table.name}"), false)'
+                            ),
                             {"s": sequence},
                         )
 
@@ -318,14 +319,15 @@ def test_a_baseline_database_with_rows_in_every_table_is_upgraded_by_paysdk_serv
                 if name == "subscriptions":
                     assert card is not None
                     token = now.pop("card_token")
-                    assert token.startswith("pm_") and len(token) == 27
+                    assert token.startswith("pm_")
+                    assert len(token) == 27
                     assert (now.pop("card_renewal"), now.pop("card_decline_reason")) == (
                         card.renewal,
                         card.decline_reason,
                     )
                 else:
-                    kept = (now.pop("card_brand"), now.pop("card_last4"))
-                    kept += (now.pop("card_renewal"), now.pop("card_decline_reason"))
+                    names = ("card_brand", "card_last4", "card_renewal", "card_decline_reason")
+                    kept = tuple(now.pop(column) for column in names)
                     assert kept == (
                         (None,) * 4
                         if card is None
@@ -467,7 +469,7 @@ def test_the_snapshots_are_the_revisions(old_url: str) -> None:
         assert (step.action, step.found) == ("upgrade", "0001")
     finally:
         old.dispose()
-    assert script_directory().get_heads() == [schema_snapshot.REVISION]  # type: ignore[attr-defined]
+    assert script_directory().get_heads() == [schema_snapshot.REVISION]
 
 
 # -- refusals

@@ -333,7 +333,9 @@ class Database:
             from paysdk.server.core_tables import Base
 
             tables = self._tables()
-            expected = {t.name: ([c.name for c in t.columns], [str(i.name) for i in t.indexes]) for t in tables}
+            expected = {
+                t.name: ([c.name for c in t.columns], [str(i.name) for i in t.indexes]) for t in tables
+            }
             Base.metadata.create_all(self.engine, tables=tables)
             with self.engine.connect() as connection:
                 lacking = _lacking(expected, _existing_schema(connection))

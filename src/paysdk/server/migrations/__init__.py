@@ -29,16 +29,17 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table, delete, insert, select
 
 if TYPE_CHECKING:
+    from alembic.script import ScriptDirectory
     from sqlalchemy.engine import Connection
 
     from paysdk.server.db import Database
 
-__all__ = ["VERSION_TABLE", "Step", "plan", "prepare", "read_version"]
+__all__ = ["VERSION_TABLE", "Step", "plan", "prepare", "read_version", "script_directory"]
 
 log = logging.getLogger("paysdk.server")
 
@@ -116,8 +117,9 @@ def plan(found: Schema, version: str | None) -> Step:
             return Step(
                 "refuse",
                 version,
-                f"the database is at revision {version}, which this version of paysdk does not know (a newer "
-                f"paysdk made it; this one reaches {REVISION}): run it with that paysdk, or pass another --db",
+                f"the database is at revision {version}, which this version of paysdk does not know (a "
+                f"newer paysdk made it; this one reaches {REVISION}): run it with that paysdk, or pass "
+                "another --db",
             )
         if version != REVISION:
             return Step("upgrade", version)
@@ -215,7 +217,7 @@ def _upgrade(connection: Connection, found: str) -> None:
     _stamp(connection, found)
     script = ScriptDirectory(str(SCRIPTS))
 
-    def revisions(heads: object, context: object) -> object:
+    def revisions(heads: Any, context: Any) -> Any:
         return script._upgrade_revs(REVISION, heads)  # what alembic's `upgrade` command runs
 
     with EnvironmentContext(Config(), script, fn=revisions, destination_rev=REVISION) as environment:
@@ -223,7 +225,7 @@ def _upgrade(connection: Connection, found: str) -> None:
         environment.run_migrations()
 
 
-def script_directory() -> object:
+def script_directory() -> ScriptDirectory:
     """Alembic's :class:`~alembic.script.ScriptDirectory` of the shipped revisions (for tests and tools)."""
     from alembic.script import ScriptDirectory
 
