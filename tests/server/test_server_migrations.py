@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import signal
@@ -552,3 +553,83 @@ def test_servers_started_together_upgrade_once(kind: str, old_url: str) -> None:
         thread.join()
     assert not errors, errors
     assert sorted(steps) == ["current", "current", "upgrade"]
+
+
+# -- emails in the one form of D380
+
+
+def _baseline_with_rows(url: str) -> Engine:
+    engine = _engine(url)
+    _create_baseline(engine)
+    with engine.begin() as connection:
+        fill_every_table(connection, tables=_reflected(connection))
+    return engine
+
+
+def test_the_stored_emails_take_their_one_form(old_url: str) -> None:
+    old = _baseline_with_rows(old_url)
+    try:
+        with old.begin() as connection:
+            # As the baseline stored them: lower-cased (users, operators, outbox, leads) or as given.
+            connection.execute(
+                text("UPDATE wallet_users SET email = 'ana@xn--exmple-qta.com' WHERE id = 'id0'")
+            )
+            connection.execute(
+                text("UPDATE backoffice_operators SET email = 'straße@example.com' WHERE id = 'id0'")
+            )
+            connection.execute(
+                text("UPDATE wallet_outbox SET \"to\" = 'ana@xn--exmple-qta.com' WHERE id = 1")
+            )
+            connection.execute(text("UPDATE subscriptions SET email = 'Bob@Example.COM' WHERE id = 1"))
+            connection.execute(
+                text("UPDATE onboarding_leads SET contact = :contact WHERE id = 1"),
+                {"contact": '{"name": "Ana", "email": "ANA@ＥＸÁＭＰＬＥ.com"}'},
+            )
+    finally:
+        old.dispose()
+    database = Database(old_url)
+    try:
+        database.create_schema()
+        with database.engine.connect() as connection:
+
+            def one(sql: str) -> Any:
+                return connection.execute(text(sql)).scalar_one()
+
+            assert one("SELECT email FROM wallet_users WHERE id = 'id0'") == "ana@exámple.com"
+            assert one("SELECT email FROM backoffice_operators WHERE id = 'id0'") == "strasse@example.com"
+            assert one('SELECT "to" FROM wallet_outbox WHERE id = 1') == "ana@exámple.com"
+            assert one("SELECT email FROM subscriptions WHERE id = 1") == "bob@example.com"
+            contact = one("SELECT contact FROM onboarding_leads WHERE id = 1")
+            contact = contact if isinstance(contact, dict) else json.loads(contact)
+            assert contact == {"name": "Ana", "email": "ana@exámple.com"}
+            assert one("SELECT email FROM wallet_users WHERE id = 'id1'") == "email1"  # no email: kept
+    finally:
+        database.dispose()
+
+
+def test_two_emails_that_become_one_refuse_the_upgrade_and_change_nothing(old_url: str) -> None:
+    old = _baseline_with_rows(old_url)
+    try:
+        with old.begin() as connection:
+            connection.execute(text("UPDATE wallet_users SET email = 'straße@example.com' WHERE id = 'id0'"))
+            connection.execute(
+                text(
+                    "UPDATE wallet_users SET email = 'strasse@example.com', "
+                    "client_id = (SELECT client_id FROM wallet_users WHERE id = 'id0') WHERE id = 'id1'"
+                )
+            )
+        with old.connect() as connection:
+            before = _rows(connection)
+    finally:
+        old.dispose()
+    database = Database(old_url)
+    try:
+        with pytest.raises(
+            SchemaMismatch, match="the upgrade from revision 0001 failed, nothing was changed"
+        ):
+            database.create_schema()
+        with database.engine.connect() as connection:
+            assert _rows(connection) == before  # the baseline's tables and rows, no alembic_version
+            assert "alembic_version" not in inspect(connection).get_table_names()
+    finally:
+        database.dispose()

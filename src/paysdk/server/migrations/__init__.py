@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table, delete, insert, select
+from sqlalchemy.exc import DBAPIError
 
 if TYPE_CHECKING:
     from alembic.script import ScriptDirectory
@@ -170,7 +171,13 @@ def prepare(database: Database) -> Step:
                     _stamp(connection, step.found)
                 elif step.action == "upgrade":
                     assert step.found is not None
-                    _upgrade(connection, step.found)
+                    try:
+                        _upgrade(connection, step.found)
+                    except DBAPIError as exc:  # rows the new schema refuses: the transaction rolls back
+                        raise SchemaMismatch(
+                            f"the upgrade from revision {step.found} failed, nothing was changed: "
+                            f"{type(exc.orig).__name__}: {str(exc.orig).splitlines()[0]}"
+                        ) from exc
                     if sqlite:
                         broken = driver.execute("PRAGMA foreign_key_check").fetchall()
                         if broken:

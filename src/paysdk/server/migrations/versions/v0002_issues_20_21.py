@@ -1,6 +1,7 @@
 """Issues 20 and 21: a client's display name (D413), password-login failures (D381), stored reconciliation
-report pages (D331), the index of a batch's results (D450), and saved cards instead of card numbers on
-subscriptions and verifications (D351), the numbers turned into what is kept of them (D472).
+report pages (D331), the index of a batch's results (D450), saved cards instead of card numbers on
+subscriptions and verifications (D351), the numbers turned into what is kept of them, and the stored
+emails in the one form of D380 (D472).
 
 Frozen once released: a later change is a new revision. Runs inside the one transaction of
 :func:`paysdk.server.migrations.upgrade`; column changes on SQLite go through alembic's batch mode (the
@@ -9,7 +10,10 @@ table copied, with foreign keys off for the copy).
 
 from __future__ import annotations
 
+import re
 import secrets
+import unicodedata
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -56,8 +60,45 @@ def saved(number: str) -> tuple[str, str, str, str]:
     return brand, digits[-4:], "decline", "card_declined"
 
 
+_DOMAIN_DOTS = re.compile("[.\u3002\uff61]")
+
+
+def email_key(email: str) -> str:
+    """The one form of an email (D380) as :func:`paysdk.contracts.wallet.email_key` made it when this
+    revision was written (frozen): the local part NFKC, case-folded, NFKC; the domain NFKC and case-folded
+    label by label, a punycode label decoded. A value without ``@``, or with a label that is not
+    punycode, is kept as it is (the earlier version stored it; nothing here refuses it)."""
+    if "@" not in email:
+        return email
+    local, _, domain = unicodedata.normalize("NFKC", email.strip()).rpartition("@")
+    labels: list[str] = []
+    for label in _DOMAIN_DOTS.split(domain):
+        folded = unicodedata.normalize("NFKC", label.casefold())
+        if folded.startswith("xn--"):
+            try:
+                decoded = folded[4:].encode("ascii").decode("punycode")
+            except (UnicodeError, ValueError):
+                return email
+            folded = unicodedata.normalize("NFKC", decoded.casefold())
+        labels.append(folded)
+    local = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", local).casefold())
+    return f"{local}@{'.'.join(labels)}"
+
+
+#: The columns holding an email the earlier version stored lower-cased or as given.
+_EMAIL_COLUMNS = (
+    ("wallet_users", "email"),
+    ("backoffice_operators", "email"),
+    ("wallet_outbox", "to"),
+    ("subscriptions", "email"),
+    ("subscription_verifications", "email"),
+)
+
+
 def upgrade() -> None:
-    """Add the tables, columns and index; fill the saved cards from the numbers, then drop the numbers."""
+    """Add the tables, columns and index; fill the saved cards from the numbers, then drop the numbers;
+    store every email in its one form (a clash of two addresses that became one fails the upgrade, which
+    then changes nothing)."""
     op.add_column("clients", sa.Column("display_name", sa.String(80), nullable=True))
     op.create_table(
         "wallet_login_failures",
@@ -84,6 +125,7 @@ def upgrade() -> None:
     op.create_index("ix_cardholder_batch_members_batch_row", "cardholder_batch_members", ["batch_id", "row"])
     _subscriptions()
     _verifications()
+    _emails()
 
 
 def _subscriptions() -> None:
@@ -137,6 +179,21 @@ def _verifications() -> None:
         )
     with op.batch_alter_table("subscription_verifications") as batch:
         batch.drop_column("card_number")
+
+
+def _emails() -> None:
+    bind = op.get_bind()
+    for table_name, column_name in _EMAIL_COLUMNS:
+        table = sa.table(table_name, sa.column("id"), sa.column(column_name, sa.String()))  # ids: int or str
+        column = table.c[column_name]
+        for row_id, email in bind.execute(sa.select(table.c.id, column).where(column.is_not(None))).all():
+            if (key := email_key(email)) != email:
+                bind.execute(table.update().where(table.c.id == row_id).values({column_name: key}))
+    leads = sa.table("onboarding_leads", sa.column("id", sa.Integer()), sa.column("contact", sa.JSON()))
+    for row_id, contact in bind.execute(sa.select(leads.c.id, leads.c.contact)).all():
+        email: Any = contact.get("email") if isinstance(contact, dict) else None
+        if isinstance(email, str) and (key := email_key(email)) != email:
+            bind.execute(leads.update().where(leads.c.id == row_id).values(contact={**contact, "email": key}))
 
 
 def downgrade() -> None:
