@@ -41,7 +41,7 @@ from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app, schema_snapshot
 from paysdk.server.core_tables import Base
 from paysdk.server.db import Database, SchemaMismatch, normalize_database_url
-from paysdk.server.migrations import plan, prepare
+from paysdk.server.migrations import Step, plan, prepare
 from paysdk.server.migrations.snapshots import SNAPSHOTS
 from paysdk.server.migrations.versions import v0001_baseline
 from paysdk.server.services.test_cards import TEST_CARDS, saved_card
@@ -636,5 +636,21 @@ def test_two_emails_that_become_one_refuse_the_upgrade_and_change_nothing(old_ur
         with database.engine.connect() as connection:
             assert _rows(connection) == before  # the baseline's tables and rows, no alembic_version
             assert "alembic_version" not in inspect(connection).get_table_names()
+    finally:
+        database.dispose()
+
+
+def test_a_database_this_version_made_before_the_migrations_is_stamped(new_url: str) -> None:
+    # Made by this schema without alembic_version (this version before D470): recognised, stamped, no
+    # migration run, and from then on the fast start's check holds.
+    database = Database(new_url)
+    try:
+        database.create_schema()
+        with database.engine.begin() as connection:
+            connection.exec_driver_sql("DROP TABLE alembic_version")
+            assert plan(_existing(connection), None) == Step("stamp", schema_snapshot.REVISION)
+        assert not database.schema_current()
+        assert prepare(database).action == "stamp"
+        assert database.schema_current()
     finally:
         database.dispose()
