@@ -191,8 +191,8 @@ def _emails() -> None:
                 bind.execute(table.update().where(table.c.id == row_id).values({column_name: key}))
     leads = sa.table("onboarding_leads", sa.column("id", sa.Integer()), sa.column("contact", sa.JSON()))
     for row_id, contact in bind.execute(sa.select(leads.c.id, leads.c.contact)).all():
-        email: Any = contact.get("email") if isinstance(contact, dict) else None
-        if isinstance(email, str) and (key := email_key(email)) != email:
+        given: Any = contact.get("email") if isinstance(contact, dict) else None
+        if isinstance(given, str) and (key := email_key(given)) != given:
             bind.execute(leads.update().where(leads.c.id == row_id).values(contact={**contact, "email": key}))
 
 
