@@ -161,6 +161,7 @@ def test_a_start_without_seed_imports_no_seed_contracts(config_dir: Path, tmp_pa
     assert "paysdk.contracts.seed" not in modules
     assert "paysdk.contracts.wallet" not in modules
     assert "sqlalchemy.dialects.postgresql" not in modules  # a server on SQLite (D307)
+    assert "alembic" not in modules  # created and stamped without it: only an upgrade imports it (D474)
 
     # The imports ran with the garbage collector off; it is on again when the server serves, and what
     # the start made is frozen out of its collections (D308).
@@ -178,6 +179,7 @@ def test_a_start_on_an_existing_database_imports_no_table_and_no_orm(
     modules = set(seen["modules"])
     assert seen["app"] == "BootApp"
     assert "sqlalchemy.orm" not in modules
+    assert "alembic" not in modules  # the schema is current: no migration machinery (D474)
     assert not {m for m in modules if m.startswith("paysdk.server.") and m.endswith("_tables")}
     for module in ("app", "families", "middleware", "scheduler", "context", "routers", "services"):
         assert f"paysdk.server.{module}" not in modules

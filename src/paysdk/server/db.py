@@ -16,8 +16,9 @@ Decisions kept here:
   on PostgreSQL state changes are guarded by conditional ``UPDATE ... WHERE status = 'pending'``.
 * ``postgresql://`` (and ``postgres://``) URLs are rewritten to the psycopg 3 driver.
 * A SQLite file the server creates is ``0600`` and the directories it creates ``0700``; an existing file
-  other users can read is warned about (D362). Servers started together create and check the schema
-  under a PostgreSQL advisory lock (D360).
+  other users can read is warned about (D362). Servers started together create, upgrade and check the
+  schema under a PostgreSQL advisory lock (D360); a database of an earlier version is upgraded in place
+  by :mod:`paysdk.server.migrations` (D470).
 """
 
 from __future__ import annotations
@@ -84,7 +85,9 @@ def from_cents(cents: int) -> Decimal:
 
 
 class SchemaMismatch(RuntimeError):
-    """The database's tables lack a column or index of this version (see :meth:`Database.create_schema`)."""
+    """The database cannot be brought to this version's schema: a newer version made it, or its tables
+    match no revision (see :meth:`Database.create_schema`); the message says which, and nothing was
+    changed."""
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -312,31 +315,40 @@ class Database:
         return sort_tables([cast(Table, row.__table__) for row in schema_tables(self.families)])
 
     def create_schema(self) -> None:
-        """Create the tables of the core and of every registered family that do not exist yet
-        (idempotent), and refuse a database whose existing tables lack a column or index of this version
-        (:class:`SchemaMismatch`): nothing migrates databases of development versions before the first
-        release (D135). Creation and check run under :meth:`_schema_lock`, so servers started together on
-        a new database never create a table twice (D360)."""
-        from paysdk.server.core_tables import Base
+        """Bring the database to this version's schema, under :meth:`_schema_lock` (servers started
+        together never create or upgrade a table twice, D360).
 
-        tables = self._tables()
-        expected = {t.name: ([c.name for c in t.columns], [str(i.name) for i in t.indexes]) for t in tables}
+        Default families (D470-D474): :func:`paysdk.server.migrations.prepare` creates the tables of a new
+        database (stamped with the head revision), upgrades one made by an earlier version in place (the
+        shipped alembic revisions, in one transaction), and refuses (:class:`SchemaMismatch`, nothing
+        changed) one of a newer version or one that matches no revision. Other families (a server of a
+        few families, tests): their missing tables are created and a table lacking a column or index of
+        theirs is refused, as before migrations existed."""
         with self._schema_lock():
+            if self.default_families:
+                from paysdk.server.migrations import prepare
+
+                prepare(self)
+                return
+            from paysdk.server.core_tables import Base
+
+            tables = self._tables()
+            expected = {
+                t.name: ([c.name for c in t.columns], [str(i.name) for i in t.indexes]) for t in tables
+            }
             Base.metadata.create_all(self.engine, tables=tables)
             with self.engine.connect() as connection:
                 lacking = _lacking(expected, _existing_schema(connection))
         if lacking is not None:
-            raise SchemaMismatch(
-                f"the database was made by an older development version of paysdk: {lacking}; start with a "
-                "new database (delete the file, or pass another --db)"
-            )
+            raise SchemaMismatch(f"the database's tables differ from this server's families: {lacking}")
 
     @contextlib.contextmanager
     def _schema_lock(self) -> Iterator[None]:
-        """Hold the schema's lock across processes (D360). PostgreSQL: the session advisory lock
+        """Hold the schema's lock across processes (D360, D473). PostgreSQL: the session advisory lock
         :data:`SCHEMA_LOCK_KEY`, on a connection of its own, released after (or by the server when the
-        process dies). SQLite: nothing more is needed: ``create_all`` looks for and creates the tables in
-        one transaction, which ``BEGIN IMMEDIATE`` makes the file's only writer."""
+        process dies): one process creates or upgrades, the others then find the schema current. SQLite:
+        nothing more is needed: the schema is read, created or upgraded in one transaction, which
+        ``BEGIN IMMEDIATE`` makes the file's only writer."""
         if self.dialect != "postgresql":
             yield
             return
@@ -354,18 +366,24 @@ class Database:
                     raise
 
     def schema_current(self) -> bool:
-        """Whether the database already holds every table, column and index of this version, checked
-        against :data:`paysdk.server.schema_snapshot.TABLES` with Core queries only: no table module is
-        imported (D310). ``False`` for a server of other families than the default ones (their tables
-        are in no snapshot) and for a database :meth:`create_schema` still has to create or refuse. A read
-        outside :meth:`_schema_lock`: a schema another process is creating is seen whole or not at all
-        (``create_all`` is one transaction), and ``False`` sends the caller to the locked creation."""
+        """Whether the database already holds this version's schema: its ``alembic_version`` row names
+        :data:`paysdk.server.schema_snapshot.REVISION` and it holds every table, column and index of
+        :data:`~paysdk.server.schema_snapshot.TABLES`, checked with Core queries only: neither a table
+        module nor alembic is imported (D310, D474). ``False`` for a server of other families than the
+        default ones (their tables are in no snapshot) and for a database :meth:`create_schema` still has
+        to create, stamp, upgrade or refuse. A read outside :meth:`_schema_lock`: a schema another process
+        is creating or upgrading is seen whole or not at all (one transaction), and ``False`` sends the
+        caller to the locked :meth:`create_schema`."""
         if not self.default_families:
             return False
-        from paysdk.server.schema_snapshot import TABLES
+        from paysdk.server.migrations import read_version
+        from paysdk.server.schema_snapshot import REVISION, TABLES
 
         with self.engine.connect() as connection:
-            return _lacking(TABLES, _existing_schema(connection)) is None
+            found = _existing_schema(connection)
+            if read_version(connection, found) != REVISION:
+                return False
+            return _lacking(TABLES, found) is None
 
     @contextlib.contextmanager
     def session(self) -> Iterator[Session]:

@@ -3,12 +3,16 @@
 :data:`TABLES`: every table the reference server creates, with its column and index names, which
 :meth:`paysdk.server.db.Database.schema_current` checks an existing database against at start without
 importing a mapped table (D310). :data:`RESET_ORDER`: the tables ``/_sandbox/reset`` empties, in order
-(:func:`paysdk.server.families.reset_order`).
+(:func:`paysdk.server.families.reset_order`). :data:`REVISION`: the head of the migrations
+(:mod:`paysdk.server.migrations`), which a database of this schema records (D471).
 """
 
 from __future__ import annotations
 
-__all__ = ["RESET_ORDER", "TABLES"]
+__all__ = ["RESET_ORDER", "REVISION", "TABLES"]
+
+#: The head revision of :mod:`paysdk.server.migrations` (its ``versions/``).
+REVISION = "0002"
 
 #: ``table name -> (column names, index names)``, in creation order.
 TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {

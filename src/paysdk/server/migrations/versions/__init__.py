@@ -1,0 +1,1 @@
+"""The revisions (alembic loads each file by its path; this package makes them importable for tests)."""
