@@ -14,7 +14,9 @@ boundaries): ``async def`` -> ``def``, ``async with`` -> ``with``, ``async for``
 redis-py has the sync client's API), ``Async<Name>`` -> ``<Name>`` (so ``AsyncClient`` -> ``Client``),
 the type ``Coroutine[Any, Any, X]`` -> ``X`` (what a sync call returns; brackets balanced),
 ``ahandle`` -> ``handle`` (the callback receiver), private helpers ``_async_<name>`` -> ``_<name>``,
-and in prose "for ``asyncio`` code" -> "for blocking code"; ``# noqa: ASYNC...`` comments are dropped.
+and in prose "for ``asyncio`` code" -> "for blocking code"; ``# noqa: ASYNC...`` comments are dropped,
+and so is a line ``import asyncio`` (async code imports it where it runs, so that the sync client does
+not load it at all, D461).
 
 Markers may be indented: a block of methods inside a class (``CallbackReceiver.ahandle``) generates its
 sync methods into an indented generated block of the same class.
@@ -67,6 +69,7 @@ RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b_async_(\w+)", r"_\1"),
         (r"for ``asyncio`` code", "for blocking code"),
         (r"[ \t]*# noqa: ASYNC\d+[^\n]*", ""),
+        (r"(?m)^[ \t]*import asyncio[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)?", ""),
     )
 )
 

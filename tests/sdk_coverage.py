@@ -32,6 +32,7 @@ import httpx
 import pytest
 
 import paysdk
+from paysdk.resources._base import LazyResource
 
 #: The environment variable that makes a (collect-only) run write ``[[name, kind], ...]`` to a file.
 REPORT_ENV = "PAYSDK_COVERAGE_REPORT"
@@ -54,6 +55,12 @@ def _client(kind: str) -> paysdk.Client | paysdk.AsyncClient:
 
 def _is_resource(value: object) -> bool:
     return type(value).__module__.startswith("paysdk.resources.")
+
+
+def family_names(owner: type) -> list[str]:
+    """The API families of a client class (or of its ``with_raw_response`` view): its
+    :class:`~paysdk.resources._base.LazyResource` attributes, in declaration order."""
+    return [name for name, value in vars(owner).items() if isinstance(value, LazyResource)]
 
 
 def public_methods(kind: str) -> dict[tuple[type, str], str]:
@@ -80,9 +87,8 @@ def public_methods(kind: str) -> dict[tuple[type, str], str]:
 
     client = _client(kind)
     try:
-        for name, value in vars(client).items():
-            if not name.startswith("_") and _is_resource(value):
-                walk(value, name)
+        for name in family_names(type(client)):  # each family is built on first read (D460)
+            walk(getattr(client, name), name)
     finally:
         if isinstance(client, paysdk.Client):
             client.close()

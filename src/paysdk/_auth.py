@@ -18,7 +18,6 @@ locks inside its own, never the other way round.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -41,12 +40,12 @@ from paysdk._tokens import (
     is_fresh,
     newer_pair,
 )
-from paysdk.contracts.wallet import TokenPair
 
 if TYPE_CHECKING:
     import nacl.signing  # pynacl loads on first use (paysdk._jwt)
 
     from paysdk._client import AsyncClient, Client
+    from paysdk.contracts.wallet import TokenPair  # the wallet contracts load with the first login (D460)
 
 __all__ = [
     "ApplicationKey",
@@ -129,6 +128,8 @@ def user_key(application: str, name: str) -> str:
 
 def pair_from_stored(stored: StoredTokens) -> TokenPair:
     """The :class:`~paysdk.contracts.wallet.TokenPair` of a stored pair (lifetimes from the local times)."""
+    from paysdk.contracts.wallet import TokenPair
+
     return TokenPair(
         access_token=stored.access_token.reveal(),
         refresh_token=stored.refresh_token.reveal(),
@@ -144,6 +145,8 @@ def token_operation(base: Base, path: str, body: dict[str, Any], auth: str = "no
     present a used one and revoke the family), hence no idempotency key and not idempotent: retried
     only on connect errors.
     """
+    from paysdk.contracts.wallet import TokenPair
+
     return Operation(
         method="POST",
         path=path,
@@ -212,6 +215,8 @@ class AsyncTokenManager:
         self._login = login
         self._via = via
         self._policy = policy or RefreshPolicy()
+        import asyncio  # here, not at import: ``from paysdk import Client`` does not load it (D461)
+
         self._lock = asyncio.Lock()
         self._current = initial
         self._seed = seed

@@ -14,14 +14,16 @@ client holds the password a dead user session logs in again, as the application 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paysdk._auth import ApplicationKey, TokenKind, check_ttls, credential_key, token_operation, user_key
 from paysdk._environment import Environment
 from paysdk._errors import ValidationError
 from paysdk._pipeline import Operation
 from paysdk._secret import Secret
-from paysdk.contracts.wallet import TokenPair, validate_email
+
+if TYPE_CHECKING:
+    from paysdk.contracts.wallet import TokenPair  # the wallet contracts load with the first login (D460)
 
 __all__ = [
     "BACKOFFICE_APP_TOKENS",
@@ -46,6 +48,8 @@ class BackofficeUser:
     def __init__(self, email: str, password: str | Secret) -> None:
         if not isinstance(email, str):
             raise ValidationError("email", "must be a string")
+        from paysdk.contracts.wallet import validate_email  # the form of an address (D96)
+
         try:
             self._email = validate_email(email.strip())
         except ValueError as exc:

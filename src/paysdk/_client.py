@@ -8,7 +8,6 @@ async code, then run ``python scripts/unasync.py``. Everything that is logic liv
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import functools
 import logging
@@ -16,8 +15,8 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Mapping
-from typing import Any, Self, TypeVar, cast
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 import httpx
 
@@ -40,6 +39,7 @@ from paysdk._credentials import (
     needs_token_manager,
     recovery_codes,
 )
+from paysdk._deadline import attempt_deadline
 from paysdk._deprecation import warn_once
 from paysdk._environment import Environment
 from paysdk._errors import AuthenticationError, ValidationError
@@ -75,7 +75,6 @@ from paysdk._pipeline import (
 )
 from paysdk._secret import Secret
 from paysdk._token_stores import AsyncStoreAdapter, AsyncTokenStore, StoreAdapter, TokenStore
-from paysdk._transport import attempt_deadline, install_deadlines
 from paysdk._types import NOT_GIVEN, NotGiven
 from paysdk._wallet_auth import (
     WALLET_APP_TOKENS,
@@ -83,16 +82,19 @@ from paysdk._wallet_auth import (
     app_login_operation,
     application_key,
 )
-from paysdk.resources._base import Parsed, Raw
-from paysdk.resources.alternative_payments import AlternativePayments, AsyncAlternativePayments
-from paysdk.resources.backoffice import AsyncBackoffice, Backoffice
-from paysdk.resources.onboarding import AsyncOnboarding, Onboarding
-from paysdk.resources.payment_links import AsyncPaymentLinks, PaymentLinks
-from paysdk.resources.reconciliation import AsyncReconciliation, Reconciliation
-from paysdk.resources.sandbox import AsyncSandbox, Sandbox
-from paysdk.resources.subscriptions import AsyncSubscriptions, Subscriptions
-from paysdk.resources.terminal import AsyncTerminal, Terminal
-from paysdk.resources.wallet import AsyncWallet, Wallet
+from paysdk.resources._base import LazyResource
+
+if TYPE_CHECKING:  # each family's module is imported on first use of its attribute (LazyResource, D460)
+    from paysdk.resources._base import Parsed, Raw
+    from paysdk.resources.alternative_payments import AlternativePayments, AsyncAlternativePayments
+    from paysdk.resources.backoffice import AsyncBackoffice, Backoffice
+    from paysdk.resources.onboarding import AsyncOnboarding, Onboarding
+    from paysdk.resources.payment_links import AsyncPaymentLinks, PaymentLinks
+    from paysdk.resources.reconciliation import AsyncReconciliation, Reconciliation
+    from paysdk.resources.sandbox import AsyncSandbox, Sandbox
+    from paysdk.resources.subscriptions import AsyncSubscriptions, Subscriptions
+    from paysdk.resources.terminal import AsyncTerminal, Terminal
+    from paysdk.resources.wallet import AsyncWallet, Wallet
 
 __all__ = ["AsyncClient", "AsyncClientWithRawResponse", "Client", "ClientWithRawResponse"]
 
@@ -247,16 +249,34 @@ class AsyncClientWithRawResponse:
     in the same mode) behave as they do on the client.
     """
 
+    payment_links: LazyResource[AsyncPaymentLinks[Raw]] = LazyResource(
+        "paysdk.resources.payment_links:AsyncPaymentLinks"
+    )
+    alternative_payments: LazyResource[AsyncAlternativePayments[Raw]] = LazyResource(
+        "paysdk.resources.alternative_payments:AsyncAlternativePayments"
+    )
+    wallet: LazyResource[AsyncWallet[Raw]] = LazyResource("paysdk.resources.wallet:AsyncWallet")
+    sandbox: LazyResource[AsyncSandbox[Raw]] = LazyResource("paysdk.resources.sandbox:AsyncSandbox")
+    subscriptions: LazyResource[AsyncSubscriptions[Raw]] = LazyResource(
+        "paysdk.resources.subscriptions:AsyncSubscriptions"
+    )
+    backoffice: LazyResource[AsyncBackoffice[Raw]] = LazyResource(
+        "paysdk.resources.backoffice:AsyncBackoffice"
+    )
+    terminal: LazyResource[AsyncTerminal[Raw]] = LazyResource("paysdk.resources.terminal:AsyncTerminal")
+    reconciliation: LazyResource[AsyncReconciliation[Raw]] = LazyResource(
+        "paysdk.resources.reconciliation:AsyncReconciliation"
+    )
+    onboarding: LazyResource[AsyncOnboarding[Raw]] = LazyResource(
+        "paysdk.resources.onboarding:AsyncOnboarding"
+    )
+
     def __init__(self, client: AsyncClient) -> None:
-        self.payment_links: AsyncPaymentLinks[Raw] = AsyncPaymentLinks(client, raw=True)
-        self.alternative_payments: AsyncAlternativePayments[Raw] = AsyncAlternativePayments(client, raw=True)
-        self.wallet: AsyncWallet[Raw] = AsyncWallet(client, raw=True)
-        self.sandbox: AsyncSandbox[Raw] = AsyncSandbox(client, raw=True)
-        self.subscriptions: AsyncSubscriptions[Raw] = AsyncSubscriptions(client, raw=True)
-        self.backoffice: AsyncBackoffice[Raw] = AsyncBackoffice(client, raw=True)
-        self.terminal: AsyncTerminal[Raw] = AsyncTerminal(client, raw=True)
-        self.reconciliation: AsyncReconciliation[Raw] = AsyncReconciliation(client, raw=True)
-        self.onboarding: AsyncOnboarding[Raw] = AsyncOnboarding(client, raw=True)
+        self._client = client
+
+    def _new_resource(self, cls: Callable[..., T]) -> T:
+        """A resource of ``self._client`` in the raw mode (:class:`~paysdk.resources._base.LazyResource`)."""
+        return cls(self._client, raw=True)
 
 
 class AsyncClient:
@@ -305,15 +325,28 @@ class AsyncClient:
     (:class:`~paysdk.ResponseInfo`), overwritten by concurrent calls.
     """
 
-    payment_links: AsyncPaymentLinks[Parsed]
-    alternative_payments: AsyncAlternativePayments[Parsed]
-    wallet: AsyncWallet[Parsed]
-    sandbox: AsyncSandbox[Parsed]
-    subscriptions: AsyncSubscriptions[Parsed]
-    backoffice: AsyncBackoffice[Parsed]
-    terminal: AsyncTerminal[Parsed]
-    reconciliation: AsyncReconciliation[Parsed]
-    onboarding: AsyncOnboarding[Parsed]
+    # Each family's resource is built, and its module imported, on first use (D460).
+    payment_links: LazyResource[AsyncPaymentLinks[Parsed]] = LazyResource(
+        "paysdk.resources.payment_links:AsyncPaymentLinks"
+    )
+    alternative_payments: LazyResource[AsyncAlternativePayments[Parsed]] = LazyResource(
+        "paysdk.resources.alternative_payments:AsyncAlternativePayments"
+    )
+    wallet: LazyResource[AsyncWallet[Parsed]] = LazyResource("paysdk.resources.wallet:AsyncWallet")
+    sandbox: LazyResource[AsyncSandbox[Parsed]] = LazyResource("paysdk.resources.sandbox:AsyncSandbox")
+    subscriptions: LazyResource[AsyncSubscriptions[Parsed]] = LazyResource(
+        "paysdk.resources.subscriptions:AsyncSubscriptions"
+    )
+    backoffice: LazyResource[AsyncBackoffice[Parsed]] = LazyResource(
+        "paysdk.resources.backoffice:AsyncBackoffice"
+    )
+    terminal: LazyResource[AsyncTerminal[Parsed]] = LazyResource("paysdk.resources.terminal:AsyncTerminal")
+    reconciliation: LazyResource[AsyncReconciliation[Parsed]] = LazyResource(
+        "paysdk.resources.reconciliation:AsyncReconciliation"
+    )
+    onboarding: LazyResource[AsyncOnboarding[Parsed]] = LazyResource(
+        "paysdk.resources.onboarding:AsyncOnboarding"
+    )
     _raw_view: AsyncClientWithRawResponse | None
 
     def __init__(
@@ -354,8 +387,13 @@ class AsyncClient:
             else httpx.AsyncClient(transport=transport, timeout=self._config.timeout)
         )
         if http_client is None and transport is None:
-            install_deadlines(self._http)  # the attempt deadline at the socket (paysdk._transport)
+            # the attempt deadline at the socket; httpcore loads with the pool, as httpx loads it (D461)
+            from paysdk._transport import install_deadlines
+
+            install_deadlines(self._http)
         self._logger = logger or logging.getLogger(LOGGER_NAME)
+        import asyncio  # here, not at import: ``from paysdk import Client`` does not load it (D461)
+
         self._sleep = asyncio.sleep
         self._random = random.random
         self._now = time.time
@@ -378,16 +416,13 @@ class AsyncClient:
         return self._raw_view
 
     def _bind_resources(self) -> None:
+        """Start without resources: each is built on first use (a copy's are its own)."""
         self._raw_view = None
-        self.payment_links = AsyncPaymentLinks(self)
-        self.alternative_payments = AsyncAlternativePayments(self)
-        self.wallet = AsyncWallet(self)
-        self.sandbox = AsyncSandbox(self)
-        self.subscriptions = AsyncSubscriptions(self)
-        self.backoffice = AsyncBackoffice(self)
-        self.terminal = AsyncTerminal(self)
-        self.reconciliation = AsyncReconciliation(self)
-        self.onboarding = AsyncOnboarding(self)
+        LazyResource.forget(self)
+
+    def _new_resource(self, cls: Callable[..., T]) -> T:
+        """A resource of this client (:class:`~paysdk.resources._base.LazyResource`)."""
+        return cls(self)
 
     def _make_token_providers(self) -> dict[str, AsyncTokenManager]:
         env, store = self._config.environment, self._token_store
@@ -628,16 +663,30 @@ class ClientWithRawResponse:
     in the same mode) behave as they do on the client.
     """
 
+    payment_links: LazyResource[PaymentLinks[Raw]] = LazyResource(
+        "paysdk.resources.payment_links:PaymentLinks"
+    )
+    alternative_payments: LazyResource[AlternativePayments[Raw]] = LazyResource(
+        "paysdk.resources.alternative_payments:AlternativePayments"
+    )
+    wallet: LazyResource[Wallet[Raw]] = LazyResource("paysdk.resources.wallet:Wallet")
+    sandbox: LazyResource[Sandbox[Raw]] = LazyResource("paysdk.resources.sandbox:Sandbox")
+    subscriptions: LazyResource[Subscriptions[Raw]] = LazyResource(
+        "paysdk.resources.subscriptions:Subscriptions"
+    )
+    backoffice: LazyResource[Backoffice[Raw]] = LazyResource("paysdk.resources.backoffice:Backoffice")
+    terminal: LazyResource[Terminal[Raw]] = LazyResource("paysdk.resources.terminal:Terminal")
+    reconciliation: LazyResource[Reconciliation[Raw]] = LazyResource(
+        "paysdk.resources.reconciliation:Reconciliation"
+    )
+    onboarding: LazyResource[Onboarding[Raw]] = LazyResource("paysdk.resources.onboarding:Onboarding")
+
     def __init__(self, client: Client) -> None:
-        self.payment_links: PaymentLinks[Raw] = PaymentLinks(client, raw=True)
-        self.alternative_payments: AlternativePayments[Raw] = AlternativePayments(client, raw=True)
-        self.wallet: Wallet[Raw] = Wallet(client, raw=True)
-        self.sandbox: Sandbox[Raw] = Sandbox(client, raw=True)
-        self.subscriptions: Subscriptions[Raw] = Subscriptions(client, raw=True)
-        self.backoffice: Backoffice[Raw] = Backoffice(client, raw=True)
-        self.terminal: Terminal[Raw] = Terminal(client, raw=True)
-        self.reconciliation: Reconciliation[Raw] = Reconciliation(client, raw=True)
-        self.onboarding: Onboarding[Raw] = Onboarding(client, raw=True)
+        self._client = client
+
+    def _new_resource(self, cls: Callable[..., T]) -> T:
+        """A resource of ``self._client`` in the raw mode (:class:`~paysdk.resources._base.LazyResource`)."""
+        return cls(self._client, raw=True)
 
 
 class Client:
@@ -686,15 +735,24 @@ class Client:
     (:class:`~paysdk.ResponseInfo`), overwritten by concurrent calls.
     """
 
-    payment_links: PaymentLinks[Parsed]
-    alternative_payments: AlternativePayments[Parsed]
-    wallet: Wallet[Parsed]
-    sandbox: Sandbox[Parsed]
-    subscriptions: Subscriptions[Parsed]
-    backoffice: Backoffice[Parsed]
-    terminal: Terminal[Parsed]
-    reconciliation: Reconciliation[Parsed]
-    onboarding: Onboarding[Parsed]
+    # Each family's resource is built, and its module imported, on first use (D460).
+    payment_links: LazyResource[PaymentLinks[Parsed]] = LazyResource(
+        "paysdk.resources.payment_links:PaymentLinks"
+    )
+    alternative_payments: LazyResource[AlternativePayments[Parsed]] = LazyResource(
+        "paysdk.resources.alternative_payments:AlternativePayments"
+    )
+    wallet: LazyResource[Wallet[Parsed]] = LazyResource("paysdk.resources.wallet:Wallet")
+    sandbox: LazyResource[Sandbox[Parsed]] = LazyResource("paysdk.resources.sandbox:Sandbox")
+    subscriptions: LazyResource[Subscriptions[Parsed]] = LazyResource(
+        "paysdk.resources.subscriptions:Subscriptions"
+    )
+    backoffice: LazyResource[Backoffice[Parsed]] = LazyResource("paysdk.resources.backoffice:Backoffice")
+    terminal: LazyResource[Terminal[Parsed]] = LazyResource("paysdk.resources.terminal:Terminal")
+    reconciliation: LazyResource[Reconciliation[Parsed]] = LazyResource(
+        "paysdk.resources.reconciliation:Reconciliation"
+    )
+    onboarding: LazyResource[Onboarding[Parsed]] = LazyResource("paysdk.resources.onboarding:Onboarding")
     _raw_view: ClientWithRawResponse | None
 
     def __init__(
@@ -735,7 +793,10 @@ class Client:
             else httpx.Client(transport=transport, timeout=self._config.timeout)
         )
         if http_client is None and transport is None:
-            install_deadlines(self._http)  # the attempt deadline at the socket (paysdk._transport)
+            # the attempt deadline at the socket; httpcore loads with the pool, as httpx loads it (D461)
+            from paysdk._transport import install_deadlines
+
+            install_deadlines(self._http)
         self._logger = logger or logging.getLogger(LOGGER_NAME)
         self._sleep = time.sleep
         self._random = random.random
@@ -759,16 +820,13 @@ class Client:
         return self._raw_view
 
     def _bind_resources(self) -> None:
+        """Start without resources: each is built on first use (a copy's are its own)."""
         self._raw_view = None
-        self.payment_links = PaymentLinks(self)
-        self.alternative_payments = AlternativePayments(self)
-        self.wallet = Wallet(self)
-        self.sandbox = Sandbox(self)
-        self.subscriptions = Subscriptions(self)
-        self.backoffice = Backoffice(self)
-        self.terminal = Terminal(self)
-        self.reconciliation = Reconciliation(self)
-        self.onboarding = Onboarding(self)
+        LazyResource.forget(self)
+
+    def _new_resource(self, cls: Callable[..., T]) -> T:
+        """A resource of this client (:class:`~paysdk.resources._base.LazyResource`)."""
+        return cls(self)
 
     def _make_token_providers(self) -> dict[str, TokenManager]:
         env, store = self._config.environment, self._token_store

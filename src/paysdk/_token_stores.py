@@ -22,7 +22,6 @@ calls run in a worker thread.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import inspect
@@ -31,9 +30,9 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from paysdk._errors import ValidationError
 from paysdk._files import exclusive_lock, write_private_file
@@ -62,6 +61,8 @@ DEFAULT_TOKEN_PREFIX = "paysdk:tokens:"
 #: How long a Redis lock lives if its holder dies, and how long a caller waits for it (seconds).
 DEFAULT_LOCK_TTL = 30.0
 DEFAULT_LOCK_WAIT = 60.0
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -336,6 +337,8 @@ class AsyncRedisTokenStore:
         while not await self._client.set(name, token, nx=True, px=self._keys.lock_ttl_ms):
             if time.monotonic() > deadline:
                 raise _lock_timeout(key, self._keys.lock_wait)
+            import asyncio  # by the first wait, not at import (D461)
+
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.05)
         try:
@@ -437,6 +440,14 @@ class StoreAdapter:
         return store  # type: ignore[return-value]
 
 
+async def _in_thread(function: Callable[..., T], *args: Any) -> T:
+    """``asyncio.to_thread(function, *args)``; asyncio is imported by the first async call, not by
+    ``from paysdk import Client``, whose sync users never need it (D461)."""
+    import asyncio
+
+    return await asyncio.to_thread(function, *args)
+
+
 class _ThreadLock:
     """A sync lock context manager entered and left in worker threads (cancellation-safe)."""
 
@@ -444,6 +455,8 @@ class _ThreadLock:
         self._manager = manager
 
     async def __aenter__(self) -> None:
+        import asyncio  # by the first async call, not at import (D461)
+
         future = asyncio.ensure_future(asyncio.to_thread(self._manager.__enter__))
         try:
             await asyncio.shield(future)
@@ -457,7 +470,7 @@ class _ThreadLock:
             raise
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await asyncio.to_thread(self._manager.__exit__, None, None, None)
+        await _in_thread(self._manager.__exit__, None, None, None)
 
 
 class AsyncStoreAdapter:
@@ -483,15 +496,15 @@ class AsyncStoreAdapter:
 
     async def load(self, key: str) -> StoredTokens | None:
         """See :meth:`AsyncTokenStore.load`."""
-        return await asyncio.to_thread(self._store.load, key)
+        return await _in_thread(self._store.load, key)
 
     async def save(self, key: str, tokens: StoredTokens) -> None:
         """See :meth:`AsyncTokenStore.save`."""
-        await asyncio.to_thread(self._store.save, key, tokens)
+        await _in_thread(self._store.save, key, tokens)
 
     async def delete(self, key: str) -> None:
         """See :meth:`AsyncTokenStore.delete`."""
-        await asyncio.to_thread(self._store.delete, key)
+        await _in_thread(self._store.delete, key)
 
     def lock(self, key: str) -> contextlib.AbstractAsyncContextManager[None]:
         """See :meth:`AsyncTokenStore.lock`."""

@@ -2,8 +2,9 @@
 
 httpx's timeouts bound each socket operation, not an attempt: a peer that sends one byte a second (in
 the headers or the body) never trips a 30 s read timeout. The client shells set the monotonic moment
-an attempt must be over with :func:`attempt_deadline` (a context variable, so concurrent calls in
-threads or tasks each have their own), and the network backend wrappers below clip the timeout of
+an attempt must be over with :func:`~paysdk._deadline.attempt_deadline` (a context variable, so
+concurrent calls in threads or tasks each have their own; :mod:`paysdk._deadline`, which loads no
+httpcore), and the network backend wrappers below clip the timeout of
 every socket operation to the time left, raising httpcore's ``ReadTimeout``/``WriteTimeout``/
 ``ConnectTimeout`` (httpx maps them to its own) once it has passed.
 
@@ -17,15 +18,14 @@ httpx has no public hook for a network backend, so this reads the pools' private
 
 from __future__ import annotations
 
-import contextlib
 import ssl
-import time
-from collections.abc import Iterable, Iterator
-from contextvars import ContextVar
+from collections.abc import Iterable
 from typing import Any
 
 import httpcore
 import httpx
+
+from paysdk._deadline import attempt_deadline, clip_timeout
 
 __all__ = [
     "AsyncDeadlineBackend",
@@ -35,31 +35,7 @@ __all__ = [
     "install_deadlines",
 ]
 
-#: The monotonic time by which the current attempt must be over (``None``: no deadline).
-_DEADLINE: ContextVar[float | None] = ContextVar("paysdk_attempt_deadline", default=None)
-
 _SocketOptions = Iterable[Any] | None
-
-
-@contextlib.contextmanager
-def attempt_deadline(at: float) -> Iterator[None]:
-    """Within the block, socket operations of the SDK's pools end by ``at`` (``time.monotonic()``)."""
-    token = _DEADLINE.set(at)
-    try:
-        yield
-    finally:
-        _DEADLINE.reset(token)
-
-
-def clip_timeout(timeout: float | None, error: type[Exception]) -> float | None:
-    """``timeout`` shortened to the time left before the attempt's deadline; ``error`` once it passed."""
-    at = _DEADLINE.get()
-    if at is None:
-        return timeout
-    left = at - time.monotonic()
-    if left <= 0:
-        raise error("the attempt's deadline passed")
-    return left if timeout is None else min(timeout, left)
 
 
 def install_deadlines(client: httpx.Client | httpx.AsyncClient) -> None:

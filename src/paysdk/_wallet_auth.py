@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paysdk._auth import (
     ApplicationKey,
@@ -28,7 +28,9 @@ from paysdk._jwt import JWTError, decode_unverified
 from paysdk._pipeline import Operation
 from paysdk._secret import Secret
 from paysdk._tokens import StoredTokens, tokens_from_pair
-from paysdk.contracts.wallet import TokenPair
+
+if TYPE_CHECKING:
+    from paysdk.contracts.wallet import TokenPair  # the wallet contracts load with the first login (D460)
 
 __all__ = [
     "WALLET_APP_TOKENS",

@@ -119,6 +119,9 @@ def test_hand_edit_of_generated_block_detected(tmp_path: Path) -> None:
         ("await receiver.ahandle(h, b, f)", "receiver.handle(h, b, f)"),
         ("store = self._async_store()", "store = self._store()"),
         ("my_async_store, ahandler", "my_async_store, ahandler"),  # boundaries
+        # a local ``import asyncio`` (and the blank line after it) is dropped: the sync code never loads it
+        ("    import asyncio  # why\n\n    self._sleep = asyncio.sleep", "    self._sleep = time.sleep"),
+        ("import asyncio_x\nimport asyncio.x\n", "import asyncio_x\nimport asyncio.x\n"),  # boundaries
     ],
 )
 def test_transform_rules(source: str, expected: str) -> None:

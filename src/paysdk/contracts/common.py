@@ -44,8 +44,8 @@ class WireModel(BaseModel):
         # A validation error never shows the value it refused (D382): passwords, PINs and tokens are
         # fields of these models, and ``str(error)`` ends up in logs and tracebacks.
         hide_input_in_errors=True,
-        # Validators and serializers are built the first time a model is used, not at import: the SDK
-        # imports every family's contracts and a program uses a few of them.
+        # Validators and serializers are built the first time a model is used, not at import: a
+        # family's contracts load with its first use (D460), and a program uses a few of their models.
         defer_build=True,
     )
 

@@ -28,10 +28,11 @@ is a type parameter for type checkers and a flag at run time.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import types
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Self, overload
 
 from typing_extensions import TypeVar
 
@@ -40,7 +41,7 @@ from paysdk._pipeline import APIResponse, Operation
 if TYPE_CHECKING:
     from paysdk._client import AsyncClient, Client
 
-__all__ = ["AsyncEndpoint", "AsyncResource", "Endpoint", "Parsed", "Raw", "Resource"]
+__all__ = ["AsyncEndpoint", "AsyncResource", "Endpoint", "LazyResource", "Parsed", "Raw", "Resource"]
 
 
 class Parsed:
@@ -67,6 +68,66 @@ def _signature(build: Callable[..., Any], then: Callable[..., Any] | None) -> in
         returns = str(signature.return_annotation).removeprefix("Operation[").removesuffix("]")
     own = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
     return signature.replace(parameters=[own, *signature.parameters.values()], return_annotation=returns)
+
+
+class LazyResource(Generic[R]):
+    """A client attribute holding one API family's resource, built the first time it is read.
+
+    ::
+
+        class AsyncClient:
+            wallet: LazyResource[AsyncWallet[Parsed]] = LazyResource("paysdk.resources.wallet:AsyncWallet")
+
+    ``client.wallet`` imports ``paysdk.resources.wallet`` (and with it the family's contracts) on its
+    first read, builds the resource with the owner's ``_new_resource(cls)`` (``cls(client)`` on a
+    client, ``cls(client, raw=True)`` on ``client.with_raw_response``) and keeps it in the instance's
+    ``__dict__``: later reads are plain attribute reads, and the same object every time. So
+    ``from paysdk import Client`` loads no family, and the first call of each family pays its own import
+    (D460). Type checkers and IDEs see ``R``, the concrete resource type (its import sits under
+    ``TYPE_CHECKING``); the class attribute itself is the descriptor, whose :attr:`path` names the class.
+    """
+
+    def __init__(self, path: str) -> None:
+        module, _, name = path.partition(":")
+        if not module or not name:
+            raise ValueError(f"LazyResource path {path!r} is not 'package.module:ClassName'")
+        #: ``"package.module:ClassName"`` of the resource class.
+        self.path = path
+        self._module, self._class = module, name
+        self._attr = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._attr = name
+
+    def __repr__(self) -> str:
+        return f"LazyResource({self.path!r})"
+
+    def resource_class(self) -> type[R]:
+        """The resource class, its module imported now if it was not yet."""
+        cls: type[R] = getattr(importlib.import_module(self._module), self._class)
+        return cls
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Self: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> R: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> Self | R:
+        if obj is None:
+            return self
+        resource: R = obj._new_resource(self.resource_class())  # type: ignore[attr-defined]
+        # setdefault: two threads reading it first at once both get the one that was kept.
+        kept: R = vars(obj).setdefault(self._attr, resource)
+        return kept
+
+    @staticmethod
+    def forget(obj: object) -> None:
+        """Drop ``obj``'s built resources (a copy made by ``with_options`` builds its own)."""
+        for klass in type(obj).__mro__:
+            for name, value in vars(klass).items():
+                if isinstance(value, LazyResource):
+                    vars(obj).pop(name, None)
 
 
 def _describe(

@@ -16,7 +16,6 @@ import pydantic
 from paysdk._errors import ValidationError
 from paysdk._secret import Secret
 from paysdk.contracts.common import Channel, Currency, parse_money
-from paysdk.contracts.wallet import validate_email, validate_username
 
 __all__ = [
     "check_ads",
@@ -105,11 +104,15 @@ def check_str(value: object, field: str, *, max_length: int = 255) -> str:
 
 def check_username(value: object, field: str = "username") -> str:
     """A wallet username (D96): :func:`check_str`, without invisible or bidirectional characters."""
+    from paysdk.contracts.wallet import validate_username  # the wallet's contracts: not every family's (D460)
+
     return _contract_check(validate_username, check_str(value, field), field)
 
 
 def check_email(value: object, field: str = "email") -> str:
     """An email address of the form the server takes (D96, :func:`paysdk.contracts.wallet.validate_email`)."""
+    from paysdk.contracts.wallet import validate_email  # the wallet's contracts: not every family's (D460)
+
     return _contract_check(validate_email, check_str(value, field), field)
 
 
