@@ -276,8 +276,8 @@ class ReconciliationCounts(WireModel):
 class ReconciliationReport(WireModel):
     """The answer of ``POST /reports/payfac/conciliation/upload/{affiliation}`` (D194, D241, D331).
 
-    The lists hold the report's first page: at most :data:`PAGE_ENTRIES` entries taken in the order
-    ``matched``, ``amount_mismatch``, ``unknown``, ``invalid``, ``missing``. ``counts`` gives each
+    The lists hold the report's first page: at most :data:`PAGE_ENTRIES` (5,000) entries taken in the
+    order ``matched``, ``amount_mismatch``, ``unknown``, ``invalid``, ``missing``. ``counts`` gives each
     list's whole length; when ``pages`` is more than 1, ``report_id`` names the stored report whose
     pages ``GET /reports/payfac/conciliation/reports/{reportId}/pages/{page}`` answers (the SDK's
     ``upload`` reads them for you and returns the whole report)."""

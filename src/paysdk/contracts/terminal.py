@@ -117,7 +117,8 @@ class TerminalPaymentUpdate(WireModel):
 
 class TerminalPayment(WireModel):
     """A terminal payment as answered (D190). Money is ``Decimal``; ``settlementDate`` and ``payoutDate``
-    are the dates the rules of D192 give (set at capture), the ``...At`` instants when it happened."""
+    are the business days the payment settles and is paid out on (set at capture, D192), the ``...At``
+    instants when it happened."""
 
     id: str
     status: TerminalStatus

@@ -210,7 +210,7 @@ WALLET_CODE_STATUS: dict[WalletCode, int] = {code: OWN_CODES[code].status for co
 
 
 class CardPermissionType(StrEnum):
-    """The nine card permissions (spec 2.5); what each governs is decision D40."""
+    """The nine card permissions (spec 2.5; what each one governs: D40)."""
 
     CHECK_CARD = "checkCard"
     CHECK_CVV = "checkCvv"
@@ -339,7 +339,9 @@ class UserLoginRequest(WireModel):
 
 
 class UserRefreshRequest(WireModel):
-    """``POST /users/refresh`` (application bearer). TTL overrides in seconds, bounds in D34."""
+    """``POST /users/refresh`` (application bearer), with optional lifetime overrides in seconds as at
+    login (``accessTokenTtl`` 60 s to 24 h, ``refreshTokenTtl`` 5 min to 90 days and at least the access
+    lifetime; D34)."""
 
     refresh_token: TokenStr
     merchant: str | None = None

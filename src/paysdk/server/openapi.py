@@ -20,8 +20,10 @@ generated document (the control plane is not in it):
 
 Every error added has the D1 body (:class:`paysdk.contracts.common.ErrorBody`). FastAPI's generic
 ``422`` validation answer, which this server never sends (its validation errors are D1 bodies, with the
-statuses each route documents), is taken out. :func:`install_openapi` wraps ``app.openapi``: the
-document is completed when FastAPI generates it and cached with it.
+statuses each route documents), is taken out. Last, every description and summary is made plain
+Markdown for an API user (:func:`paysdk.server.openapi_text.plain_descriptions`: no reST, no decision
+ids; D483). :func:`install_openapi` wraps ``app.openapi``: the document is completed when FastAPI
+generates it and cached with it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from paysdk.contracts.common import ErrorBody
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BodyBounds
 from paysdk.server.families import FAMILIES, Family, honours_idempotency_key, idempotent_prefixes
+from paysdk.server.openapi_text import plain_descriptions
 
 __all__ = ["REQUEST_ID_PATTERN", "complete_openapi", "install_openapi"]
 
@@ -206,6 +209,7 @@ def complete_openapi(
     if _FASTAPI_422 not in json.dumps(document):
         for name in _FASTAPI_SCHEMAS:
             schemas.pop(name, None)
+    plain_descriptions(document)  # the docstrings' reST and decision ids are for engineers (D483)
 
 
 def install_openapi(

@@ -75,8 +75,11 @@ def _declaration() -> dict[str, Any]:
 @router.post(UPLOAD_PATH, **_declaration())
 async def upload_reconciliation(affiliation: str, request: Request) -> Response:
     """Match each row with the affiliation's settled payments (D194): matched, missing, unknown,
-    amount-mismatch and invalid rows, with row numbers (the header is row 1); the first page of
-    :data:`PAGE_ENTRIES` entries and the counts (D331). Changes nothing but the pages it keeps."""
+    amount-mismatch and invalid rows, with row numbers (the header is row 1); the first page of the
+    report (5,000 entries) and the counts (D331). Changes nothing but the pages it keeps.
+
+    \f
+    A page holds :data:`PAGE_ENTRIES` entries."""
     context = get_context(request)
     spool = await reconciliation.receive_file(
         request.headers.get("content-type"), header(request, "content-length"), request.stream()

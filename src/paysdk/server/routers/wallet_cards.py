@@ -435,6 +435,7 @@ async def movements(
 async def funds(request: Request, card_id: CardId) -> Response:
     """Atomic add, or a withdrawal guarded by the available balance (``422 / 7303``).
 
+    \f
     Served by the ledger's fast path (:func:`paysdk.server.services.wallet_ledger.fund`, one conditional
     statement, in batched commits, D256-D258); the ordinary path when it answers ``SLOW``. The server's
     middleware hands the request to :func:`funds_lane` without FastAPI's routing (D261)."""
