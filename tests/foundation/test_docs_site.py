@@ -86,8 +86,9 @@ def test_the_api_reference_documents_every_resource_of_the_client() -> None:
 
 def _class_annotations(cls: type) -> list[str]:
     """The generic classes of the attributes a class declares (``payment_links: PaymentLinks[Parsed]``,
-    ``self.cards: Cards[M] = ...``)."""
-    return re.findall(r"^\s+(?:self\.)?[a-z_]+: (\w+)\[", inspect.getsource(cls), flags=re.M)
+    ``self.cards: Cards[M] = ...``, a client's ``wallet: LazyResource[Wallet[Parsed]]``, D460)."""
+    pattern = r"^\s+(?:self\.)?[a-z_]+: (?:LazyResource\[)?(\w+)\["
+    return re.findall(pattern, inspect.getsource(cls), flags=re.M)
 
 
 def _public_resource_classes() -> dict[str, type]:
