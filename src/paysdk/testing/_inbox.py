@@ -93,6 +93,9 @@ class _InboxServer(ThreadingHTTPServer):
         except OSError:  # none waiting any more (the listening socket does not block), or closed
             return
         try:
+            # Blocking, as the handler expects: where accepted sockets inherit the listening socket's
+            # non-blocking flag (macOS, the BSDs, Windows), Python leaves them so after a timeout of 0.
+            request.setblocking(True)
             self.process_request(request, client_address)
         except Exception:
             self.handle_error(request, client_address)
