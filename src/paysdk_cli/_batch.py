@@ -4,7 +4,9 @@
   (the server's, D156, or an invalid row left out by ``--send-valid``), ``unknown`` (its part's answer
   was lost, D159), ``unsent`` (the run stopped before its part was sent), and, when nothing is sent
   (``--validate-only``, or invalid rows without ``--send-valid``), ``valid`` / ``invalid``.
-* :func:`write_report` writes ``--report OUT.csv``: ``row_number,status,error,charge_id``, every cell
+* :func:`write_report` writes ``--report OUT.csv``:
+  ``row_number,status,error,charge_id,reference,subscription_id`` (the last two as read from the row,
+  D492), every cell
   starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return prefixed with ``'`` (OWASP "CSV
   injection": a spreadsheet would run it as a formula; :func:`neutralise` is
   :func:`paysdk.contracts.spreadsheet.neutralise`, the rule the server's checks share, D384), written
@@ -43,7 +45,7 @@ __all__ = [
     "write_report",
 ]
 
-REPORT_COLUMNS = ("row_number", "status", "error", "charge_id")
+REPORT_COLUMNS = ("row_number", "status", "error", "charge_id", "reference", "subscription_id")
 #: A cell starting with one of these is a formula (or becomes one) in a spreadsheet (OWASP): the rule of
 #: :mod:`paysdk.contracts.spreadsheet`, which the server's checks share (D384).
 NEUTRALISED_PREFIXES = FORMULA_PREFIXES
@@ -108,7 +110,14 @@ def write_report(path: Path, outcomes: Iterable[RowOutcome]) -> None:
             writer = csv.writer(handle, lineterminator="\r\n")
             writer.writerow(REPORT_COLUMNS)
             for outcome in sorted(outcomes, key=lambda o: o.row):
-                cells = (str(outcome.row), outcome.status, outcome.error or "", outcome.charge_id or "")
+                cells = (
+                    str(outcome.row),
+                    outcome.status,
+                    outcome.error or "",
+                    outcome.charge_id or "",
+                    outcome.reference or "",
+                    outcome.subscription_id or "",
+                )
                 writer.writerow([neutralise(cell) for cell in cells])
         os.replace(temp, path)
     except BaseException:

@@ -191,23 +191,25 @@ def test_report_columns_order_and_neutralising(tmp_path: Path) -> None:
     write_report(
         out,
         [
-            RowOutcome(3, "refused", error='=HYPERLINK("http://x")'),
-            RowOutcome(2, "charged", charge_id="sch_1"),
+            RowOutcome(
+                3, "refused", reference="=1+1", subscription_id="sub_1", error='=HYPERLINK("http://x")'
+            ),
+            RowOutcome(2, "charged", reference="r-2", subscription_id="sub_2", charge_id="sch_1"),
             RowOutcome(4, "declined", error='card declined, "insufficient"\nfunds', charge_id="-x"),
             RowOutcome(5, "refused", error="@me"),
             RowOutcome(6, "refused", error="+1"),
         ],
     )
     raw = out.read_bytes()
-    assert raw.startswith(b"row_number,status,error,charge_id\r\n")
+    assert raw.startswith(b"row_number,status,error,charge_id,reference,subscription_id\r\n")
     rows = list(csv.reader(io.StringIO(raw.decode("utf-8"), newline="")))
     assert rows == [
-        ["row_number", "status", "error", "charge_id"],
-        ["2", "charged", "", "sch_1"],
-        ["3", "refused", '\'=HYPERLINK("http://x")', ""],
-        ["4", "declined", 'card declined, "insufficient"\nfunds', "'-x"],
-        ["5", "refused", "'@me", ""],
-        ["6", "refused", "'+1", ""],
+        ["row_number", "status", "error", "charge_id", "reference", "subscription_id"],
+        ["2", "charged", "", "sch_1", "r-2", "sub_2"],
+        ["3", "refused", '\'=HYPERLINK("http://x")', "", "'=1+1", "sub_1"],
+        ["4", "declined", 'card declined, "insufficient"\nfunds', "'-x", "", ""],
+        ["5", "refused", "'@me", "", "", ""],
+        ["6", "refused", "'+1", "", "", ""],
     ]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
     assert stat.S_IMODE(out.stat().st_mode) & 0o044  # readable like any file the user writes

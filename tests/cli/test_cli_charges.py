@@ -257,13 +257,79 @@ def test_parts_with_blank_lines_and_left_out_rows_keep_the_files_row_numbers(
     lines = _json_lines(result.stdout)
     assert [(line["row"], line["status"], line["reference"]) for line in lines] == [
         (2, "charged", "g-1"),
-        (4, "refused", None),
+        (4, "refused", "g-2"),  # as read, though its amount is not one (D492)
         (5, "charged", "g-3"),
         (6, "charged", "g-4"),
         (8, "charged", "g-5"),
     ]
     _wait_for(lambda: _upload_requests(merchant) == 2)  # parts of rows 2, 5 and 6, 8
     assert merchant.batch_charges() == {"g-1": 1, "g-3": 1, "g-4": 1, "g-5": 1}
+
+
+def test_every_row_keeps_its_reference_and_subscription_id_as_read(
+    merchant: Merchant, tmp_path: Path
+) -> None:
+    """In ``-o json`` and ``--report``, for rows charged, declined, replayed, refused locally or by the
+    server, valid in ``--validate-only`` and unknown after a lost answer (D492); a row without as many
+    cells as the header has none to give."""
+    a, b, c = merchant.subs
+    rows = [
+        f"{a},10.00,n-1",
+        f"{b},x,n-2",
+        f"{c},1.00",
+        f"{merchant.declining},10.00,n-4",
+        "sub_nobody,1.00,n-5",
+    ]
+    data = _write(tmp_path / "named.csv", rows)
+    read = [
+        (2, "n-1", a),
+        (3, "n-2", b),
+        (4, None, None),
+        (5, "n-4", merchant.declining),
+        (6, "n-5", "sub_nobody"),
+    ]
+
+    def named(stdout: str) -> list[tuple[int, str | None, str | None]]:
+        return [(line["row"], line["reference"], line["subscriptionId"]) for line in _json_lines(stdout)]
+
+    checked = _upload(str(data), "--validate-only", code=2)
+    assert named(checked.stdout) == read
+    out = tmp_path / "out.csv"
+    sent = _upload(str(data), "--send-valid", "--report", str(out), code=5)
+    assert [line["status"] for line in _json_lines(sent.stdout)] == [
+        "charged",
+        "refused",
+        "refused",
+        "declined",
+        "refused",
+    ]
+    assert named(sent.stdout) == read
+    assert [
+        (int(r["row_number"]), r["reference"] or None, r["subscription_id"] or None) for r in _report(out)
+    ] == read
+    replayed = _upload(str(data), "--send-valid", code=5)
+    again = _json_lines(replayed.stdout)
+    assert [(line["status"], line["replayed"]) for line in again if line["status"] != "refused"] == [
+        ("charged", True),
+        ("declined", True),
+    ]
+    assert named(replayed.stdout) == read
+
+    merchant.sdk.sandbox.add_fault("drop", route=f"POST {UPLOAD}", count=1)
+    fresh = _write(tmp_path / "lost.csv", [f"{a},2.00,l-1", f"{b},2.00,l-2"])
+    lost = _upload(str(fresh), "--report", str(tmp_path / "lost-report.csv"), code=5)
+    assert [
+        (line["status"], line["reference"], line["subscriptionId"]) for line in _json_lines(lost.stdout)
+    ] == [
+        ("unknown", "l-1", a),
+        ("unknown", "l-2", b),
+    ]
+    assert [
+        (r["status"], r["reference"], r["subscription_id"]) for r in _report(tmp_path / "lost-report.csv")
+    ] == [
+        ("unknown", "l-1", a),
+        ("unknown", "l-2", b),
+    ]
 
 
 def test_validate_only_sends_nothing(merchant: Merchant, tmp_path: Path) -> None:

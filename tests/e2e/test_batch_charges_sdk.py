@@ -124,6 +124,13 @@ async def test_invalid_rows_send_nothing_unless_asked(make: Maker) -> None:
     ]
     assert report.results[1].part is None
     assert report.results[0].part == 1
+    # Every row named by its cells as read, the refused ones too (D492).
+    assert [(r.reference, r.subscription_id) for r in report.results] == [
+        ("ok-1", subs[0]),
+        ("=1+1", subs[1]),
+        ("ok-2", subs[1]),
+        ("ok-1", subs[1]),
+    ]
     assert [c.reference for c in await _batch_charges(sandbox, subs)] == ["ok-1"]
 
     with pytest.raises(paysdk.CsvValidationError) as missing:
@@ -200,6 +207,10 @@ async def test_a_lost_answer_is_retried_only_with_keys_and_nothing_is_charged_tw
     else:
         assert [r.status for r in report.results] == ["unknown", "unknown", "charged", "charged"]
         assert "may or may not" in (report.results[0].error or "")
+    # The rows of a part without an answer are named by their cells as read, as the others (D492).
+    assert [(r.reference, r.subscription_id) for r in report.results] == [
+        (f"d-{i}", sub) for i, sub in enumerate(subs)
+    ]
     charged = await _batch_charges(sandbox, subs)
     expected_first = 2 if (honours or kind == "async-asgi") else 0
     assert len(charged) == expected_first + 2

@@ -6,8 +6,19 @@ cache makes a second run quick):
 
 - with no extras: ``import paysdk`` works, none of the server's or command line's libraries is installed
   or imported, and the ``paysdk`` command prints one line naming ``pip install 'paysdk-toolkit[cli]'``;
+- as ``paysdk-toolkit[cli]``: ``paysdk --help``, ``paysdk --version``, a profile saved by ``paysdk login
+  --no-verify`` (offline), and ``paysdk serve`` naming the ``server`` extra in one line;
 - as ``paysdk-toolkit[cli,server]``: ``paysdk --help``, ``paysdk --version``, then ``paysdk serve`` on a free
-  port, a sandbox client and one payment link made with the installed command, and a clean stop.
+  port, a sandbox client and one payment link made with the installed command, and a clean stop;
+- as ``paysdk-toolkit[testing]``: a merchant's own test file on the plugin's fixtures runs green with that
+  environment's pytest (the server in process).
+
+Each environment is also run with ``fcntl`` made unimportable (a ``sitecustomize`` on ``PYTHONPATH`` puts
+a meta-path finder first that refuses it, as on Windows; Linux has no ``msvcrt`` either): ``import
+paysdk`` and a ``paysdk.Client`` work, the private files' lock is ``none`` and taking it raises
+``FileLockUnavailableError`` naming the stores to use instead (D400); where the CLI is installed, ``paysdk
+login`` still saves the profile and the token 0600 (writing them takes no lock); the ``[testing]`` suite
+passes as well.
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tarfile
@@ -28,7 +40,7 @@ import pytest
 
 from paysdk._version import DISTRIBUTION, __version__
 
-from ._build import INSTALL_TIMEOUT, Dist, clean_env, make_venv, pip_install
+from ._build import INSTALL_TIMEOUT, Dist, clean_env, make_venv
 
 #: The distribution's name as wheel and sdist file names spell it (PEP 427/625: ``-`` becomes ``_``).
 FILE_NAME = DISTRIBUTION.replace("-", "_")
@@ -104,6 +116,115 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+#: A ``sitecustomize`` that makes ``fcntl`` unimportable, as on Windows (D400).
+_HIDE_FCNTL = """
+import importlib.abc
+import sys
+
+sys.modules.pop("fcntl", None)
+
+
+class _NoFcntl(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "fcntl":
+            raise ModuleNotFoundError("No module named 'fcntl'", name="fcntl")
+        return None
+
+
+sys.meta_path.insert(0, _NoFcntl())
+"""
+
+#: ``import paysdk``, a client, and what the private files' lock is and does.
+_SDK_AND_LOCK = """
+import json, sys
+try:
+    import fcntl  # noqa: F401
+except ImportError:
+    has_fcntl = False
+else:
+    has_fcntl = True
+import paysdk
+from paysdk import _files
+with paysdk.Client(merchant_token="t" * 64, environment=paysdk.Environment.local("http://127.0.0.1:9")):
+    pass
+try:
+    with paysdk.FileTokenStore(sys.argv[1]).lock("app"):
+        locked = "locked"
+except OSError as exc:
+    locked = f"{type(exc).__name__}: {exc}"
+print(json.dumps({"fcntl": has_fcntl, "kind": _files.LOCK_KIND, "lock": locked, "file": paysdk.__file__}))
+"""
+
+
+def _without_fcntl(tmp_path: Path) -> dict[str, str]:
+    """The clean environment plus a ``sitecustomize`` that makes ``fcntl`` unimportable."""
+    site = tmp_path / "no-fcntl"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(_HIDE_FCNTL, encoding="utf-8")
+    return clean_env(PYTHONPATH=str(site))
+
+
+def _check_sdk_with_and_without_fcntl(venv: Path, tmp_path: Path) -> None:
+    """In ``venv``: the SDK imports and makes a client with ``fcntl`` and without; the lock is
+    ``fcntl.flock``, or, with neither ``fcntl`` nor ``msvcrt``, refused with the stores to use (D400)."""
+    bin_dir = venv / "bin"
+    for hidden in (False, True):
+        env = _without_fcntl(tmp_path) if hidden else clean_env()
+        store = tmp_path / f"tokens-{hidden}" / "tokens.json"
+        proc = _run(bin_dir, "python", "-c", _SDK_AND_LOCK, str(store), cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        result = json.loads(proc.stdout)
+        assert result["file"].startswith(str(venv))
+        if hidden:
+            assert (result["fcntl"], result["kind"]) == (False, "none")
+            assert result["lock"].startswith("FileLockUnavailableError: this Python has no file lock")
+            assert "MemoryTokenStore or RedisTokenStore" in result["lock"]
+        else:
+            assert (result["fcntl"], result["kind"], result["lock"]) == (True, "fcntl", "locked")
+
+
+#: Where ``paysdk login`` points the profile: nothing listens there (``--no-verify``: nothing is asked).
+_OFFLINE_PROFILE = ("--base-url", "http://127.0.0.1:9", "--client", "packaged-shop")
+
+
+def _check_profile_save_with_and_without_fcntl(bin_dir: Path, tmp_path: Path) -> None:
+    """``paysdk login --no-verify`` (no server needed) saves a profile and its token 0600 with ``fcntl``
+    and without; ``paysdk profiles list`` reads them back."""
+    token = "ab" * 32
+    for hidden in (False, True):
+        config = tmp_path / f"config-{'no-fcntl' if hidden else 'fcntl'}"
+        env = {
+            **(_without_fcntl(tmp_path) if hidden else clean_env()),
+            "PAYSDK_CONFIG_DIR": str(config),
+            "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",  # the 0600 file fallback
+        }
+        for name in ("PAYSDK_PROFILE", "PAYSDK_BASE_URL", "PAYSDK_MERCHANT_TOKEN", "PAYSDK_CONTROL_TOKEN"):
+            env.pop(name, None)
+        login = subprocess.run(
+            [str(bin_dir / "paysdk"), "login", "--token-stdin", "--no-verify", *_OFFLINE_PROFILE],
+            input=token + "\n",
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+            env=env,
+        )
+        assert login.returncode == 0, (hidden, login.stderr)
+        assert "Logged in: profile 'default'" in login.stderr
+        assert "Traceback" not in login.stderr
+        assert token not in login.stdout + login.stderr
+        profiles = json.loads((config / "profiles.json").read_text(encoding="utf-8"))["profiles"]
+        assert profiles["default"] == {"base_url": "http://127.0.0.1:9", "client": "packaged-shop"}
+        files = sorted(p for p in config.rglob("*") if p.is_file())
+        assert {p.name for p in files} == {"profiles.json", "credentials.json"}
+        assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in files), files
+        listed = _run(bin_dir, "paysdk", "-o", "json", "profiles", "list", cwd=tmp_path, env=env)
+        assert listed.returncode == 0, listed.stderr
+        [row] = json.loads(listed.stdout)
+        assert (row["profile"], row["client"], row["tokenSource"]) == ("default", "packaged-shop", "file")
+        assert token not in listed.stdout
 
 
 # --------------------------------------------------------------------------------------------------
@@ -243,15 +364,38 @@ def test_a_bare_install_imports_the_sdk_alone_and_the_command_names_its_extra(
         assert f"pip install '{DISTRIBUTION}[cli]'" in lines[0]
         assert "Traceback" not in command.stderr
 
-    # with the cli extra but not the server's, `paysdk serve` names the server extra the same way
-    pip_install(venv, f"{dist.wheel}[cli]")
-    assert not _installed(venv) & {"fastapi", "uvicorn", "sqlalchemy"}
-    serve = _run(bin_dir, "paysdk", "serve", "--port", str(_free_port()), cwd=tmp_path)
+    _check_sdk_with_and_without_fcntl(venv, tmp_path)
+
+
+def test_the_cli_install_saves_a_profile_offline_and_names_the_server_extra(
+    dist: Dist, tmp_path: Path
+) -> None:
+    venv = tmp_path / "cli"
+    bin_dir = make_venv(venv, f"{dist.wheel}[cli]")
+    installed = _installed(venv)
+    assert {"typer", "rich", "keyring", "platformdirs"} <= installed
+    assert not installed & {"fastapi", "uvicorn", "sqlalchemy", "pytest"}
+    env = clean_env(PAYSDK_CONFIG_DIR=str(tmp_path / "config"))
+
+    help_ = _run(bin_dir, "paysdk", "--help", cwd=tmp_path, env=env)
+    assert help_.returncode == 0, help_.stderr
+    assert "login" in help_.stdout
+    assert "serve" in help_.stdout
+    version = _run(bin_dir, "paysdk", "--version", cwd=tmp_path, env=env)
+    assert version.returncode == 0, version.stderr
+    assert version.stdout == f"paysdk {__version__}\n"
+
+    _check_profile_save_with_and_without_fcntl(bin_dir, tmp_path)
+
+    # with the cli extra but not the server's, `paysdk serve` names the server extra in one line
+    serve = _run(bin_dir, "paysdk", "serve", "--port", str(_free_port()), cwd=tmp_path, env=env)
     assert serve.returncode == 1
     lines = serve.stderr.splitlines()
     assert len(lines) == 1, serve.stderr
     assert f"pip install '{DISTRIBUTION}[server]'" in lines[0]
     assert "Traceback" not in serve.stderr
+
+    _check_sdk_with_and_without_fcntl(venv, tmp_path)
 
 
 def test_the_cli_and_server_install_serves_and_makes_a_payment_link(dist: Dist, tmp_path: Path) -> None:
@@ -349,6 +493,53 @@ def test_the_cli_and_server_install_serves_and_makes_a_payment_link(dist: Dist, 
             _, err = server.communicate()
     assert server.returncode == 0, err[-3000:]
     assert "Traceback" not in err
+
+    _check_profile_save_with_and_without_fcntl(bin_dir, tmp_path)
+    _check_sdk_with_and_without_fcntl(venv, tmp_path)
+
+
+#: A merchant's own test file, as docs/testing.md shows: the plugin's fixtures, nothing else imported.
+_MERCHANT_TESTS = """
+from decimal import Decimal
+
+
+def test_a_paid_link_sends_its_callback(paysdk_client, paysdk_merchant, paysdk_callbacks):
+    link = paysdk_client.payment_links.create(
+        amount=Decimal("12.50"), user_id="+50255550123", channel="wa", client=paysdk_merchant.slug
+    )
+    assert paysdk_client.sandbox.pay(link.uid, "4242424242424242").status == "approved"
+    callback = paysdk_callbacks.wait_for_uid(link.uid)
+    assert callback.amount == Decimal("12.50")
+
+
+def test_each_test_gets_a_fresh_merchant_on_a_reset_server(paysdk_client, paysdk_merchant, paysdk_clock):
+    link = paysdk_client.payment_links.create(
+        amount=Decimal("1.00"), user_id="+50255550123", channel="sms", client=paysdk_merchant.slug
+    )
+    before = paysdk_clock.now()
+    paysdk_clock.advance(60)
+    assert (paysdk_clock.now() - before).total_seconds() >= 60
+    assert paysdk_client.sandbox.transaction(link.uid).status == "pending"
+"""
+
+
+def test_the_testing_install_runs_a_merchants_suite_on_the_plugin(dist: Dist, tmp_path: Path) -> None:
+    venv = tmp_path / "testing"
+    bin_dir = make_venv(venv, f"{dist.wheel}[testing]")
+    installed = _installed(venv)
+    assert {"pytest", "fastapi", "uvicorn", "sqlalchemy"} <= installed
+    assert not installed & {"typer", "rich", "keyring"}  # no command line
+    suite = tmp_path / "shop-tests"
+    suite.mkdir()
+    (suite / "test_checkout.py").write_text(_MERCHANT_TESTS, encoding="utf-8")
+
+    for hidden in (False, True):
+        env = _without_fcntl(tmp_path) if hidden else clean_env()
+        run = _run(bin_dir, "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=suite, env=env)
+        assert run.returncode == 0, (hidden, run.stdout[-3000:], run.stderr[-3000:])
+        assert "2 passed" in run.stdout, run.stdout
+
+    _check_sdk_with_and_without_fcntl(venv, tmp_path)
 
 
 def _wait_healthy(server: subprocess.Popen[str], url: str, timeout: float = 60) -> None:

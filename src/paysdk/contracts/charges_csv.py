@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import re
 from array import array
 from collections.abc import Iterator, Sequence
@@ -53,7 +54,9 @@ __all__ = [
     "CsvRowError",
     "CsvScan",
     "CsvSpan",
+    "RowIds",
     "part_key",
+    "part_row_ids",
     "plan_upload",
     "scan",
 ]
@@ -118,6 +121,15 @@ class ChargeRow:
 
 
 @dataclass(frozen=True, slots=True)
+class RowIds:
+    """A data row's ``subscriptionId`` and ``reference`` cells as read, valid or not (what names the
+    row to its author): known for every row that has as many cells as the header."""
+
+    subscription_id: str
+    reference: str
+
+
+@dataclass(frozen=True, slots=True)
 class CsvSpan:
     """A byte range ``[start, end)`` of the file (offsets from where the file stood when read) holding
     ``records`` whole records (blank lines included), the first of them row ``first_row``."""
@@ -176,7 +188,9 @@ class CsvScan:
     the header (blank lines counted); ``errors``: every row error, by row; ``charges``: the valid rows
     when asked for; ``ends``: the byte offset after the header (index 0) and after each record;
     ``state``: per record (index 0 the header) valid 0, blank 1, invalid 2; ``header``: the header
-    line's bytes (without BOM); ``start``: the offset of the header line (after a BOM)."""
+    line's bytes (without BOM); ``start``: the offset of the header line (after a BOM); ``invalid_ids``:
+    the cells naming each invalid row as read (:class:`RowIds`), by row, where the row has as many cells
+    as the header."""
 
     columns: tuple[str, ...]
     header: bytes
@@ -184,6 +198,7 @@ class CsvScan:
     rows: int = 0
     records: int = 0
     errors: list[CsvRowError] = field(default_factory=list)
+    invalid_ids: dict[int, RowIds] = field(default_factory=dict)
     charges: list[ChargeRow] | None = None
     ends: array[int] = field(default_factory=lambda: array("Q"))
     state: bytearray = field(default_factory=bytearray)
@@ -204,6 +219,8 @@ class CsvPlan:
     rows: int
     errors: tuple[CsvRowError, ...]
     parts: tuple[CsvPart, ...]
+    #: The cells naming each invalid row as read (:attr:`CsvScan.invalid_ids`).
+    invalid_ids: dict[int, RowIds] = field(default_factory=dict)
 
     @property
     def invalid_rows(self) -> frozenset[int]:
@@ -362,7 +379,9 @@ def scan(stream: BinaryIO, *, keep_rows: bool = False, max_rows: int | None = No
     columns = _columns(header)
     result = CsvScan(columns=columns, header=header, start=start, charges=[] if keep_rows else None)
     reference_at = columns.index("reference")
+    subscription_at = columns.index("subscriptionId")
     width = len(columns)
+    invalid_ids = result.invalid_ids
     fast = _fast_row(columns, keep_rows).fullmatch
     group = reference_at + 1 if keep_rows else 1
     keep = keep_rows
@@ -410,6 +429,8 @@ def scan(stream: BinaryIO, *, keep_rows: bool = False, max_rows: int | None = No
             checked = _check(row, cells, columns, errors)
             if checked is None:
                 special.append((row - 1, _INVALID))
+                if len(cells) == width:
+                    invalid_ids[row] = RowIds(cells[subscription_at], cells[reference_at])
             elif charges is not None:
                 charges.append(checked)
     except CsvSyntaxError as exc:
@@ -468,6 +489,7 @@ def _name_duplicates(stream: BinaryIO, result: CsvScan, duplicates: set[int], af
     stream.seek(after)
     columns = result.columns
     reference_at = columns.index("reference")
+    subscription_at = columns.index("subscriptionId")
     width = len(columns)
     first: dict[str, int] = {}
     repeated: set[int] = set()
@@ -481,6 +503,7 @@ def _name_duplicates(stream: BinaryIO, result: CsvScan, duplicates: set[int], af
         if earlier != row:
             result.errors.append(CsvRowError(row, "reference", f"duplicate of row {earlier}"))
             result.state[row - 1] = _INVALID
+            result.invalid_ids[row] = RowIds(cells[subscription_at], reference)
             repeated.add(row)
     if repeated:
         result.errors.sort(key=lambda error: error.row)
@@ -525,7 +548,34 @@ def plan_upload(
     stream.seek(base)
     result = scan(stream)
     parts = _split(result, sha256, part_rows, resplits)
-    return CsvPlan(sha256=sha256, size=size, rows=result.rows, errors=tuple(result.errors), parts=parts)
+    return CsvPlan(
+        sha256=sha256,
+        size=size,
+        rows=result.rows,
+        errors=tuple(result.errors),
+        parts=parts,
+        invalid_ids=result.invalid_ids,
+    )
+
+
+def part_row_ids(stream: BinaryIO, part: CsvPart) -> dict[int, RowIds]:
+    """The cells naming each data row of ``part`` as read (:class:`RowIds`), by row: its spans read
+    again from ``stream``, the file :func:`plan_upload` read (seekable; its position is restored)."""
+    columns = _columns(part.header)
+    subscription_at, reference_at = columns.index("subscriptionId"), columns.index("reference")
+    width = len(columns)
+    found: dict[int, RowIds] = {}
+    position = stream.tell()
+    try:
+        for span in part.spans:
+            stream.seek(span.start)
+            records = CsvRecords(io.BytesIO(stream.read(span.end - span.start)), row=span.first_row - 1)
+            for row, cells in records:
+                if len(cells) == width:
+                    found[row] = RowIds(cells[subscription_at], cells[reference_at])
+    finally:
+        stream.seek(position)
+    return found
 
 
 def _split(

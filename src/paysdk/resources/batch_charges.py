@@ -36,6 +36,8 @@ from paysdk.contracts.charges_csv import (
     CsvPart,
     CsvPlan,
     CsvRowError,
+    RowIds,
+    part_row_ids,
     plan_upload,
 )
 from paysdk.resources._base import AsyncResource, M, Resource
@@ -55,6 +57,7 @@ __all__ = [
     "ChargesCsvPart",
     "CsvRowError",
     "CsvValidationError",
+    "RowIds",
     "read_charges_csv",
 ]
 
@@ -95,7 +98,12 @@ class CsvValidationError(ValidationError):
 
 @dataclass(frozen=True, slots=True)
 class BatchChargeRow:
-    """The result of one data row, ``row`` numbered as in the original file (the header is row 1)."""
+    """The result of one data row, ``row`` numbered as in the original file (the header is row 1).
+
+    ``reference`` and ``subscription_id`` are the row's cells as read from the file (as the server read
+    them, for a row it answered), for every row that has as many cells as the header: a row refused
+    locally and a row of a part whose answer was lost carry them too (D492).
+    """
 
     row: int
     status: BatchRowOutcome
@@ -121,6 +129,19 @@ class ChargesCsvPart:
     key: str
     file: ChargesCsv = field(repr=False, compare=False)
     layout: CsvPart = field(repr=False, compare=False)
+
+    def row_ids(self) -> dict[int, RowIds]:
+        """The ``subscriptionId`` and ``reference`` cells of each of the part's rows as read, by row
+        number: the part's byte ranges read again from the file (blocking). Rows the server answered
+        carry them already; this names the rows of a part that got no answer."""
+        source = self.file.source
+        if isinstance(source, Path):
+            try:
+                with open(source, "rb") as stream:
+                    return part_row_ids(stream, self.layout)
+            except OSError as exc:
+                raise ValidationError("file", f"cannot read {source}: {exc.strerror or exc}") from None
+        return part_row_ids(source, self.layout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,13 +221,27 @@ class ChargesCsv:
         """The row numbers with an error."""
         return self.plan.invalid_rows
 
+    @property
+    def invalid_ids(self) -> dict[int, RowIds]:
+        """The ``subscriptionId`` and ``reference`` cells of each invalid row as read, by row number
+        (rows with as many cells as the header)."""
+        return self.plan.invalid_ids
+
     def refused_results(self) -> tuple[BatchChargeRow, ...]:
-        """The invalid rows as ``refused`` results (their errors joined), in row order."""
+        """The invalid rows as ``refused`` results (their errors joined; their reference and
+        subscription id as read), in row order."""
         by_row: dict[int, list[str]] = {}
         for error in self.errors:
             by_row.setdefault(error.row, []).append(f"{error.column}: {error.message}")
+        ids = self.plan.invalid_ids
         return tuple(
-            BatchChargeRow(row=row, status="refused", error="; ".join(messages))
+            BatchChargeRow(
+                row=row,
+                status="refused",
+                reference=ids[row].reference if row in ids else None,
+                subscription_id=ids[row].subscription_id if row in ids else None,
+                error="; ".join(messages),
+            )
             for row, messages in by_row.items()
         )
 
@@ -366,12 +401,25 @@ def upload_part_operation(part: ChargesCsvPart, **options: Unpack[CallOptions]) 
 
 
 def _lost(part: ChargesCsvPart, exc: APIConnectionError) -> BatchPartResult:
+    """Every row of a part whose answer was lost: ``unknown``, named by its cells as read (blocking)."""
     message = f"the answer was lost ({exc}); the rows may or may not have been charged"
+    ids = part.row_ids()
     rows = tuple(
-        BatchChargeRow(row=row, status="unknown", error=message, part=part.index)
+        BatchChargeRow(
+            row=row,
+            status="unknown",
+            reference=ids[row].reference if row in ids else None,
+            subscription_id=ids[row].subscription_id if row in ids else None,
+            error=message,
+            part=part.index,
+        )
         for row in part.layout.data_rows()
     )
     return BatchPartResult(part.index, part.key, rows, unknown=True, error=message)
+
+
+async def _async_lost(part: ChargesCsvPart, exc: APIConnectionError) -> BatchPartResult:
+    return await asyncio.to_thread(_lost, part, exc)
 
 
 def _done(part: ChargesCsvPart, answer: APIResponse[Any]) -> BatchPartResult:
@@ -417,7 +465,7 @@ class AsyncBatchCharges(AsyncResource[M]):
         except APIConnectionError as exc:
             if not exc.outcome_unknown:
                 raise
-            return _lost(part, exc)
+            return await _async_lost(part, exc)
         return _done(part, answer)
 
     async def upload_csv(

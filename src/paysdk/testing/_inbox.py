@@ -8,9 +8,11 @@ and SDK only.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import selectors
 import socket
+import socketserver
 import threading
 import time
 from collections.abc import Callable
@@ -72,37 +74,109 @@ class _Refused(Exception):
 
 
 class _InboxServer(ThreadingHTTPServer):
-    """A threading HTTP server that stops at once when asked: its loop waits on the listening socket and
-    a wake-up socket together, so :meth:`stop` returns without the poll interval ``serve_forever``
-    needs to notice a ``shutdown()`` (D402)."""
+    """A threading HTTP server whose connections :class:`_Acceptor` accepts (each then served on its
+    own thread, as ``ThreadingHTTPServer`` does); it runs no loop of its own."""
 
     daemon_threads = True
-    timeout = 0  # handle_request() accepts only what the loop's selector saw ready; it never waits
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
-        super().__init__(address, handler)
+    def server_bind(self) -> None:
+        """Bind without ``HTTPServer``'s reverse lookup of the address (``socket.getfqdn``: a DNS
+        query on some systems; the name is never used here)."""
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = str(host), int(port)
+
+    def accept_one(self) -> None:
+        """Accept a waiting connection, if one still waits, and hand it to its thread."""
+        try:
+            request, client_address = self.get_request()
+        except OSError:  # none waiting any more (the listening socket does not block), or closed
+            return
+        try:
+            # Blocking, as the handler expects: where accepted sockets inherit the listening socket's
+            # non-blocking flag (macOS, the BSDs, Windows), Python leaves them so after a timeout of 0.
+            request.setblocking(True)
+            self.process_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+            self.shutdown_request(request)
+
+
+class _Acceptor:
+    """One thread, ``paysdk-inbox``, that accepts the connections of every listening inbox of the
+    process: an inbox that starts registers its socket (no thread started per inbox), one that stops
+    unregisters it and returns as soon as this thread has let it go (no poll interval, D402, D490)."""
+
+    def __init__(self) -> None:
+        self._selector = selectors.DefaultSelector()
         self._wake_read, self._wake_write = socket.socketpair()
-        self._stopping = threading.Event()
+        self._wake_read.setblocking(False)
+        self._selector.register(self._wake_read, selectors.EVENT_READ)
+        self._lock = threading.Lock()
+        self._orders: list[tuple[_InboxServer, threading.Event | None]] = []
+        self._listening: set[_InboxServer] = set()  # this thread's own
+        self._thread = threading.Thread(target=self._run, daemon=True, name="paysdk-inbox")
+        self._thread.start()
 
-    def serve_until_stopped(self) -> None:
-        """Accept connections (each served on its own thread) until :meth:`stop`."""
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.socket, selectors.EVENT_READ)
-            selector.register(self._wake_read, selectors.EVENT_READ)
-            while not self._stopping.is_set():
-                for key, _ in selector.select():
-                    if key.fileobj is self.socket and not self._stopping.is_set():
-                        self.handle_request()
+    @property
+    def alive(self) -> bool:
+        """Its thread runs (not so in a child process forked after it started)."""
+        return self._thread.is_alive()
 
-    def stop(self) -> None:
-        """Wake the loop and make it return (call it from another thread)."""
-        self._stopping.set()
+    def add(self, server: _InboxServer) -> None:
+        """Accept ``server``'s connections from now on (connections made before wait in its backlog)."""
+        server.socket.setblocking(False)
+        self._order(server, None)
+
+    def remove(self, server: _InboxServer) -> None:
+        """Stop accepting ``server``'s connections; returns once no accept of it runs or will."""
+        if threading.current_thread() is self._thread:  # pragma: no cover - never from a handler's thread
+            raise RuntimeError("an inbox cannot be stopped from its accepting thread")
+        released = threading.Event()
+        self._order(server, released)
+        released.wait()
+
+    def _order(self, server: _InboxServer, released: threading.Event | None) -> None:
+        with self._lock:
+            self._orders.append((server, released))
         self._wake_write.send(b"\0")
 
-    def server_close(self) -> None:
-        super().server_close()
-        self._wake_read.close()
-        self._wake_write.close()
+    def _run(self) -> None:
+        while True:
+            for key, _ in self._selector.select():
+                if key.fileobj is self._wake_read:
+                    self._take_orders()
+                elif key.data in self._listening:  # not one let go earlier in this round
+                    key.data.accept_one()
+
+    def _take_orders(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while self._wake_read.recv(4096):
+                pass
+        with self._lock:
+            orders, self._orders = self._orders, []
+        for server, released in orders:
+            if released is None:
+                self._selector.register(server.socket, selectors.EVENT_READ, server)
+                self._listening.add(server)
+            else:
+                if server in self._listening:
+                    self._listening.discard(server)
+                    self._selector.unregister(server.socket)
+                released.set()
+
+
+_acceptor: _Acceptor | None = None
+_acceptor_lock = threading.Lock()
+
+
+def _the_acceptor() -> _Acceptor:
+    """The process's :class:`_Acceptor`, started by the first inbox (again after a fork)."""
+    global _acceptor
+    with _acceptor_lock:
+        if _acceptor is None or not _acceptor.alive:
+            _acceptor = _Acceptor()
+        return _acceptor
 
 
 class CallbackInbox:
@@ -126,7 +200,7 @@ class CallbackInbox:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._server: _InboxServer | None = None
-        self._thread: threading.Thread | None = None
+        self._acceptor: _Acceptor | None = None
         self.port = 0
         self.up()
 
@@ -285,18 +359,17 @@ class CallbackInbox:
 
         server = _InboxServer(("127.0.0.1", self.port), Handler)
         self.port = server.server_address[1]
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_until_stopped, daemon=True, name="paysdk-inbox")
-        self._thread.start()
+        acceptor = _the_acceptor()
+        acceptor.add(server)
+        self._server, self._acceptor = server, acceptor
 
     def down(self) -> None:
         """Stop listening: deliveries get "connection refused" until :meth:`up`."""
-        server, thread = self._server, self._thread
+        server, acceptor = self._server, self._acceptor
         if server is None:
             return
-        server.stop()
-        if thread is not None:
-            thread.join(timeout=5)
+        if acceptor is not None:
+            acceptor.remove(server)
         server.server_close()
         self._server = None
-        self._thread = None
+        self._acceptor = None

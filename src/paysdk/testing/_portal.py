@@ -8,6 +8,11 @@ an answer is handed back as soon as the app sends its status and headers, and it
 chunk (server-sent events, downloads): the app keeps running while the caller reads. Closing the
 answer early tells the app the client went away (``http.disconnect``) and cancels it.
 
+A request crosses to the portal's thread once to start and once per wait for more body: the status,
+the headers and whatever body the app has sent by then come back together, and a body read to its end
+by an app that has returned needs no further crossing to close (each crossing is a thread switch, the
+bulk of a small request's cost in a test suite).
+
 Only the SDK and the standard library are imported here: the app is whatever the caller passes.
 """
 
@@ -83,11 +88,33 @@ class _Exchange:
                 self.started.set_exception(RuntimeError("the app returned without sending an answer"))
             self.chunks.put_nowait(_END)
 
-    async def next_chunk(self) -> bytes:
-        item = await self.chunks.get()
-        if isinstance(item, BaseException):
-            raise item
-        return item
+    async def next_chunks(self) -> list[bytes | BaseException]:
+        """Wait for the body's next item, then take every item already queued (see :meth:`ready`)."""
+        return [await self.chunks.get(), *self.ready()]
+
+    def ready(self) -> list[bytes | BaseException]:
+        """The items queued now, up to the end of the body or an error (both included)."""
+        items: list[bytes | BaseException] = []
+        while not self.chunks.empty() and not (items and _last(items)):
+            items.append(self.chunks.get_nowait())
+        return items
+
+    async def begin(
+        self, within: float | None
+    ) -> tuple[int, list[tuple[bytes, bytes]], list[bytes | BaseException]]:
+        """Wait up to ``within`` seconds (``None``: no limit) for the status and headers; with them, the
+        body items queued by then. On ``TimeoutError`` the request is closed first."""
+        try:
+            status, headers = await asyncio.wait_for(asyncio.shield(self.started), within)
+        except TimeoutError:
+            await self.close()
+            raise
+        return status, headers, self.ready()
+
+    @property
+    def finished(self) -> bool:
+        """The app has returned (read from any thread: closing then has nothing to cancel)."""
+        return self.task.done()
 
     async def close(self) -> None:
         self.disconnected.set()
@@ -95,6 +122,11 @@ class _Exchange:
             self.task.cancel()
             with contextlib.suppress(BaseException):
                 await self.task
+
+
+def _last(items: list[bytes | BaseException]) -> bool:
+    """The body's last item is among ``items`` (its end or an error)."""
+    return isinstance(items[-1], BaseException) or items[-1] == _END
 
 
 def _scope(request: httpx.Request) -> dict[str, Any]:
@@ -174,11 +206,13 @@ class ASGIPortal:
         """A transport for :class:`httpx.AsyncClient` / :class:`paysdk.AsyncClient` (any event loop)."""
         return _AsyncPortalTransport(self)
 
-    async def _start(self, scope: dict[str, Any], body: bytes) -> _Exchange:
-        return _Exchange(self.app, scope, body)
-
-    async def _started(self, exchange: _Exchange) -> tuple[int, list[tuple[bytes, bytes]]]:
-        return await exchange.started
+    async def _begin(
+        self, scope: dict[str, Any], body: bytes, within: float | None
+    ) -> tuple[_Exchange, int, list[tuple[bytes, bytes]], list[bytes | BaseException]]:
+        """Start a request and wait for its answer's start (:meth:`_Exchange.begin`), in one crossing."""
+        exchange = _Exchange(self.app, scope, body)
+        status, headers, ready = await exchange.begin(within)
+        return exchange, status, headers, ready
 
     def close(self) -> None:
         """Stop the loop (pending work is cancelled) and join its thread."""
@@ -201,45 +235,84 @@ class ASGIPortal:
             self._loop.close()
 
 
+class _Body:
+    """The body items a stream holds, taken from the exchange a batch at a time."""
+
+    def __init__(self, ready: list[bytes | BaseException]) -> None:
+        self.items = ready
+        self.ended = False
+
+    def chunks(self) -> Iterator[bytes]:
+        """The held chunks, in order, until the end (``ended``) or an error (raised)."""
+        while self.items:
+            item = self.items.pop(0)
+            if isinstance(item, BaseException):
+                self.ended = True
+                raise item
+            if item == _END:
+                self.ended = True
+                return
+            yield item
+
+
 class _SyncStream(httpx.SyncByteStream):
-    def __init__(self, portal: ASGIPortal, exchange: _Exchange, timeout: float | None) -> None:
+    def __init__(
+        self,
+        portal: ASGIPortal,
+        exchange: _Exchange,
+        timeout: float | None,
+        ready: list[bytes | BaseException],
+    ) -> None:
         self._portal = portal
         self._exchange = exchange
         self._timeout = timeout
+        self._body = _Body(ready)
 
     def __iter__(self) -> Iterator[bytes]:
         while True:
+            yield from self._body.chunks()
+            if self._body.ended:
+                return
             try:
-                chunk = self._portal.call(self._exchange.next_chunk(), self._timeout)
+                self._body.items = self._portal.call(self._exchange.next_chunks(), self._timeout)
             except TimeoutError:
                 raise httpx.ReadTimeout("no bytes of the answer within the read timeout") from None
-            if chunk == _END:
-                return
-            yield chunk
 
     def close(self) -> None:
+        if self._body.ended and self._exchange.finished:
+            return  # read to its end, the app returned: nothing to tell it, nothing to cancel
         with contextlib.suppress(RuntimeError, concurrent.futures.TimeoutError):
             self._portal.call(self._exchange.close(), 10)
 
 
 class _AsyncStream(httpx.AsyncByteStream):
-    def __init__(self, portal: ASGIPortal, exchange: _Exchange, timeout: float | None) -> None:
+    def __init__(
+        self,
+        portal: ASGIPortal,
+        exchange: _Exchange,
+        timeout: float | None,
+        ready: list[bytes | BaseException],
+    ) -> None:
         self._portal = portal
         self._exchange = exchange
         self._timeout = timeout
+        self._body = _Body(ready)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         while True:
-            future = asyncio.wrap_future(self._portal.submit(self._exchange.next_chunk()))
+            for chunk in self._body.chunks():
+                yield chunk
+            if self._body.ended:
+                return
+            future = asyncio.wrap_future(self._portal.submit(self._exchange.next_chunks()))
             try:
-                chunk = await asyncio.wait_for(future, self._timeout)
+                self._body.items = await asyncio.wait_for(future, self._timeout)
             except TimeoutError:
                 raise httpx.ReadTimeout("no bytes of the answer within the read timeout") from None
-            if chunk == _END:
-                return
-            yield chunk
 
     async def aclose(self) -> None:
+        if self._body.ended and self._exchange.finished:
+            return
         with contextlib.suppress(RuntimeError):
             await asyncio.wrap_future(self._portal.submit(self._exchange.close()))
 
@@ -251,13 +324,14 @@ class _SyncPortalTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         body = request.read()
         timeout = _read_timeout(request)
-        exchange = self._portal.call(self._portal._start(_scope(request), body))
         try:
-            status, headers = self._portal.call(self._portal._started(exchange), timeout)
+            exchange, status, headers, ready = self._portal.call(
+                self._portal._begin(_scope(request), body, timeout)
+            )
         except TimeoutError:
-            self._portal.call(exchange.close())
             raise httpx.ReadTimeout("no answer within the read timeout", request=request) from None
-        return httpx.Response(status, headers=headers, stream=_SyncStream(self._portal, exchange, timeout))
+        stream = _SyncStream(self._portal, exchange, timeout, ready)
+        return httpx.Response(status, headers=headers, stream=stream)
 
 
 class _AsyncPortalTransport(httpx.AsyncBaseTransport):
@@ -267,12 +341,10 @@ class _AsyncPortalTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
         timeout = _read_timeout(request)
-        exchange = await asyncio.wrap_future(self._portal.submit(self._portal._start(_scope(request), body)))
+        begin = self._portal._begin(_scope(request), body, timeout)
         try:
-            status, headers = await asyncio.wait_for(
-                asyncio.wrap_future(self._portal.submit(self._portal._started(exchange))), timeout
-            )
+            exchange, status, headers, ready = await asyncio.wrap_future(self._portal.submit(begin))
         except TimeoutError:
-            await asyncio.wrap_future(self._portal.submit(exchange.close()))
             raise httpx.ReadTimeout("no answer within the read timeout", request=request) from None
-        return httpx.Response(status, headers=headers, stream=_AsyncStream(self._portal, exchange, timeout))
+        stream = _AsyncStream(self._portal, exchange, timeout, ready)
+        return httpx.Response(status, headers=headers, stream=stream)

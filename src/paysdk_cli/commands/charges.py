@@ -8,7 +8,9 @@ beside the file (``<FILE>.paysdk-journal``, :mod:`paysdk_cli._journal`) records 
 sent and its results once answered, so ``--resume`` after a kill sends no row twice and skips none.
 
 Output: ``-o json`` is one JSON line per row on stdout; a table is a summary and the rows not charged.
-``--report OUT.csv`` writes ``row_number,status,error,charge_id`` (:mod:`paysdk_cli._batch`). The progress
+``--report OUT.csv`` writes ``row_number,status,error,charge_id,reference,subscription_id``
+(:mod:`paysdk_cli._batch`); each row, in ``-o json`` and the report, carries its reference and
+subscription id as read from the file wherever the row has as many cells as the header (D492). The progress
 bar is on stderr, only when stderr is a terminal. Exit codes (D159): 0 every row charged, 5 some rows not
 charged, 2 nothing sent, and 4/6/7 as for every command.
 
@@ -18,6 +20,7 @@ Credentials: the profile's wallet application login (``paysdk wallet login``, D1
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +34,7 @@ from paysdk_cli._errors import CLIError, ExitCode
 from paysdk_cli._state import OutputFormat, State
 
 if TYPE_CHECKING:
-    from paysdk.resources.batch_charges import BatchChargeRow, ChargesCsv, ChargesCsvPart
+    from paysdk.resources.batch_charges import BatchChargeRow, ChargesCsv, ChargesCsvPart, RowIds
     from paysdk_cli._batch import RowOutcome
     from paysdk_cli._journal import Journal
 
@@ -71,7 +74,8 @@ def upload(
         Path | None,
         typer.Option(
             "--report",
-            help="Write row_number,status,error,charge_id for every row to this CSV file.",
+            help="Write row_number,status,error,charge_id,reference,subscription_id for every row to this "
+            "CSV file.",
             metavar="OUT.csv",
             show_default=False,
         ),
@@ -133,6 +137,21 @@ class _Run:
         self.st = st
         self.file = file
         self.report = report
+        self._part_ids: dict[int, dict[int, RowIds]] = {}
+
+    def _named(self, outcome: RowOutcome, part: ChargesCsvPart) -> RowOutcome:
+        """``outcome`` of a row of ``part`` the server did not answer, with the row's reference and
+        subscription id as read from the file (D492); the part's rows are read once per run."""
+        ids = self._part_ids.get(part.index)
+        if ids is None:
+            import paysdk
+
+            try:
+                ids = part.row_ids()
+            except paysdk.ValidationError:  # the file cannot be read again: the rows stay unnamed
+                ids = {}
+            self._part_ids[part.index] = ids
+        return _with_ids(outcome, ids.get(outcome.row))
 
     # ------------------------------------------------------------------ reading
 
@@ -161,8 +180,14 @@ class _Run:
         from paysdk_cli._output import info
 
         errors = _errors_by_row(plan)
-        outcomes = [RowOutcome(row, "valid") for part in plan.parts for row in part.layout.data_rows()]
-        outcomes += [RowOutcome(row, "invalid", error=message) for row, message in errors.items()]
+        outcomes = [
+            self._named(RowOutcome(row, "valid"), part)
+            for part in plan.parts
+            for row in part.layout.data_rows()
+        ]
+        outcomes += [
+            _invalid(RowOutcome(row, "invalid", error=message), plan) for row, message in errors.items()
+        ]
         outcomes.sort(key=lambda outcome: outcome.row)
         for number, (row, message) in enumerate(errors.items()):
             if number == ROW_ERRORS_SHOWN:
@@ -288,7 +313,7 @@ class _Run:
 
         errors = _errors_by_row(plan)
         outcomes: list[RowOutcome] = [
-            RowOutcome(row, "refused", error=message) for row, message in errors.items()
+            _invalid(RowOutcome(row, "refused", error=message), plan) for row, message in errors.items()
         ]
         actions = {
             part.index: journal.action(part.index, honours_keys=honours_keys, resend_unknown=resend_unknown)
@@ -317,7 +342,9 @@ class _Run:
             for part in plan.parts:
                 action = actions[part.index]
                 if failure is not None:
-                    outcomes += [RowOutcome(row, "unsent") for row in list(part.layout.data_rows())]
+                    outcomes += [
+                        self._named(RowOutcome(row, "unsent"), part) for row in list(part.layout.data_rows())
+                    ]
                     continue
                 if action is PartAction.KEEP:
                     outcomes += [RowOutcome.from_json(result) for result in journal.parts[part.index].results]
@@ -336,7 +363,9 @@ class _Run:
                     unknown_parts += 1
                     outcomes += self._unknown(part, journal.parts[part.index].error, honours_keys)
                 else:  # refused whole by the API: nothing of it was charged
-                    outcomes += [RowOutcome(row, "unsent") for row in list(part.layout.data_rows())]
+                    outcomes += [
+                        self._named(RowOutcome(row, "unsent"), part) for row in list(part.layout.data_rows())
+                    ]
         finally:
             progress.close()
         complete = failure is None and journal.complete()
@@ -376,7 +405,10 @@ class _Run:
             "declare idempotency-key support"
         )
         reason = f"part {part.index}: {error} ({how})"
-        return [RowOutcome(row, "unknown", error=reason) for row in list(part.layout.data_rows())]
+        return [
+            self._named(RowOutcome(row, "unknown", error=reason), part)
+            for row in list(part.layout.data_rows())
+        ]
 
     def _send_part(
         self, client: Any, journal: Journal, part: ChargesCsvPart
@@ -499,6 +531,17 @@ def _errors_by_row(plan: ChargesCsv) -> dict[int, str]:
         text = f"{error.column}: {error.message}"
         errors[error.row] = f"{errors[error.row]}; {text}" if error.row in errors else text
     return dict(sorted(errors.items()))
+
+
+def _invalid(outcome: RowOutcome, plan: ChargesCsv) -> RowOutcome:
+    """``outcome`` of an invalid row, with its reference and subscription id as read (D492)."""
+    return _with_ids(outcome, plan.invalid_ids.get(outcome.row))
+
+
+def _with_ids(outcome: RowOutcome, ids: RowIds | None) -> RowOutcome:
+    if ids is None:
+        return outcome
+    return dataclasses.replace(outcome, reference=ids.reference, subscription_id=ids.subscription_id)
 
 
 def _one_line(exc: BaseException) -> str:
