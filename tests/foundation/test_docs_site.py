@@ -119,9 +119,8 @@ def test_the_client_reference_shows_every_family_attribute() -> None:
 
 
 def _class_annotations(cls: type) -> list[str]:
-    """The generic classes of the attributes a class declares (``payment_links: PaymentLinks[Parsed]``,
-    ``self.cards: Cards[M] = ...``, a client's ``wallet: LazyResource[Wallet[Parsed]]``, D460)."""
-    pattern = r"^\s+(?:self\.)?[a-z_]+: (?:LazyResource\[)?(\w+)\["
+    """The generic classes of the sub-resources a resource class declares (``self.cards: Cards[M] = ...``)."""
+    pattern = r"^\s+(?:self\.)?[a-z_]+: (\w+)\["
     return re.findall(pattern, inspect.getsource(cls), flags=re.M)
 
 
