@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -94,9 +95,18 @@ def test_every_family_resolves_on_every_view(
     assert resource._raw is raw
     assert resource._client is bound_to
     assert getattr(target, entry.attribute) is resource  # built once, then a plain attribute
+    for path, sub in _sub_resources(resource, entry.attribute):  # client.wallet.cards...: the same mode
+        assert (sub._raw, sub._client) == (raw, bound_to), path
     if view.startswith("client.with_options"):  # a copy builds its own, bound to the copy
         assert resource is not getattr(client.with_raw_response if raw else client, entry.attribute)
         assert resource._client is not client
+
+
+def _sub_resources(resource: Any, path: str) -> Iterator[tuple[str, Any]]:
+    for name, value in vars(resource).items():
+        if not name.startswith("_") and type(value).__module__.startswith("paysdk.resources."):
+            yield f"{path}.{name}", value
+            yield from _sub_resources(value, f"{path}.{name}")
 
 
 @pytest.mark.parametrize("owner", sorted(VIEW_CLASSES))
@@ -170,6 +180,118 @@ def test_a_new_registration_is_declared_on_both_views() -> None:
         )
         assert async_part.count(declaration) == 1, mode
     assert async_part.count('"""Payouts (:class:`~paysdk.resources.payouts.Payouts`)') == 2
+
+
+#: A toy family's resource module, as the recipe writes one (docs/architecture.md, step 5).
+TOY_MODULE = '''"""A toy family (the registry test adds it to a copy of the tree)."""
+
+from __future__ import annotations
+
+from typing import Any, Unpack
+
+from paysdk._pipeline import CallOptions, Operation, apply_call_options
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
+
+
+def get_toy_operation(toy_id: str, **options: Unpack[CallOptions]) -> Operation[Any]:
+    """A toy (``GET /toys/{toyId}``)."""
+    op: Operation[Any] = Operation(method="GET", path="/toys/" + toy_id, parse=dict)
+    return apply_call_options(op, options) if options else op
+
+
+# unasync: begin
+class AsyncToys(AsyncResource[M]):
+    """Toys."""
+
+    get = AsyncEndpoint(get_toy_operation)
+
+
+# unasync: end
+
+
+# unasync: generated begin
+# unasync: generated end
+'''
+
+#: Reads the toy family on every view of both clients, calling it through a mock transport.
+TOY_PROBE = """
+import asyncio, json
+import httpx, paysdk
+
+def answer(request):
+    return httpx.Response(200, json={"id": request.url.path.rsplit("/", 1)[1]})
+
+def describe(value):
+    if isinstance(value, paysdk.APIResponse):
+        return ["raw", value.status_code, value.parse()]
+    return ["parsed", value]
+
+env = paysdk.Environment.local("http://toys.invalid")
+seen = {}
+with paysdk.Client("0" * 64, env, transport=httpx.MockTransport(answer)) as client:
+    seen["sync"] = describe(client.toys.get("t1"))
+    seen["sync raw"] = describe(client.with_raw_response.toys.get("t2"))
+    seen["sync copy raw"] = describe(client.with_options(max_retries=0).with_raw_response.toys.get("t3"))
+
+async def main():
+    async with paysdk.AsyncClient("0" * 64, env, transport=httpx.MockTransport(answer)) as client:
+        seen["async"] = describe(await client.toys.get("a1"))
+        seen["async raw"] = describe(await client.with_raw_response.toys.get("a2"))
+        seen["async copy"] = describe(await client.with_options(timeout=5).toys.get("a3"))
+
+asyncio.run(main())
+print(json.dumps(seen))
+"""
+
+
+def test_registering_a_family_puts_it_on_every_view(tmp_path: Path) -> None:
+    """The recipe's trap (issue 22): a new family's resource module plus ONE registry line, then the
+    generators (``make unasync``), and the family answers on the client, on ``with_raw_response`` and
+    on ``with_options(...)`` copies, sync and async, in the right mode; nothing else was edited."""
+    shutil.copytree(ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "scripts").mkdir()
+    for name in ("sdk_registry.py", "unasync.py"):
+        shutil.copy(ROOT / "scripts" / name, tmp_path / "scripts" / name)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    resources = tmp_path / "src" / "paysdk" / "resources"
+    (resources / "toys.py").write_text(TOY_MODULE)
+    registry = resources / "_registry.py"
+    text = registry.read_text()
+    last = '    SdkFamily("sandbox", "paysdk.resources.sandbox", "Sandbox", "Sandbox control plane"),\n'
+    assert text.count(last) == 1
+    registry.write_text(
+        text.replace(last, last + '    SdkFamily("toys", "paysdk.resources.toys", "Toys", "Toys"),\n')
+    )
+    client_module = resources.parent / "_client.py"
+    for command in (
+        ["scripts/sdk_registry.py"],
+        ["scripts/unasync.py", str(client_module), str(resources / "toys.py")],
+        ["scripts/sdk_registry.py", "--check"],
+        ["scripts/unasync.py", "--check", str(client_module), str(resources / "toys.py")],
+    ):
+        done = subprocess.run(
+            [sys.executable, *command], cwd=tmp_path, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, (command, done.stderr)
+    generated = client_module.read_text()
+    assert generated.count("toys: LazyResource[Toys[Raw]]") == 1  # the sync raw view, by unasync
+    assert generated.count("toys: LazyResource[AsyncToys[Parsed]]") == 1
+    probe = subprocess.run(
+        [sys.executable, "-c", TOY_PROBE],
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "src")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert json.loads(probe.stdout.splitlines()[-1]) == {
+        "sync": ["parsed", {"id": "t1"}],
+        "sync raw": ["raw", 200, {"id": "t2"}],
+        "sync copy raw": ["raw", 200, {"id": "t3"}],
+        "async": ["parsed", {"id": "a1"}],
+        "async raw": ["raw", 200, {"id": "a2"}],
+        "async copy": ["parsed", {"id": "a3"}],
+    }
 
 
 def test_blocks_must_be_balanced_and_complete() -> None:
