@@ -31,6 +31,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks scripts
 	$(BIN)/ruff format --check src tests examples benchmarks scripts
 	$(BIN)/mypy
+	$(BIN)/python scripts/sdk_registry.py --check
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/coverage_table.py --check
 	$(BIN)/python scripts/cli_overview.py --check
@@ -38,8 +39,9 @@ lint: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .site
 	$(BIN)/python scripts/check_site.py .site
 
-## Regenerate the sync code from the async source of truth.
+## Write the clients' family declarations from the SDK family registry, then the sync code from the async one.
 unasync: $(STAMP)
+	$(BIN)/python scripts/sdk_registry.py
 	$(BIN)/python scripts/unasync.py
 
 ## Rewrite docs/coverage.md (operation -> SDK method -> CLI command) from the families' registrations.

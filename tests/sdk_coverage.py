@@ -32,7 +32,7 @@ import httpx
 import pytest
 
 import paysdk
-from paysdk.resources._base import LazyResource
+from paysdk.resources._registry import FAMILIES
 
 #: The environment variable that makes a (collect-only) run write ``[[name, kind], ...]`` to a file.
 REPORT_ENV = "PAYSDK_COVERAGE_REPORT"
@@ -55,12 +55,6 @@ def _client(kind: str) -> paysdk.Client | paysdk.AsyncClient:
 
 def _is_resource(value: object) -> bool:
     return type(value).__module__.startswith("paysdk.resources.")
-
-
-def family_names(owner: type) -> list[str]:
-    """The API families of a client class (or of its ``with_raw_response`` view): its
-    :class:`~paysdk.resources._base.LazyResource` attributes, in declaration order."""
-    return [name for name, value in vars(owner).items() if isinstance(value, LazyResource)]
 
 
 def public_methods(kind: str) -> dict[tuple[type, str], str]:
@@ -87,8 +81,8 @@ def public_methods(kind: str) -> dict[tuple[type, str], str]:
 
     client = _client(kind)
     try:
-        for name in family_names(type(client)):  # each family is built on first read (D460)
-            walk(getattr(client, name), name)
+        for entry in FAMILIES:  # THE registry (D510); each family is built on first read (D460)
+            walk(getattr(client, entry.attribute), entry.attribute)
     finally:
         if isinstance(client, paysdk.Client):
             client.close()

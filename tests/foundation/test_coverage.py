@@ -29,6 +29,7 @@ import typer
 from fastapi import FastAPI
 
 import paysdk
+from paysdk.resources._registry import FAMILIES as SDK_FAMILIES
 from paysdk.server import create_app
 from paysdk.server.families import FAMILIES, Family, Left, Reach, check_families, family_of, route_paths
 from paysdk_cli.main import app as cli_app
@@ -125,6 +126,16 @@ def test_every_operation_has_an_sdk_method_on_both_clients_or_a_reason() -> None
                 function = methods[kind].get(name)
                 assert function is not None, f"{key}: {name} is no public method of the {kind} client"
                 assert inspect.iscoroutinefunction(function) is (kind == "async"), f"{kind} {name}"
+
+
+def test_every_server_family_names_registered_sdk_families() -> None:
+    """A registration's ``sdk_resources`` are client attributes of THE SDK family registry
+    (``paysdk.resources._registry``, D512), and every registered SDK family serves one server family."""
+    registered = [entry.attribute for entry in SDK_FAMILIES]
+    named = [name for family in FAMILIES for name in family.sdk_resources]
+    unknown = [f"{f.name}: {name}" for f in FAMILIES for name in f.sdk_resources if name not in registered]
+    assert unknown == [], "sdk_resources not in paysdk.resources._registry.FAMILIES"
+    assert sorted(named) == sorted(registered), "each SDK family serves exactly one server family"
 
 
 def _command(path: str) -> tuple[Any, list[str]]:

@@ -7,8 +7,10 @@ reference documents every name the package exports.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+import itertools
 import pkgutil
 import re
 from pathlib import Path
@@ -18,6 +20,7 @@ import yaml
 
 import paysdk
 import paysdk.callbacks
+from paysdk.resources._registry import FAMILIES, SdkFamily
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -69,10 +72,13 @@ def test_the_api_reference_documents_every_public_name() -> None:
 
 
 def test_the_api_reference_documents_every_resource_of_the_client() -> None:
-    """``client.payment_links``, ``client.wallet.cards``, ...: each attribute's class has its section."""
+    """``client.payment_links``, ``client.wallet.cards``, ...: starting from THE SDK family registry
+    (``paysdk.resources._registry``, D511), each family's class and every sub-resource class reached from
+    it has its section, and the families come in the registry's order."""
     by_name = _public_resource_classes()
-    reached: set[str] = set()
-    pending: list[type] = [paysdk.Client]
+    families = [_registered(entry) for entry in FAMILIES]
+    reached: set[str] = set(families)
+    pending: list[type] = [by_name[name.rpartition(".")[2]] for name in families]
     while pending:
         owner = pending.pop()
         for hint in _class_annotations(owner):
@@ -82,12 +88,39 @@ def test_the_api_reference_documents_every_resource_of_the_client() -> None:
                 pending.append(cls)
     assert "paysdk.resources.wallet.Cards" in reached  # two levels down: client.wallet.cards
     assert sorted(reached - _documented()) == []
+    page = re.findall(r"^::: ([\w.]+)$", (DOCS / "reference" / "resources.md").read_text(), flags=re.M)
+    assert [name for name in page if name in families] == families
+
+
+def _registered(entry: SdkFamily) -> str:
+    """The dotted name of a registered family's sync class (its section in the API reference)."""
+    return f"{entry.module}.{entry.class_name}"
+
+
+def test_the_client_reference_shows_every_family_attribute() -> None:
+    """The API reference of ``Client`` lists its family attributes: each declaration carries the
+    registry's title as its docstring (written by ``scripts/sdk_registry.py``), which mkdocstrings shows
+    (a string right after an annotated assignment is that attribute's docstring)."""
+    tree = ast.parse(inspect.getsource(paysdk.Client))
+    body = next(node for node in tree.body if isinstance(node, ast.ClassDef)).body
+    docs: dict[str, str] = {}
+    for node, after in itertools.pairwise(body):
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+        ):
+            docs[target.id] = str(after.value.value)
+    for entry in FAMILIES:
+        assert docs.get(entry.attribute, "").startswith(f"{entry.title} (:class:`~{_registered(entry)}`)"), (
+            entry.attribute
+        )
 
 
 def _class_annotations(cls: type) -> list[str]:
-    """The generic classes of the attributes a class declares (``payment_links: PaymentLinks[Parsed]``,
-    ``self.cards: Cards[M] = ...``, a client's ``wallet: LazyResource[Wallet[Parsed]]``, D460)."""
-    pattern = r"^\s+(?:self\.)?[a-z_]+: (?:LazyResource\[)?(\w+)\["
+    """The generic classes of the sub-resources a resource class declares (``self.cards: Cards[M] = ...``)."""
+    pattern = r"^\s+(?:self\.)?[a-z_]+: (\w+)\["
     return re.findall(pattern, inspect.getsource(cls), flags=re.M)
 
 

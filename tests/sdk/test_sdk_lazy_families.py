@@ -3,8 +3,8 @@
 ``from paysdk import Client`` (or ``AsyncClient``) imports no family's resource or contract module, nor
 asyncio, httpcore or the event-stream code; ``client.wallet`` imports the wallet's modules and no other
 family's. Each import check runs in a fresh interpreter, the only place where ``sys.modules`` says what an
-import costs. In process, every family attribute of both clients and of their ``with_raw_response``
-views still resolves to its resource class, in the right mode, bound to the right client.
+import costs. The families come from THE registry (``paysdk.resources._registry``); that every one of them
+resolves on every view of the clients is ``test_sdk_registry.py``'s.
 """
 
 from __future__ import annotations
@@ -13,24 +13,16 @@ import json
 import subprocess
 import sys
 import textwrap
-from typing import Any
 
-import httpx
 import pytest
 
 import paysdk
+from paysdk.resources._registry import FAMILIES as REGISTERED
 
-#: Each family attribute of the clients: (module under ``paysdk.resources``, class of the sync client).
+#: Each family attribute of the clients: (module under ``paysdk.resources``, class of the sync client),
+#: from THE registry (D510).
 FAMILIES: dict[str, tuple[str, str]] = {
-    "payment_links": ("payment_links", "PaymentLinks"),
-    "alternative_payments": ("alternative_payments", "AlternativePayments"),
-    "wallet": ("wallet", "Wallet"),
-    "sandbox": ("sandbox", "Sandbox"),
-    "subscriptions": ("subscriptions", "Subscriptions"),
-    "backoffice": ("backoffice", "Backoffice"),
-    "terminal": ("terminal", "Terminal"),
-    "reconciliation": ("reconciliation", "Reconciliation"),
-    "onboarding": ("onboarding", "Onboarding"),
+    entry.attribute: (entry.module.rpartition(".")[2], entry.class_name) for entry in REGISTERED
 }
 
 #: The modules of ``paysdk.resources`` and ``paysdk.contracts`` that are no family's: the resource
@@ -121,58 +113,6 @@ def test_the_client_import_leaves_asyncio_httpcore_and_streams_unloaded(name: st
     assert set(result["import"]) & set(NOT_AT_IMPORT) == set()
     built = {"asyncio"} if name == "AsyncClient" else set()
     assert set(result["construct"]) & set(NOT_AT_IMPORT) == built
-
-
-def _clients() -> list[paysdk.Client | paysdk.AsyncClient]:
-    env = paysdk.Environment.local("http://lazy.invalid")
-    return [
-        paysdk.Client("0" * 64, env, transport=httpx.MockTransport(lambda r: httpx.Response(500))),
-        paysdk.AsyncClient("0" * 64, env, transport=httpx.MockTransport(lambda r: httpx.Response(500))),
-    ]
-
-
-def _expected_class(client: object, family: str) -> type:
-    module, name = FAMILIES[family]
-    prefix = "Async" if isinstance(client, paysdk.AsyncClient) else ""
-    cls: type = getattr(__import__(f"paysdk.resources.{module}", fromlist=["_"]), prefix + name)
-    return cls
-
-
-@pytest.mark.parametrize(
-    "owner", ["Client", "AsyncClient", "ClientWithRawResponse", "AsyncClientWithRawResponse"]
-)
-def test_every_family_is_a_lazy_attribute(owner: str) -> None:
-    from paysdk import _client
-    from paysdk.resources._base import LazyResource
-
-    cls = getattr(_client, owner)
-    declared = [name for name, value in vars(cls).items() if isinstance(value, LazyResource)]
-    assert sorted(declared) == sorted(FAMILIES)
-
-
-@pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_every_family_resolves_to_its_resource_class(family: str) -> None:
-    for client in _clients():
-        expected = _expected_class(client, family)
-        resource: Any = getattr(client, family)
-        assert resource._client is client
-        assert resource._raw is False
-        assert type(resource) is expected
-        assert getattr(client, family) is resource  # built once, then a plain attribute
-        raw: Any = getattr(client.with_raw_response, family)
-        assert raw._client is client
-        assert raw._raw is True
-        assert type(raw) is expected
-        assert getattr(client.with_raw_response, family) is raw
-        # a copy with other options builds its own, bound to the copy
-        copy = client.with_options(max_retries=0)
-        copied: Any = getattr(copy, family)
-        assert type(copied) is expected
-        assert copied._client is copy
-        assert copied is not resource
-        assert getattr(copy.with_raw_response, family)._client is copy
-        if isinstance(client, paysdk.Client):
-            client.close()
 
 
 def test_the_class_attribute_names_the_resource_class() -> None:
