@@ -165,3 +165,44 @@ def test_a_long_cell_is_cut_past_the_limit_and_a_dtd_is_refused() -> None:
                 io.BytesIO(workbook_xlsx(laughs)), max_rows=9, max_columns=9, max_cell_chars=9, max_strings=9
             )
         )
+
+
+def _read(sheet_xml: bytes) -> list[tuple[int, list[object]]]:
+    return list(
+        xlsx.read_first_sheet(
+            io.BytesIO(workbook_xlsx(sheet_xml)),
+            max_rows=100,
+            max_columns=64,
+            max_cell_chars=1024,
+            max_strings=100,
+        )
+    )
+
+
+def test_prefixed_elements_and_other_reference_forms_read_as_the_plain_sheet() -> None:
+    """The hot loop's shortcuts (D500): local names whatever the prefix, a column from ``A``..``ZZ`` by
+    table, other forms (``$A$1``, lower case, three letters, no reference) as the reference regex reads
+    them."""
+    main = b"http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    plain = (
+        b'<worksheet xmlns="' + main + b'"><sheetData><row r="2">'
+        b'<c r="A2" t="inlineStr"><is><t>a</t></is></c><c r="C2"><v>2</v></c>'
+        b'<c r="D2" t="b"><v>1</v></c><c r="AB2" t="inlineStr"><is><t>far</t></is></c></row>'
+        b'<row r="3"><c r="A3" t="str"><f>X</f><v>text</v></c></row></sheetData></worksheet>'
+    )
+    prefixed = (
+        b'<x:worksheet xmlns:x="' + main + b'"><x:sheetData><x:row r="2">'
+        b'<x:c r="$A$2" t="inlineStr"><x:is><x:t>a</x:t></x:is></x:c><x:c r="c2"><x:v>2</x:v></x:c>'
+        b'<x:c t="b"><x:v>1</x:v></x:c><x:c r="ab2" t="inlineStr"><x:is><x:t>far</x:t></x:is></x:c></x:row>'
+        b'<x:row><x:c r="A3" t="str"><x:f>X</x:f><x:v>text</x:v></x:c></x:row></x:sheetData></x:worksheet>'
+    )
+    expected = [(2, ["a", "", 2.0, True, *[""] * 23, "far"]), (3, ["text"])]
+    assert _read(plain) == expected
+    assert _read(prefixed) == expected
+    three = (
+        b'<worksheet xmlns="'
+        + main
+        + b'"><sheetData><row r="1"><c r="AAA1"><v>1</v></c></row></sheetData></worksheet>'
+    )
+    with pytest.raises(xlsx.XlsxError, match="AAA1"):
+        _read(three)

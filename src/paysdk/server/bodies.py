@@ -54,9 +54,11 @@ __all__ = [
     "BodyBounds",
     "BodyRefused",
     "BoundedReceive",
+    "declared_framing",
     "declared_too_large",
     "framing_refusal",
     "is_upload_route",
+    "length_above",
     "parse_json_object",
     "read_json_object",
     "template_regex",
@@ -112,6 +114,9 @@ _UPLOAD_EXACT = frozenset((method, path) for method, path in UPLOAD_ROUTES if "{
 _UPLOAD_PATTERNS = tuple(
     (method, re.compile(template_regex(path) + "/?")) for method, path in UPLOAD_ROUTES if "{" in path
 )
+#: What every path :data:`_UPLOAD_PATTERNS` match starts with (their templates up to the first ``{``):
+#: a path starting with none of them is no such route, without a regex (D501).
+_UPLOAD_PREFIXES = tuple(path.partition("{")[0] for _method, path in UPLOAD_ROUTES if "{" in path)
 
 #: The bounds of :data:`UPLOAD_ROUTE_LIMITS` whose paths have a ``{name}`` segment, as patterns.
 _LIMIT_PATTERNS = tuple(
@@ -122,12 +127,13 @@ _LIMIT_PATTERNS = tuple(
 
 
 def is_upload_route(method: str, path: str) -> bool:
-    """Whether ``method path`` is an upload route (:data:`UPLOAD_ROUTES`): one set lookup per request."""
+    """Whether ``method path`` is an upload route (:data:`UPLOAD_ROUTES`): one set lookup per request,
+    and the patterns of the routes with a ``{name}`` segment only for a path starting as one (D501)."""
     if (method, path) in _UPLOAD_EXACT:
         return True
     if path.endswith("/") and (method, path.rstrip("/")) in _UPLOAD_EXACT:
         return True
-    return bool(_UPLOAD_PATTERNS) and any(
+    return path.startswith(_UPLOAD_PREFIXES) and any(
         want == method and pattern.fullmatch(path) for want, pattern in _UPLOAD_PATTERNS
     )
 
@@ -181,24 +187,38 @@ def framing_refusal(scope: Scope) -> BodyRefused | None:
     hidden in the body (by a proxy in front that frames by ``Content-Length``) would be answered: request
     smuggling. The answer carries ``Connection: close``, so nothing after this request's head is read.
     """
-    length = coding = False
-    for key, _value in scope["headers"]:
-        if key == b"content-length":
-            length = True
+    length, coded = declared_framing(scope)
+    return BodyRefused.framed_twice() if length is not None and coded else None
+
+
+def declared_framing(scope: Scope) -> tuple[bytes | None, bool]:
+    """The request's ``Content-Length`` (its first value; ``None`` without one) and whether it declares
+    ``Transfer-Encoding``: what :func:`framing_refusal` and :func:`declared_too_large` look at, found in
+    one pass over the headers (the middleware makes that one pass per request, D501)."""
+    length: bytes | None = None
+    coded = False
+    for key, value in scope["headers"]:
+        if key == b"content-length":  # ASGI servers give header names in lower case
+            if length is None:
+                length = value
         elif key == b"transfer-encoding":
-            coding = True
-    return BodyRefused.framed_twice() if length and coding else None
+            coded = True
+    return length, coded
+
+
+def length_above(length: bytes | None, limit: int) -> bool:
+    """Whether a declared ``Content-Length`` value (:func:`declared_framing`) is above ``limit``."""
+    if length is None:
+        return False
+    try:
+        return int(length) > limit
+    except ValueError:
+        return False  # the server (h11) refuses a malformed length before the app runs
 
 
 def declared_too_large(scope: Scope, limit: int) -> bool:
     """Whether the request declares a ``Content-Length`` above ``limit`` (checked before any read)."""
-    for key, value in scope["headers"]:
-        if key == b"content-length":  # ASGI servers give header names in lower case
-            try:
-                return int(value) > limit
-            except ValueError:
-                return False  # the server (h11) refuses a malformed length before the app runs
-    return False
+    return length_above(declared_framing(scope)[0], limit)
 
 
 _DISCONNECT: Message = {"type": "http.disconnect"}
@@ -249,9 +269,9 @@ class BodyBounds:
         self._handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def wrap(self, scope: Scope, receive: Receive) -> BoundedReceive:
-        """The bounded ``receive`` of one request."""
-        return BoundedReceive(self, scope, receive)
+    def wrap(self, scope: Scope, receive: Receive, bounds: tuple[int, float] | None = None) -> BoundedReceive:
+        """The bounded ``receive`` of one request; ``bounds``: its :meth:`bounds_of`, when known."""
+        return BoundedReceive(self, scope, receive, bounds)
 
     def limit_for(self, scope: Scope) -> int:
         """The largest body of this request (:meth:`bounds_of` its method and path)."""
@@ -322,11 +342,19 @@ class BoundedReceive:
         "expired",
     )
 
-    def __init__(self, bounds: BodyBounds, scope: Scope, receive: Receive) -> None:
+    def __init__(
+        self,
+        bounds: BodyBounds,
+        scope: Scope,
+        receive: Receive,
+        limits: tuple[int, float] | None = None,
+    ) -> None:
         self._bounds = bounds
         self._scope = scope
         self._receive = receive
-        self._limit, self._timeout = bounds.bounds_of(scope["method"], scope["path"])
+        self._limit, self._timeout = (
+            limits if limits is not None else bounds.bounds_of(scope["method"], scope["path"])
+        )
         self._received = 0
         self._state = 0  # 0 reading, 1 complete, 2 refused or disconnected
         self.deadline = 0.0

@@ -75,7 +75,7 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk._redact import MASK, is_sensitive_name
-from paysdk.server.bodies import BodyBounds, BodyRefused, declared_too_large, framing_refusal
+from paysdk.server.bodies import BodyBounds, BodyRefused, declared_framing, length_above
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
 from paysdk.server.core_tables import ClientRow, IdempotencyRow, RequestLogRow
@@ -179,8 +179,9 @@ def is_control_path(path: str, control: tuple[str, ...] = _CONTROL) -> bool:
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
+    size = len(name)
     for key, value in scope.get("headers", ()):
-        if key.lower() == name:
+        if len(key) == size and key.lower() == name:
             return bytes(value)
     return None
 
@@ -723,16 +724,20 @@ class ServerMiddleware:
             await self.app(scope, receive, send)
             return
         request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
+        # One pass over the headers for the two checks of the body's framing (D501).
+        length, coded = declared_framing(scope)
         # Content-Length with Transfer-Encoding: 400, and the connection closed (D390).
-        refused: APIProblem | None = framing_refusal(scope)
+        refused: APIProblem | None = BodyRefused.framed_twice() if coded and length is not None else None
         if refused is None:
             refused = self.context.addresses.refusal(scope)  # allowed host, control plane (D91, D92)
         if refused is None and self.context.control.guarded:
             refused = self.context.control.refusal(scope)  # the control token (D270)
+        bounds = (0, 0.0)
         if refused is None:
-            limit = self.body_bounds.limit_for(scope)  # larger on upload routes (D110)
-            if declared_too_large(scope, limit):
-                refused = BodyRefused.too_large(limit)  # before a byte is read (D85)
+            # Larger on upload routes (D110); found once, for this check and the bounded receive.
+            bounds = self.body_bounds.bounds_of(scope["method"], scope["path"])
+            if length_above(length, bounds[0]):
+                refused = BodyRefused.too_large(bounds[0])  # before a byte is read (D85)
         if refused is not None:
             stamped = _stamping(send, request_id.encode("ascii"))
             if not is_control_path(scope["path"], self._control):  # a marked upload's 413 (D392)
@@ -746,7 +751,7 @@ class ServerMiddleware:
                 self._fast_lane = fast_lane
                 self._param_lane = parametrized_lane(self._families)
             self._routers = None
-        receive = self.body_bounds.wrap(scope, receive)
+        receive = self.body_bounds.wrap(scope, receive, bounds)
         path = scope["path"]
         hook = path.rstrip("/") == HOOK_PATH
         if hook and scope["method"] == "OPTIONS":
@@ -762,7 +767,9 @@ class ServerMiddleware:
                     await self._dispatch(scope, receive, stamped)  # the reset is in the fast lane
             return
         exchange = _Exchange(self, scope, send, hook, request_id)
-        exchange.deprecated = await self._deprecation_marks()
+        # The marks as read last, without a coroutine while they are fresh (D501).
+        marks = deprecations.fresh(self._fault_key)
+        exchange.deprecated = marks if marks is not None else await self._deprecation_marks()
         try:
             await self._faults(scope, receive, exchange.send)
         except ClientDisconnect:  # mid-body: BoundedReceive logged it

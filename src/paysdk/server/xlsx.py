@@ -14,7 +14,9 @@ memory. This reader never holds more than a row, the shared strings (bounded) an
   caller's row and column limits before the row is kept.
 * The XML is parsed by ``expat`` as it is inflated, 64 KiB at a time, text kept only inside a value
   (``<v>``, ``<t>``) and cut at ``max_cell_chars + 1`` characters (the caller refuses a longer cell); a
-  document type declaration (entity expansion) is refused.
+  document type declaration (entity expansion) is refused. Elements are known by their local name,
+  whatever their namespace; the sheet and the shared strings, the large parts, are parsed without
+  namespace processing (``x:c`` is ``c``, an undeclared prefix is not an error there, D500).
 
 Errors are :class:`XlsxError` with the row when there is one; the caller words them as its file errors.
 """
@@ -27,7 +29,6 @@ import zipfile
 import zlib
 from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import IO, Final
 from xml.parsers import expat
 
@@ -86,8 +87,32 @@ def _column_number(letters: str) -> int:
     return number
 
 
-def _local(name: str) -> str:
-    return name.rpartition(" ")[2]
+#: Element names cached per parse at most (a file naming more elements is read, only less quickly).
+_NAMES_MAX: Final = 256
+#: Column letters in upper case -> column number, ``A`` to ``ZZ`` (longer ones are computed).
+_COLUMNS: Final = {column_name(number): number for number in range(1, 703)}
+
+
+class _LocalNames(dict[str, str]):
+    """An element's name as ``expat`` gives it -> its local name, whatever the namespace: the expanded
+    name ``"namespace local"`` (``separator`` ``" "``) or the qualified name ``"prefix:local"``
+    (``separator`` ``":"``, a parser without namespace processing). One dict look-up per element instead
+    of a call (D500); a bounded cache."""
+
+    def __init__(self, separator: str = " ") -> None:
+        super().__init__()
+        self.separator = separator
+
+    def __missing__(self, name: str) -> str:
+        local = name.rpartition(self.separator)[2]
+        if len(self) < _NAMES_MAX:
+            self[name] = local
+        return local
+
+
+def _column_of(letters: str) -> int:
+    number = _COLUMNS.get(letters)
+    return number if number is not None else _column_number(letters)
 
 
 def _refuse_dtd(*_args: object) -> None:
@@ -100,17 +125,21 @@ def _parse(
     start: Callable[[str, dict[str, str]], None],
     end: Callable[[str], None] | None = None,
     text: Callable[[str], None] | None = None,
+    *,
+    namespaces: bool = True,
 ) -> Iterator[None]:
     """Parse member ``name`` with ``expat`` as it is inflated; yields after each chunk (the sheet's
-    reader hands over the rows completed by then)."""
-    parser = expat.ParserCreate(namespace_separator=" ")
+    reader hands over the rows completed by then). The handlers get ``expat``'s expanded names
+    (``"namespace local"``), or the names as written (``"prefix:local"``) with ``namespaces`` false:
+    :class:`_LocalNames` gives the local one."""
+    parser = expat.ParserCreate(namespace_separator=" ") if namespaces else expat.ParserCreate()
     parser.buffer_text = True
     parser.buffer_size = _CHUNK
     parser.StartDoctypeDeclHandler = _refuse_dtd
     parser.EntityDeclHandler = _refuse_dtd
-    parser.StartElementHandler = lambda tag, attrs: start(_local(tag), attrs)
+    parser.StartElementHandler = start
     if end is not None:
-        parser.EndElementHandler = lambda tag: end(_local(tag))
+        parser.EndElementHandler = end
     if text is not None:
         parser.CharacterDataHandler = text
     try:
@@ -139,8 +168,10 @@ def _relationships(archive: zipfile.ZipFile, name: str) -> dict[str, tuple[str, 
     if name not in archive.NameToInfo:
         return found
 
-    def start(tag: str, attrs: dict[str, str]) -> None:
-        if tag == "Relationship" and "Id" in attrs:
+    names = _LocalNames()
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        if names[name] == "Relationship" and "Id" in attrs:
             found[attrs["Id"]] = (attrs.get("Type", ""), attrs.get("Target", ""))
 
     _run(_parse(archive, name, start))
@@ -203,8 +234,10 @@ def _first_sheet(archive: zipfile.ZipFile) -> tuple[str, str | None]:
         _small_part(archive, part)
     sheet_ids: list[str] = []
 
-    def start(tag: str, attrs: dict[str, str]) -> None:
-        if tag == "sheet" and _REL_ID in attrs:
+    names = _LocalNames()
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        if names[name] == "sheet" and _REL_ID in attrs:
             sheet_ids.append(attrs[_REL_ID])
 
     _run(_parse(archive, workbook, start))
@@ -223,28 +256,6 @@ def _first_sheet(archive: zipfile.ZipFile) -> tuple[str, str | None]:
     return sheet, shared
 
 
-@dataclass
-class _Text:
-    """Text of the value being read, cut at ``limit`` characters."""
-
-    limit: int
-    parts: list[str] = field(default_factory=list)
-    size: int = 0
-    on: bool = False
-
-    def add(self, data: str) -> None:
-        if self.on and self.size < self.limit:
-            piece = data[: self.limit - self.size]
-            self.parts.append(piece)
-            self.size += len(piece)
-
-    def take(self) -> str:
-        value = "".join(self.parts)
-        self.parts.clear()
-        self.size = 0
-        return value
-
-
 class _SharedStrings:
     """The shared strings table, packed: one UTF-8 buffer and the offsets of its strings."""
 
@@ -252,53 +263,58 @@ class _SharedStrings:
         self.data = bytearray()
         self.offsets = array("Q", [0])
 
-    def add(self, value: str) -> None:
-        self.data += value.encode("utf-8")
-        if len(self.data) > MAX_SHARED_BYTES:
-            raise XlsxError(
-                f"is refused: its shared strings hold more than {MAX_SHARED_BYTES >> 20} MiB of text"
-            )
-        self.offsets.append(len(self.data))
-
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
     def __getitem__(self, index: int) -> str:
-        return bytes(self.data[self.offsets[index] : self.offsets[index + 1]]).decode("utf-8")
+        return self.data[self.offsets[index] : self.offsets[index + 1]].decode("utf-8")
 
 
 def _shared_strings(archive: zipfile.ZipFile, name: str, max_strings: int, max_chars: int) -> _SharedStrings:
+    """The shared strings part read into a :class:`_SharedStrings`: each string's text (its ``<t>``
+    elements outside phonetic runs ``<rPh>``) cut at ``max_chars`` characters."""
     table = _SharedStrings()
-    text = _Text(max_chars)
+    data, offsets = table.data, table.offsets
+    names = _LocalNames(":")
+    kept = ""  # the text of the string being read
+    on = False
     phonetic = 0
 
-    def start(tag: str, _attrs: dict[str, str]) -> None:
-        nonlocal phonetic
-        if tag == "rPh":
+    def start(name: str, _attrs: dict[str, str]) -> None:
+        nonlocal on, phonetic
+        tag = names[name]
+        if tag == "t":
+            if not phonetic:
+                on = True
+        elif tag == "rPh":
             phonetic += 1
-        elif tag == "t" and not phonetic:
-            text.on = True
 
-    def end(tag: str) -> None:
-        nonlocal phonetic
-        if tag == "rPh":
-            phonetic -= 1
-        elif tag == "t":
-            text.on = False
+    def end(name: str) -> None:
+        nonlocal on, phonetic, kept
+        tag = names[name]
+        if tag == "t":
+            on = False
         elif tag == "si":
-            if len(table) >= max_strings:
+            if len(offsets) > max_strings:
                 raise XlsxError(f"is refused: it holds more than {max_strings:,} shared strings")
-            table.add(text.take())
+            if kept:
+                data.extend(kept.encode("utf-8"))
+                kept = ""
+                if len(data) > MAX_SHARED_BYTES:
+                    raise XlsxError(
+                        f"is refused: its shared strings hold more than {MAX_SHARED_BYTES >> 20} MiB of text"
+                    )
+            offsets.append(len(data))
+        elif tag == "rPh":
+            phonetic -= 1
 
-    _run(_parse(archive, name, start, end, text.add))
+    def text(chars: str) -> None:
+        nonlocal kept
+        if on and len(kept) < max_chars:
+            kept += chars[: max_chars - len(kept)]
+
+    _run(_parse(archive, name, start, end, text, namespaces=False))
     return table
-
-
-def _cell_ref(ref: str) -> tuple[int, int] | None:
-    matched = _REF.fullmatch(ref)
-    if matched is None:
-        return None
-    return int(matched.group(2)), _column_number(matched.group(1))
 
 
 def read_first_sheet(
@@ -310,7 +326,10 @@ def read_first_sheet(
 
     :class:`XlsxError` for an archive or sheet that breaks the limits of the module docstring, a sheet
     declaring (``<dimension>``) or holding a value beyond row ``max_rows`` or column ``max_columns``,
-    rows out of order, more than ``max_strings`` shared strings, or XML that cannot be read."""
+    rows out of order, more than ``max_strings`` shared strings, or XML that cannot be read.
+
+    The handlers are closures over plain locals: per element one dict look-up for its local name, per
+    cell a table look-up for its column and one string for its text (D500)."""
     archive = open_workbook(stream)
     sheet, shared_name = _first_sheet(archive)
     shared = (
@@ -318,86 +337,116 @@ def read_first_sheet(
         if shared_name is not None
         else _SharedStrings()
     )
+    strings, offsets, count = shared.data, shared.offsets, len(shared)
     limits = f"the limits of {max_rows:,} rows and {max_columns} columns (A to {column_name(max_columns)})"
-    text = _Text(max_cell_chars + 1)
+    limit = max_cell_chars + 1
+    names = _LocalNames(":")
+    match_ref, columns = _REF.fullmatch, _COLUMNS
     ready: list[tuple[int, list[object]]] = []
-    state = {"row": 0, "column": 0, "phonetic": 0, "inline": 0}
     cells: list[object] = []
+    buf = ""
+    on = False
+    row = column = phonetic = 0
+    inline = False
     kind = ""
 
-    def beyond(row: int, column: int) -> bool:
-        return row > max_rows or column > max_columns
-
-    def start(tag: str, attrs: dict[str, str]) -> None:
-        nonlocal kind
+    def start(name: str, attrs: dict[str, str]) -> None:
+        nonlocal kind, on, row, column, phonetic, inline, cells
+        tag = names[name]
         if tag == "c":
-            ref = _cell_ref(attrs.get("r", ""))
-            state["column"] = ref[1] if ref is not None else state["column"] + 1
+            ref = attrs.get("r", "")
+            letters = ref.rstrip("0123456789")
+            number = columns.get(letters)
+            if number is not None and 0 < len(ref) - len(letters) < 8:
+                column = number  # what _REF reads from "A1" to "ZZ9999999", without the regex
+            else:
+                matched = match_ref(ref)
+                if matched is None:
+                    column += 1
+                else:
+                    letters = matched[1]
+                    column = columns.get(letters) or _column_number(letters)
             kind = attrs.get("t", "n")
         elif tag == "v":
-            text.on = True
-        elif tag == "is":
-            state["inline"] = 1
-        elif tag == "rPh":
-            state["phonetic"] += 1
-        elif tag == "t" and state["inline"] and not state["phonetic"]:
-            text.on = True
+            on = True
         elif tag == "row":
-            number = attrs.get("r", "")
-            row = int(number) if number.isdigit() else state["row"] + 1
-            if row <= state["row"]:
-                raise XlsxError(f"{_NOT_READABLE} (its rows are out of order)", row)
-            state["row"], state["column"] = row, 0
-            cells.clear()
+            written = attrs.get("r", "")
+            new_row = int(written) if written.isdigit() else row + 1
+            if new_row <= row:
+                raise XlsxError(f"{_NOT_READABLE} (its rows are out of order)", new_row)
+            row, column = new_row, 0
+            if cells:
+                cells = []
+        elif tag == "is":
+            inline = True
+        elif tag == "rPh":
+            phonetic += 1
+        elif tag == "t":
+            if inline and not phonetic:
+                on = True
         elif tag == "dimension":
-            last = _cell_ref(attrs.get("ref", "").rpartition(":")[2])
-            if last is not None and beyond(*last):
+            declared = attrs.get("ref", "")
+            last = _REF.fullmatch(declared.rpartition(":")[2])
+            if last is not None and (int(last[2]) > max_rows or _column_of(last[1]) > max_columns):
                 raise XlsxError(
-                    f"is refused: its sheet declares cells up to {attrs['ref'].rpartition(':')[2]} "
-                    f"(dimension {attrs['ref']}), beyond {limits}"
+                    f"is refused: its sheet declares cells up to {declared.rpartition(':')[2]} "
+                    f"(dimension {declared}), beyond {limits}"
                 )
 
-    def end(tag: str) -> None:
-        if tag in ("v", "t"):
-            text.on = False
-        elif tag == "rPh":
-            state["phonetic"] -= 1
-        elif tag == "is":
-            state["inline"] = 0
+    def end(name: str) -> None:
+        nonlocal on, phonetic, inline, buf, cells
+        tag = names[name]
+        if tag == "v" or tag == "t":
+            on = False
         elif tag == "c":
-            raw = text.take()
-            if raw == "":
+            if not buf:
                 return
+            raw = buf
+            buf = ""
             value: object
             if kind == "s":
-                if not raw.strip().isdigit() or int(raw) >= len(shared):
-                    raise XlsxError(f"{_NOT_READABLE} (a cell names a missing shared string)", state["row"])
-                value = shared[int(raw)]
-            elif kind == "b":
-                value = raw.strip() == "1"
+                if not raw.isdigit() and not raw.strip().isdigit():
+                    raise XlsxError(f"{_NOT_READABLE} (a cell names a missing shared string)", row)
+                index = int(raw)
+                if index >= count:
+                    raise XlsxError(f"{_NOT_READABLE} (a cell names a missing shared string)", row)
+                value = strings[offsets[index] : offsets[index + 1]].decode("utf-8")
+                if not value:
+                    return
             elif kind == "n":
                 try:
                     value = float(raw)
                 except ValueError:
                     value = raw
+            elif kind == "b":
+                value = raw.strip() == "1"
             else:  # inlineStr, str (a formula's text), e (an error such as #N/A), d (an ISO date)
                 value = raw
-            if value == "":
-                return
-            row, column = state["row"], state["column"]
-            if beyond(row, column):
+            if row > max_rows or column > max_columns:
                 raise XlsxError(
                     f"is refused: it has a value at {column_name(column)}{row}, beyond {limits}", row
                 )
-            cells.extend([""] * (column - 1 - len(cells)))
-            if column <= len(cells):
-                raise XlsxError(f"{_NOT_READABLE} (its cells are out of order)", row)
+            gap = column - 1 - len(cells)
+            if gap:
+                if gap < 0:
+                    raise XlsxError(f"{_NOT_READABLE} (its cells are out of order)", row)
+                cells.extend([""] * gap)
             cells.append(value)
-        elif tag == "row" and cells:
-            ready.append((state["row"], list(cells)))
-            cells.clear()
+        elif tag == "row":
+            if cells:
+                ready.append((row, cells))
+                cells = []
+        elif tag == "is":
+            inline = False
+        elif tag == "rPh":
+            phonetic -= 1
 
-    for _ in _parse(archive, sheet, start, end, text.add):
+    def text(chars: str) -> None:
+        nonlocal buf
+        if on and len(buf) < limit:
+            buf += chars[: limit - len(buf)]
+
+    for _ in _parse(archive, sheet, start, end, text, namespaces=False):
         if ready:
             yield from ready
             ready.clear()
