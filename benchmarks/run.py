@@ -45,6 +45,9 @@
     the same run (goal: at most stripe's); and in those venvs, the import cost of
     ``from paysdk import Client``, ``import stripe``, ``import openai`` and ``import httpx, pydantic``
     (medians, shown).
+14. A 5,000-row batch CSV charge file against the reference server on SQLite
+    (``benchmarks/bench_batch_charges.py``): the median of 5 uploads of a new file through the SDK, from
+    the call to the report with every row charged (goal < 1 s; the rows are charged in bulk, D515-D517).
 
 Rounds are interleaved (raw, sdk, raw, sdk, ...) and the median per-round time is compared, so drift of
 a shared machine hits both sides alike. Servers run on CPU 0 and the throughput load generator on CPU 1
@@ -531,6 +534,10 @@ def main() -> None:
     )
     if (small_charged, large_charged) != (10_000, 100_000):
         raise SystemExit(f"renewals charged {small_charged} and {large_charged}, not every due subscription")
+
+    from benchmarks.bench_batch_charges import batch_charge_rows  # batch CSV charges in bulk (D515-D517)
+
+    rows.extend(batch_charge_rows())
 
     growth, speed = bench_upload()
     rows.append(("upload 200 MB peak RSS growth", f"{speed:.0f} MB/s", f"{growth:.1f} MB", "< 50 MB"))
