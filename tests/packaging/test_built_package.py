@@ -46,7 +46,8 @@ from ._build import INSTALL_TIMEOUT, Dist, clean_env, make_venv
 FILE_NAME = DISTRIBUTION.replace("-", "_")
 
 #: What a bare ``pip install paysdk-toolkit`` must bring: the SDK's own dependencies, nothing more.
-SDK_REQUIREMENTS = {"httpx", "httpcore", "pydantic", "pynacl", "phonenumberslite"}
+#: No phone library: the SDK checks userId's E.164 shape itself, the server its country (D525).
+SDK_REQUIREMENTS = {"httpx", "httpcore", "pydantic", "pynacl"}
 #: Distributions only an extra may bring.
 EXTRA_DISTRIBUTIONS = {
     "fastapi",
@@ -59,6 +60,8 @@ EXTRA_DISTRIBUTIONS = {
     "platformdirs",
     "python-multipart",
     "python-calamine",
+    "phonenumberslite",  # the server's country check of userId (D525)
+    "phonenumbers",
     "typer",
     "click",
     "rich",
@@ -77,6 +80,7 @@ EXTRA_MODULES = (
     "platformdirs",
     "multipart",
     "python_calamine",
+    "phonenumbers",
     "typer",
     "click",
     "rich",
@@ -272,7 +276,8 @@ def test_the_wheel_metadata_has_the_one_version_and_the_extras(dist: Dist) -> No
             extra = req.rsplit("extra ==", 1)[1].strip().strip("'\"")
             by_extra.setdefault(extra, set()).add(_dist_name(req))
     assert by_extra["cli"] == {"typer", "rich", "keyring", "platformdirs"}
-    assert {"fastapi", "uvicorn", "sqlalchemy", "psycopg"} <= by_extra["server"]
+    assert {"fastapi", "uvicorn", "sqlalchemy", "psycopg", "phonenumberslite"} <= by_extra["server"]
+    assert "phonenumbers" not in by_extra["server"]  # the lite package, without the geodata (D423)
     assert by_extra["redis"] == {"redis"}
     assert by_extra["testing"] == by_extra["server"] | {"pytest"}
     assert by_extra["all"] == by_extra["server"] | by_extra["cli"] | by_extra["redis"] | {"pytest"}
@@ -334,7 +339,6 @@ def test_a_bare_install_imports_the_sdk_alone_and_the_command_names_its_extra(
 
     installed = _installed(venv)
     assert DISTRIBUTION in installed
-    assert "phonenumbers" not in installed  # the lite package, without the geodata (D423)
     assert installed >= SDK_REQUIREMENTS
     assert sorted(installed & EXTRA_DISTRIBUTIONS) == []
 
@@ -374,7 +378,7 @@ def test_the_cli_install_saves_a_profile_offline_and_names_the_server_extra(
     bin_dir = make_venv(venv, f"{dist.wheel}[cli]")
     installed = _installed(venv)
     assert {"typer", "rich", "keyring", "platformdirs"} <= installed
-    assert not installed & {"fastapi", "uvicorn", "sqlalchemy", "pytest"}
+    assert not installed & {"fastapi", "uvicorn", "sqlalchemy", "pytest", "phonenumberslite"}
     env = clean_env(PAYSDK_CONFIG_DIR=str(tmp_path / "config"))
 
     help_ = _run(bin_dir, "paysdk", "--help", cwd=tmp_path, env=env)

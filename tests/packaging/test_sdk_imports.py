@@ -26,6 +26,7 @@ EXTRA_ONLY = (
     "multipart",
     "python_multipart",
     "python_calamine",
+    "phonenumbers",
     "platformdirs",
     "typer",
     "click",

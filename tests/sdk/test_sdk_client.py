@@ -82,7 +82,7 @@ def test_optional_link_fields_and_e164_normalisation(make_harness: HarnessFactor
     harness.call(
         lambda c: create_link(
             c,
-            user_id="+502 2345-6789",
+            user_id=" +502 (2345) 67-89 ",  # separators and spaces dropped (D525)
             channel=paysdk_channel("sms"),
             currency="USD",
             external_id="order-9",

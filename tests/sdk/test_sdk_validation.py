@@ -35,7 +35,14 @@ GOOD: dict[str, Any] = {
 BAD_LINK_ARGS = [
     ("user_id", "12345"),
     ("user_id", "+1 555"),
-    ("user_id", "+999123456789"),
+    ("user_id", "50223456789"),  # no "+"
+    ("user_id", "0050223456789"),  # an international prefix instead of "+"
+    ("user_id", "+0502234567"),  # no country code starts with 0
+    ("user_id", "+1234567890123456"),  # 16 digits: E.164 allows 15
+    ("user_id", "+1 800 FLOWERS"),  # letters
+    ("user_id", "+502 2345 6789 ext. 12"),  # an extension
+    ("user_id", "++50223456789"),
+    ("user_id", "+"),
     ("user_id", "not a phone"),
     ("user_id", ""),
     ("user_id", 50223456789),
@@ -136,6 +143,11 @@ def test_other_arguments(make_harness: HarnessFactory, call: Any, field: str) ->
         ("+50223456789", "+50223456789"),
         ("+502 2345 6789", "+50223456789"),
         ("+1 (650) 253-0000", "+16502530000"),
+        (" +502.2345.6789 ", "+50223456789"),
+        ("+502\u00a02345\u20136789", "+50223456789"),  # a no-break space and an en dash, as pasted
+        ("+290 1234", "+2901234"),  # 7 digits: Saint Helena, among the shortest in service
+        ("+999123456789", "+999123456789"),  # a shape the SDK takes; no country has +999: the server's 409
+        ("+50200000000", "+50200000000"),  # possible, not valid: the server decides (D525)
     ],
 )
 def test_phone_reformatted(given_phone: str, e164: str) -> None:

@@ -16,6 +16,8 @@ from paysdk.contracts.spreadsheet import check_free_text
 
 __all__ = [
     "CHANNEL_DISPLAY_NAMES",
+    "E164_MAX_DIGITS",
+    "E164_MIN_DIGITS",
     "Channel",
     "ChannelName",
     "Currency",
@@ -27,6 +29,7 @@ __all__ = [
     "NoFormula",
     "OwnCode",
     "WireModel",
+    "parse_e164",
     "parse_money",
 ]
 
@@ -160,6 +163,45 @@ def parse_money(value: object, *, places: int = 2, field: str = "amount") -> Dec
     if result.adjusted() >= 15:
         raise ValueError(f"{field} is too large")
     return result
+
+
+#: Digits an E.164 number holds after the ``+``: at most 15 (ITU-T E.164); at least 7, the shortest
+#: numbers in international service (a 3-digit country code and a 4-digit subscriber number, as in
+#: Saint Helena +290, Niue +683 or Tokelau +690). D525.
+E164_MIN_DIGITS = 7
+E164_MAX_DIGITS = 15
+#: What people type between the digits and :func:`parse_e164` drops: whitespace (any, as no-break spaces
+#: pasted from documents), hyphen and the Unicode dashes and minus, dot, parentheses.
+_E164_SEPARATORS = re.compile(r"[\s\-\u2010-\u2015\u2212.()]+")
+_E164_EXAMPLE = "e.g. +50212345678"
+
+
+def parse_e164(value: str) -> str:
+    """The canonical E.164 form (``+`` and digits only) of a phone number, or ``ValueError`` saying why.
+
+    Dependency-free and pure: separators (whitespace, dashes, dots, parentheses) are dropped; what is left
+    must be ``+``, a country code not starting with 0, and 7 to 15 digits in all. Whether the number
+    exists for its country is not checked here: the reference server does that (``409 / 5000`` naming
+    ``userId``). The SDK, the CLI (through the SDK) and the server apply this same rule (D525, D24).
+    """
+    text = _E164_SEPARATORS.sub("", value)
+    if not text:
+        raise ValueError(f"must be a phone number in E.164 form, {_E164_EXAMPLE}")
+    if not text.startswith("+"):
+        raise ValueError(f"must start with + and the country code (E.164 form, {_E164_EXAMPLE})")
+    digits = text[1:]
+    if digits and not (digits.isascii() and digits.isdigit()):
+        raise ValueError(
+            "must be + and digits only (spaces, dashes, dots and parentheses are ignored; "
+            f"no letters or extensions), {_E164_EXAMPLE}"
+        )
+    if not E164_MIN_DIGITS <= len(digits) <= E164_MAX_DIGITS:
+        raise ValueError(
+            f"must have {E164_MIN_DIGITS} to {E164_MAX_DIGITS} digits after the + (E.164), not {len(digits)}"
+        )
+    if digits[0] == "0":
+        raise ValueError("must not start with +0: country codes start with 1 to 9 (E.164)")
+    return text
 
 
 def _wire_amount(value: object) -> object:

@@ -5,7 +5,6 @@ Every check raises :class:`paysdk.ValidationError` naming the argument, before a
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -15,7 +14,7 @@ import pydantic
 
 from paysdk._errors import ValidationError
 from paysdk._secret import Secret
-from paysdk.contracts.common import Channel, Currency, parse_money
+from paysdk.contracts.common import Channel, Currency, parse_e164, parse_money
 
 __all__ = [
     "check_ads",
@@ -46,28 +45,18 @@ def check_amount(value: object, field: str = "amount") -> Decimal:
 
 
 def check_phone(value: object, field: str = "user_id") -> str:
-    """A valid phone number in E.164 form (``+`` and country code), returned reformatted as E.164."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(field, "must be a phone number in E.164 form, e.g. +50212345678")
-    result, problem = _e164(value.strip())
-    if problem:
-        raise ValidationError(field, problem)
-    return result
+    """A phone number in E.164 form, returned canonical (``+`` and digits, separators dropped).
 
-
-@functools.lru_cache(maxsize=4096)
-def _e164(text: str) -> tuple[str, str]:
-    """(E.164 form, "") or ("", what is wrong). Cached: parsing a number costs ~50 us and merchants
-    send the same customers' numbers again and again."""
-    import phonenumbers  # imported here: keeps ``import paysdk`` light
-
+    The shape only (:func:`paysdk.contracts.common.parse_e164`: ``+``, a country code not starting with 0,
+    7 to 15 digits); whether the number exists for its country is the server's check, answered as
+    ``409 / 5000`` naming ``userId`` (:class:`paysdk.InvalidFieldError`). Decisions D24, D525.
+    """
+    if not isinstance(value, str):
+        raise ValidationError(field, "must be a phone number in E.164 form (a str), e.g. +50212345678")
     try:
-        number = phonenumbers.parse(text, None)
-    except phonenumbers.NumberParseException:
-        return "", "is not a parseable phone number in E.164 form (e.g. +50212345678)"
-    if not phonenumbers.is_valid_number(number):
-        return "", "is not a valid phone number for its country code"
-    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164), ""
+        return parse_e164(value)
+    except ValueError as exc:
+        raise ValidationError(field, str(exc)) from None
 
 
 def check_channel(value: object, field: str = "channel") -> Channel:

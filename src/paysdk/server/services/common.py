@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from paysdk.contracts.common import OwnCode
+from paysdk.contracts.common import OwnCode, parse_e164
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.db import from_cents, to_cents
 from paysdk.server.errors import APIProblem
@@ -20,15 +20,25 @@ __all__ = ["Checked", "check_against_client", "check_phone"]
 
 
 def check_phone(user_id: str, field: str = "userId") -> None:
-    """``userId`` must parse as an E.164 phone number (spec 2.1): ``409 / 5000`` otherwise."""
+    """``userId`` must be a phone number in E.164 form (spec 2.1) that exists for its country: ``409 / 5000``
+    naming the field otherwise.
+
+    First the shape rule the SDK applies too (:func:`paysdk.contracts.common.parse_e164`: ``+``, 7 to 15
+    digits, separators ignored), so the SDK never refuses a number this server takes; then, on the
+    canonical form, ``phonenumbers``: a known country code and a possible length for it (D24, D525).
+    """
+    try:
+        e164 = parse_e164(user_id)
+    except ValueError as exc:
+        raise APIProblem.invalid_field(field, str(exc)) from None
     import phonenumbers  # its metadata costs tens of ms: imported on the first number, not at start (D303)
 
     try:
-        number = phonenumbers.parse(user_id, None)
+        number = phonenumbers.parse(e164, None)
     except phonenumbers.NumberParseException:
-        raise APIProblem.invalid_field(field, "must be a phone number in E.164 form (+50212345678)") from None
+        raise APIProblem.invalid_field(field, "has no known country code (e.g. +50212345678)") from None
     if not phonenumbers.is_possible_number(number):
-        raise APIProblem.invalid_field(field, "is not a possible phone number")
+        raise APIProblem.invalid_field(field, "is not a possible phone number for its country code")
 
 
 @dataclass(frozen=True, slots=True)
