@@ -162,3 +162,29 @@ def test_payment_link_user_id_rule_holds_for_any_text(text: str) -> None:
     assert _server_status(canonical) == 200
     assert canonical.startswith("+")
     assert canonical[1:].isdigit()
+
+
+async def test_alternative_payment_user_id_is_any_non_empty_string_on_both_sides(
+    asgi_client: httpx.AsyncClient, merchant: SandboxClient, sdk: paysdk.AsyncClient
+) -> None:
+    """Alternative payments take any non-empty ``userId`` (D24): the SDK refuses only what the server
+    refuses, and sends the rest as given (an id that is no phone number included)."""
+    for user_id in ("customer-42", "0223456789", "+50255550123", "not a phone"):
+        payment = await sdk.alternative_payments.create(
+            amount=10, user_id=user_id, channel="web", client=merchant.slug
+        )
+        assert payment.uid
+    for user_id in ("", "   "):
+        with pytest.raises(paysdk.ValidationError) as info:
+            await sdk.alternative_payments.create(
+                amount=10, user_id=user_id, channel="web", client=merchant.slug
+            )
+        assert info.value.field == "user_id"
+        body = {"amount": Decimal("10"), "userId": user_id, "channel": "web", "client": merchant.slug}
+        response = await asgi_client.post(
+            "/api/v1/integrations/transactions",
+            content=_json.dumps(body),
+            headers={"Authorization": f"Bearer {merchant.sandbox_token}", "Content-Type": "application/json"},
+        )
+        assert response.status_code == 409, response.text
+        assert [d["field"] for d in _json.loads(response.content)["details"]] == ["userId"]

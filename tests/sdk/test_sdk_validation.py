@@ -98,7 +98,14 @@ def test_payment_link_arguments(make_harness: HarnessFactory, field: str, value:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("user_id", "0223456789"), ("amount", 1.5), ("channel", "fax"), ("currency", "BTC"), ("client", "")],
+    [
+        ("user_id", ""),
+        ("user_id", "   "),
+        ("amount", 1.5),
+        ("channel", "fax"),
+        ("currency", "BTC"),
+        ("client", ""),
+    ],
 )
 def test_alternative_payment_arguments(make_harness: HarnessFactory, field: str, value: Any) -> None:
     sent: list[httpx.Request] = []

@@ -28,7 +28,6 @@ from paysdk.resources._validation import (
     check_currency,
     check_custom_keys,
     check_optional_str,
-    check_phone,
     check_str,
     path_segment,
 )
@@ -58,8 +57,9 @@ def create_operation(
 ) -> Operation[AlternativePayment]:
     """Create an alternative-payment transaction (``POST /api/v1/integrations/transactions``, 201).
 
-    Arguments are checked as for ``payment_links.create`` (exact amount, E.164 ``user_id``, known
-    ``channel`` and ``currency``); per-call options ``timeout``, ``extra_headers``, ``idempotency_key``.
+    Arguments are checked as for ``payment_links.create`` (exact amount, known ``channel`` and
+    ``currency``), except ``user_id``: any non-empty string here, as the server takes it (the spec shows
+    no rule for this endpoint; D24); per-call options ``timeout``, ``extra_headers``, ``idempotency_key``.
     Returns the :class:`~paysdk.contracts.alternative_payments.AlternativePayment` (``uid``,
     ``payment_methods``: the rails enabled for the client, ``expire_at`` in Unix milliseconds).
     """
@@ -68,7 +68,7 @@ def create_operation(
         amount=check_amount(amount),
         channel=check_channel(channel),
         client=check_str(client, "client"),
-        user_id=check_phone(user_id),
+        user_id=check_str(user_id, "user_id"),
         custom_keys=check_custom_keys(custom_keys),
         currency=check_currency(currency),
         external_id=check_optional_str(external_id, "external_id"),
