@@ -105,7 +105,7 @@ def test_the_saved_signing_key_is_exported_only_on_request() -> None:
 
 def test_show_secrets_shows_what_its_help_promises() -> None:
     """Every command with --show-secrets, with -o json: each secret its help names is there in clear."""
-    from paysdk_cli.commands.sandbox import CLIENT_SECRETS
+    from paysdk_cli.commands.sandbox.clients import CLIENT_SECRETS
 
     slug = f"cli-s-{uuid.uuid4().hex[:8]}"
     created = _json("sandbox", "clients", "create", "--slug", slug, "--save-profile", "--show-secrets")

@@ -20,7 +20,7 @@ from rich.cells import cell_len
 from paysdk_cli._output import OutputFormat, emit
 from paysdk_cli.commands.cards import CARD_LIST_COLUMNS, MOVEMENT_COLUMNS
 from paysdk_cli.commands.permissions import _COLUMNS as PERMISSION_COLUMNS
-from paysdk_cli.commands.sandbox import CALLBACK_COLUMNS, REQUEST_COLUMNS
+from paysdk_cli.commands.sandbox.activity import CALLBACK_COLUMNS, REQUEST_COLUMNS
 
 from .conftest import run_cli
 

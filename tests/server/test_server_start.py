@@ -27,7 +27,7 @@ from paysdk.server.families import FAMILIES
 from paysdk.server.middleware import ServerMiddleware
 from paysdk.server.refs import is_ref, resolve
 from paysdk.server.scheduler import CORE_JOB_HANDLERS
-from paysdk.server.services import callbacks, cardholders, renewals, terminal, wallet_cards
+from paysdk.server.services import callbacks, cardholders, renewals, terminal, wallet_sandbox
 
 _PROBE = textwrap.dedent(
     """
@@ -156,7 +156,7 @@ def test_job_and_fast_lane_references_name_the_services_constants() -> None:
     assert kinds[cardholders.JOB_KIND] == "paysdk.server.services.cardholders:run_batch"
     assert kinds[terminal.SETTLEMENT_JOB] == "paysdk.server.services.terminal:run_settlement"
     assert kinds[terminal.LAPSE_JOB] == "paysdk.server.services.terminal:lapse_authorization"
-    assert kinds[wallet_cards.EXPIRE_JOB] == "paysdk.server.services.wallet_cards:expire_authorization"
+    assert kinds[wallet_sandbox.EXPIRE_JOB] == "paysdk.server.services.wallet_sandbox:expire_authorization"
     assert all(callable(resolve(handler)) for handler in kinds.values())
     assert CORE_JOB_HANDLERS == {
         callbacks.JOB_KIND: "paysdk.server.services.callbacks:deliver_job",

@@ -197,7 +197,8 @@ CHECKOUT = Family(
     },
 )
 
-_W = WALLET_PREFIX
+#: The wallet's path prefix, as the operation keys below spell it.
+_WALLET = WALLET_PREFIX
 WALLET = Family(
     name="wallet",
     prefixes=(WALLET_PREFIX,),
@@ -208,55 +209,61 @@ WALLET = Family(
     ),
     tables=wallet_tables.WALLET_RESET_ORDER,
     kept_tables=(wallet_tables.WalletServerKeyRow,),
-    jobs={"wallet_auth_exp": "paysdk.server.services.wallet_cards:expire_authorization"},
+    jobs={"wallet_auth_exp": "paysdk.server.services.wallet_sandbox:expire_authorization"},
     sdk_resources=("wallet",),
     cli_groups=("wallet", "users", "cards", "funds", "transfers", "permissions"),
     operations={
-        f"POST {_W}/auth/login": _reach("wallet.login", "wallet login"),
-        f"POST {_W}/auth/refresh": _reach(no_sdk=Left.AUTOMATIC_REFRESH, no_cli=Left.AUTOMATIC_REFRESH),
-        f"GET {_W}/.well-known/jwks.json": _reach("wallet.jwks", "wallet jwks"),
-        f"POST {_W}/users/login": _reach("wallet.users.login", "users login"),
-        f"POST {_W}/users/refresh": Reach(
+        f"POST {_WALLET}/auth/login": _reach("wallet.login", "wallet login"),
+        f"POST {_WALLET}/auth/refresh": _reach(no_sdk=Left.AUTOMATIC_REFRESH, no_cli=Left.AUTOMATIC_REFRESH),
+        f"GET {_WALLET}/.well-known/jwks.json": _reach("wallet.jwks", "wallet jwks"),
+        f"POST {_WALLET}/users/login": _reach("wallet.users.login", "users login"),
+        f"POST {_WALLET}/users/refresh": Reach(
             sdk=("wallet.users.refresh",),
             no_cli=Left.SESSION_REFRESH,
         ),
-        f"POST {_W}/users/logout": _reach("wallet.users.logout", "users logout"),
-        f"POST {_W}/users/auth/otp": _reach("wallet.users.request_otp", "users otp"),
-        f"PUT {_W}/users/auth/otp": _reach("wallet.users.verify_otp", "users otp --verify"),
-        f"POST {_W}/users/auth/password/reset": _reach("wallet.users.reset_password", "users reset-password"),
-        f"GET {_W}/users/{{userId}}/cards": _reach("wallet.cards.list", "cards list"),
-        f"POST {_W}/users/{{userId}}/cards": _reach("wallet.cards.link", "cards link"),
-        f"GET {_W}/users/{{userId}}/cards/summary": _reach("wallet.cards.summary", "cards summary"),
-        f"POST {_W}/users/{{userId}}/cards/virtuals": _reach("wallet.cards.issue_virtual", "cards issue"),
-        f"POST {_W}/users/{{userId}}/linked-cards": _reach(
+        f"POST {_WALLET}/users/logout": _reach("wallet.users.logout", "users logout"),
+        f"POST {_WALLET}/users/auth/otp": _reach("wallet.users.request_otp", "users otp"),
+        f"PUT {_WALLET}/users/auth/otp": _reach("wallet.users.verify_otp", "users otp --verify"),
+        f"POST {_WALLET}/users/auth/password/reset": _reach(
+            "wallet.users.reset_password", "users reset-password"
+        ),
+        f"GET {_WALLET}/users/{{userId}}/cards": _reach("wallet.cards.list", "cards list"),
+        f"POST {_WALLET}/users/{{userId}}/cards": _reach("wallet.cards.link", "cards link"),
+        f"GET {_WALLET}/users/{{userId}}/cards/summary": _reach("wallet.cards.summary", "cards summary"),
+        f"POST {_WALLET}/users/{{userId}}/cards/virtuals": _reach(
+            "wallet.cards.issue_virtual", "cards issue"
+        ),
+        f"POST {_WALLET}/users/{{userId}}/linked-cards": _reach(
             "wallet.cards.link_external", "cards link-external"
         ),
-        f"GET {_W}/cards/{{cardId}}": _reach("wallet.cards.get", "cards show"),
-        f"PATCH {_W}/cards/{{cardId}}": _reach("wallet.cards.update_alias", "cards alias"),
-        f"POST {_W}/cards/{{cardId}}/block": _reach("wallet.cards.block", "cards block"),
-        f"POST {_W}/cards/{{cardId}}/unblock": _reach("wallet.cards.unblock", "cards unblock"),
-        f"POST {_W}/cards/{{cardId}}/activation": _reach("wallet.cards.activate", "cards activate"),
-        f"PUT {_W}/cards/{{cardId}}/pin": _reach("wallet.cards.set_pin", "cards set-pin"),
-        f"GET {_W}/cards/{{cardId}}/movements": _reach("wallet.cards.movements", "cards movements"),
-        f"POST {_W}/cards/{{cardId}}/cvv/view-token": _reach("wallet.cards.cvv_view_token", no_cli=Left.CVV),
-        f"GET {_W}/cards/{{cardId}}/cvv": _reach("wallet.cards.cvv", no_cli=Left.CVV),
-        f"POST {_W}/cards/{{cardId}}/funds": Reach(
+        f"GET {_WALLET}/cards/{{cardId}}": _reach("wallet.cards.get", "cards show"),
+        f"PATCH {_WALLET}/cards/{{cardId}}": _reach("wallet.cards.update_alias", "cards alias"),
+        f"POST {_WALLET}/cards/{{cardId}}/block": _reach("wallet.cards.block", "cards block"),
+        f"POST {_WALLET}/cards/{{cardId}}/unblock": _reach("wallet.cards.unblock", "cards unblock"),
+        f"POST {_WALLET}/cards/{{cardId}}/activation": _reach("wallet.cards.activate", "cards activate"),
+        f"PUT {_WALLET}/cards/{{cardId}}/pin": _reach("wallet.cards.set_pin", "cards set-pin"),
+        f"GET {_WALLET}/cards/{{cardId}}/movements": _reach("wallet.cards.movements", "cards movements"),
+        f"POST {_WALLET}/cards/{{cardId}}/cvv/view-token": _reach(
+            "wallet.cards.cvv_view_token", no_cli=Left.CVV
+        ),
+        f"GET {_WALLET}/cards/{{cardId}}/cvv": _reach("wallet.cards.cvv", no_cli=Left.CVV),
+        f"POST {_WALLET}/cards/{{cardId}}/funds": Reach(
             sdk=("wallet.funds.add", "wallet.funds.withdraw"), cli=("funds add", "funds withdraw")
         ),
-        f"POST {_W}/cards/{{cardId}}/transfers": _reach("wallet.transfers.create", "transfers create"),
-        f"POST {_W}/cards/{{cardId}}/users/{{authUserId}}/permissions": _reach(
+        f"POST {_WALLET}/cards/{{cardId}}/transfers": _reach("wallet.transfers.create", "transfers create"),
+        f"POST {_WALLET}/cards/{{cardId}}/users/{{authUserId}}/permissions": _reach(
             "wallet.permissions.grant", "permissions grant"
         ),
-        f"PATCH {_W}/cards/users/permissions/{{id}}": _reach(
+        f"PATCH {_WALLET}/cards/users/permissions/{{id}}": _reach(
             "wallet.permissions.update", "permissions update"
         ),
-        f"GET {_W}/cards/users/{{authUserId}}/permissions": _reach(
+        f"GET {_WALLET}/cards/users/{{authUserId}}/permissions": _reach(
             "wallet.permissions.list_for_user", "permissions list --user-id"
         ),
-        f"GET {_W}/cards/{{cardId}}/users/permissions": _reach(
+        f"GET {_WALLET}/cards/{{cardId}}/users/permissions": _reach(
             "wallet.permissions.list_for_card", "permissions list --card-id"
         ),
-        f"GET {_W}/cards/{{cardId}}/users/{{authUserId}}/permissions": _reach(
+        f"GET {_WALLET}/cards/{{cardId}}/users/{{authUserId}}/permissions": _reach(
             "wallet.permissions.list", "permissions list --card-id"
         ),
     },
@@ -289,7 +296,8 @@ SUBSCRIPTIONS = Family(
     jobs={"renewals": "paysdk.server.services.renewals:run_renewals"},
 )
 
-_C = CMS_PREFIX
+#: The backoffice (CMS) path prefix, as the operation keys below spell it.
+_CMS = CMS_PREFIX
 BACKOFFICE = Family(
     name="backoffice",
     prefixes=(CMS_PREFIX,),
@@ -303,27 +311,29 @@ BACKOFFICE = Family(
     sdk_resources=("backoffice",),
     cli_groups=("backoffice", "cardholders"),
     operations={
-        f"POST {_C}/app/auth/login": _reach("backoffice.login", "backoffice login"),
-        f"POST {_C}/app/auth/refresh": _reach(no_sdk=Left.AUTOMATIC_REFRESH, no_cli=Left.AUTOMATIC_REFRESH),
-        f"POST {_C}/app/users/login": _reach("backoffice.login_user", "backoffice login"),
-        f"POST {_C}/app/users/refresh": _reach(no_sdk=Left.AUTOMATIC_REFRESH, no_cli=Left.AUTOMATIC_REFRESH),
-        f"POST {_C}/app/partners/{{partnerId}}/cardholders/{{cardholderId}}/cards/association": _reach(
+        f"POST {_CMS}/app/auth/login": _reach("backoffice.login", "backoffice login"),
+        f"POST {_CMS}/app/auth/refresh": _reach(no_sdk=Left.AUTOMATIC_REFRESH, no_cli=Left.AUTOMATIC_REFRESH),
+        f"POST {_CMS}/app/users/login": _reach("backoffice.login_user", "backoffice login"),
+        f"POST {_CMS}/app/users/refresh": _reach(
+            no_sdk=Left.AUTOMATIC_REFRESH, no_cli=Left.AUTOMATIC_REFRESH
+        ),
+        f"POST {_CMS}/app/partners/{{partnerId}}/cardholders/{{cardholderId}}/cards/association": _reach(
             "backoffice.associate_card", "cardholders associate-card"
         ),
-        f"POST {_C}/app/partners/{{partnerId}}/cardholders/upload": _reach(
+        f"POST {_CMS}/app/partners/{{partnerId}}/cardholders/upload": _reach(
             "backoffice.cardholders.upload", "cardholders upload"
         ),
         # The SDK's iterator, backoffice.cardholders.progress, is no coroutine (it opens the stream when
         # iterated): its waiting twin stands for the operation here (D122).
-        f"GET {_C}/app/partners/{{partnerId}}/cardholders/batch/{{batchId}}/progress": Reach(
+        f"GET {_CMS}/app/partners/{{partnerId}}/cardholders/batch/{{batchId}}/progress": Reach(
             sdk=("backoffice.cardholders.wait",), cli=("cardholders progress", "cardholders upload")
         ),
         # Our extensions (D450, D451): the created rows' ids, and a cardholder found by externalId/email.
-        f"GET {_C}/app/partners/{{partnerId}}/cardholders/batch/{{batchId}}/results/pages/{{page}}": Reach(
+        f"GET {_CMS}/app/partners/{{partnerId}}/cardholders/batch/{{batchId}}/results/pages/{{page}}": Reach(
             sdk=("backoffice.cardholders.results_page", "backoffice.cardholders.results"),
             cli=("cardholders upload", "cardholders progress"),
         ),
-        f"GET {_C}/app/partners/{{partnerId}}/cardholders/lookup": _reach(
+        f"GET {_CMS}/app/partners/{{partnerId}}/cardholders/lookup": _reach(
             "backoffice.cardholders.lookup", "cardholders lookup"
         ),
     },

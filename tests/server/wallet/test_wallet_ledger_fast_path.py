@@ -18,7 +18,7 @@ from paysdk.server import create_app
 from paysdk.server.families import FAMILIES
 from paysdk.server.ledger_batches import ledger_batches
 from paysdk.server.middleware import parametrized_lane
-from paysdk.server.services import wallet_cards, wallet_ledger, wallet_tokens
+from paysdk.server.services import wallet_funds, wallet_ledger, wallet_tokens
 from paysdk.server.services.wallet_tokens import VerifiedTokens
 
 from .kit import Kit, body, forge, own_code
@@ -201,7 +201,7 @@ async def test_the_fast_path_answers_as_the_ordinary_path(kit: Kit, app: FastAPI
     def slow(session: Any) -> FundsResult:
         now = context.clock.now(session)
         who = wallet_tokens.authenticate(session, context, now, token)
-        return wallet_cards.funds(session, now, who, card_id, request)
+        return wallet_funds.funds(session, now, who, card_id, request)
 
     ordinary = await context.run(slow)
     assert fast.card.model_dump(exclude={"balance", "available_balance"}) == ordinary.card.model_dump(

@@ -25,7 +25,7 @@ from paysdk.contracts.wallet import (
 from paysdk.server.bodies import read_json_object, validate
 from paysdk.server.context import get_context
 from paysdk.server.errors import JSONResponse
-from paysdk.server.services import wallet_cards, wallet_tokens, wallet_users
+from paysdk.server.services import wallet_sandbox, wallet_tokens, wallet_users
 
 __all__ = ["router"]
 
@@ -71,7 +71,7 @@ async def create_stock_card(request: Request) -> Response:
     spec = validate(SandboxStockCardCreate, await read_json_object(request))
 
     def work(session: Session) -> Any:
-        return wallet_cards.create_stock_card(session, context.clock.now(session), spec)
+        return wallet_sandbox.create_stock_card(session, context.clock.now(session), spec)
 
     return _answer(await context.run(work), 201)
 
@@ -83,7 +83,7 @@ async def create_linking_token(request: Request) -> Response:
     spec = validate(SandboxLinkingTokenCreate, await read_json_object(request))
 
     def work(session: Session) -> Any:
-        return wallet_cards.create_linking_token(session, context.clock.now(session), spec)
+        return wallet_sandbox.create_linking_token(session, context.clock.now(session), spec)
 
     return _answer(await context.run(work), 201)
 
@@ -95,7 +95,7 @@ async def create_charge(card_id: str, request: Request) -> Response:
     spec = validate(SandboxChargeCreate, await read_json_object(request))
 
     def work(session: Session) -> Any:
-        return wallet_cards.authorize(session, context.clock.now(session), card_id, spec)
+        return wallet_sandbox.authorize(session, context.clock.now(session), card_id, spec)
 
     return _answer(await context.run(work), 201)
 
@@ -106,7 +106,7 @@ async def capture_charge(charge_id: str, request: Request) -> Response:
     context = get_context(request)
 
     def work(session: Session) -> Any:
-        return wallet_cards.capture(session, context.clock.now(session), charge_id)
+        return wallet_sandbox.capture(session, context.clock.now(session), charge_id)
 
     return _answer(await context.run(work))
 
@@ -118,7 +118,7 @@ async def create_refund(charge_id: str, request: Request) -> Response:
     spec = validate(SandboxRefundCreate, await read_json_object(request, allow_empty=True))
 
     def work(session: Session) -> Any:
-        return wallet_cards.create_refund(session, context.clock.now(session), charge_id, spec)
+        return wallet_sandbox.create_refund(session, context.clock.now(session), charge_id, spec)
 
     return _answer(await context.run(work), 201)
 
@@ -129,7 +129,7 @@ async def clear_refund(refund_id: str, request: Request) -> Response:
     context = get_context(request)
 
     def work(session: Session) -> Any:
-        return wallet_cards.clear_refund(session, context.clock.now(session), refund_id)
+        return wallet_sandbox.clear_refund(session, context.clock.now(session), refund_id)
 
     return _answer(await context.run(work))
 

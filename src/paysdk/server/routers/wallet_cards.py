@@ -2,8 +2,10 @@
 
 HTTP only: bodies are parsed raw (:func:`~paysdk.server.services.wallet_common.parse_wallet_body`), the
 bearer is verified and the service runs in the same transaction (:func:`~._wallet.authed`); the rules
-live in :mod:`paysdk.server.services.wallet_cards`. Path and query values are taken as strings and
-checked by the service, so no input reaches FastAPI's own validation (and its 422 shape).
+live in :mod:`paysdk.server.services.wallet_cards` (cards), :mod:`~paysdk.server.services.wallet_funds`
+(funds, transfers) and :mod:`~paysdk.server.services.wallet_permissions`. Path and query values are
+taken as strings and checked by the service, so no input reaches FastAPI's own validation (and its 422
+shape).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from paysdk.server.routers._common import (
     route,
 )
 from paysdk.server.services import wallet_cards as cards
+from paysdk.server.services import wallet_funds, wallet_permissions
 from paysdk.server.services import wallet_ledger as ledger
 from paysdk.server.services.wallet_common import parse_date, parse_wallet_body
 from paysdk.server.services.wallet_tokens import Principal
@@ -198,7 +201,7 @@ async def update_permissions(request: Request, permission_id: Annotated[str, Pat
     body = parse_wallet_body(PermissionGrant, await request.body())
 
     def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> PermissionRecord:
-        return cards.update_permissions(session, now, who, permission_id, body)
+        return wallet_permissions.update_permissions(session, now, who, permission_id, body)
 
     return data(await authed(request, work))
 
@@ -220,7 +223,7 @@ async def user_permissions(request: Request, user_id: AuthUserId) -> Response:
     def work(
         session: Session, context: ServerContext, now: datetime, who: Principal
     ) -> list[PermissionRecord]:
-        return cards.list_user_permissions(session, who, user_id)
+        return wallet_permissions.list_user_permissions(session, who, user_id)
 
     return data(await authed(request, work))
 
@@ -242,7 +245,7 @@ async def card_permissions(request: Request, card_id: CardId) -> Response:
     def work(
         session: Session, context: ServerContext, now: datetime, who: Principal
     ) -> list[PermissionRecord]:
-        return cards.list_card_permissions(session, who, card_id)
+        return wallet_permissions.list_card_permissions(session, who, card_id)
 
     return data(await authed(request, work))
 
@@ -266,7 +269,7 @@ async def grant_permissions(request: Request, card_id: CardId, user_id: AuthUser
     def work(
         session: Session, context: ServerContext, now: datetime, who: Principal
     ) -> tuple[PermissionRecord, bool]:
-        return cards.grant_permissions(session, now, who, card_id, user_id, body)
+        return wallet_permissions.grant_permissions(session, now, who, card_id, user_id, body)
 
     record, created = await authed(request, work)
     return data(record, 201 if created else 200)
@@ -289,7 +292,7 @@ async def one_permissions(request: Request, card_id: CardId, user_id: AuthUserId
     def work(
         session: Session, context: ServerContext, now: datetime, who: Principal
     ) -> list[PermissionRecord]:
-        return cards.list_one_permissions(session, who, card_id, user_id)
+        return wallet_permissions.list_one_permissions(session, who, card_id, user_id)
 
     return data(await authed(request, work))
 
@@ -446,7 +449,7 @@ async def funds(request: Request, card_id: CardId) -> Response:
         return data(fast)
 
     def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> FundsResult:
-        return cards.funds(session, now, who, card_id, body)
+        return wallet_funds.funds(session, now, who, card_id, body)
 
     return data(await authed(request, work))
 
@@ -476,7 +479,7 @@ async def transfer(request: Request, card_id: CardId) -> Response:
     body = parse_wallet_body(TransferRequest, await request.body())
 
     def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> TransferResult:
-        return cards.transfer(session, now, who, card_id, body)
+        return wallet_funds.transfer(session, now, who, card_id, body)
 
     return data(await authed(request, work), 201)
 

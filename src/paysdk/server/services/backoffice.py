@@ -50,7 +50,7 @@ from paysdk.server.context import ServerContext
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem, problem_from_validation
 from paysdk.server.services import login_throttle, wallet_tokens
-from paysdk.server.services.wallet_cards import card_view
+from paysdk.server.services.wallet_balance import card_view
 from paysdk.server.services.wallet_common import new_id, valid_id, valid_slug, wallet_problem
 from paysdk.server.services.wallet_tokens import BACKOFFICE_AUDIENCE, Principal
 from paysdk.server.services.wallet_users import _dummy_hash, hash_secret, verify_secret

@@ -1,6 +1,6 @@
 """The fast path of the wallet ledger: ``POST /cards/{cardId}/funds`` in Core, in group commits (D256-D259).
 
-The rules are those of :func:`paysdk.server.services.wallet_cards.funds` (D40-D43), unchanged; only the
+The rules are those of :func:`paysdk.server.services.wallet_funds.funds` (D40-D43), unchanged; only the
 way to the database differs:
 
 * One conditional statement decides and applies: ``UPDATE wallet_cards SET balance = balance + :d WHERE
@@ -23,7 +23,7 @@ way to the database differs:
   end of the batch (one multi-row ``INSERT``).
 * Anything out of the ordinary (no bearer, a token that does not verify, the server's key not yet
   loaded) returns :data:`SLOW`: the router then serves the request the ordinary way
-  (:func:`paysdk.server.routers._common.authed` + :func:`.wallet_cards.funds`), which gives the exact
+  (:func:`paysdk.server.routers._common.authed` + :func:`.wallet_funds.funds`), which gives the exact
   refusal (``7102``, ``7106``, ``7107``...).
 """
 
@@ -237,7 +237,7 @@ def fund(
     connection: Connection, context: ServerContext, token: str | None, card_id: str, body: FundsRequest
 ) -> FundsResult | Slow:
     """``POST /cards/{cardId}/funds`` (application token): an atomic add or a guarded withdrawal, in the
-    order of checks of :func:`.wallet_cards.funds`; :data:`SLOW` to be served the ordinary way."""
+    order of checks of :func:`.wallet_funds.funds`; :data:`SLOW` to be served the ordinary way."""
     if not token:
         return SLOW
     now = virtual_now(connection, context.clock)

@@ -14,6 +14,7 @@ import typer
 from paysdk_cli._app import new_app
 from paysdk_cli._context import open_client, state
 from paysdk_cli._output import emit
+from paysdk_cli.commands.sandbox._common import parse_datetime
 
 __all__ = ["app"]
 
@@ -28,9 +29,7 @@ _OPERATION = typer.Argument(
 def _when(text: str | None, option: str) -> datetime | None:
     if text is None:
         return None
-    from paysdk_cli.commands.sandbox import _parse_datetime
-
-    return _parse_datetime(text, option)
+    return parse_datetime(text, option)
 
 
 @app.command("set")

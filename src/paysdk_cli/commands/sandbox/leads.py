@@ -10,6 +10,7 @@ from paysdk_cli import _config
 from paysdk_cli._app import new_app
 from paysdk_cli._context import open_client, state
 from paysdk_cli._output import emit, info
+from paysdk_cli.commands.sandbox.clients import save_signing_key, show_client
 
 __all__ = ["app"]
 
@@ -54,8 +55,6 @@ def approve(
     ] = False,
 ) -> None:
     """Approve a lead: the server creates a client with sandbox credentials (as `sandbox clients create`)."""
-    from paysdk_cli.commands.sandbox import _save_signing_key, _show_client
-
     st = state(ctx)
     with open_client(st, token_required=False) as sdk:
         client = sdk.sandbox.leads.approve(lead_id, slug=slug, callback_url=callback_url)
@@ -66,8 +65,8 @@ def approve(
         _config.update_profile(st.profile, base_url=st.base_url, client=client.slug, merchant=client.slug)
         info(f"Saved client {client.slug!r} and its sandbox token ({where}) in profile {st.profile!r}.")
         if client.signing_private_key:
-            _save_signing_key(st, client.signing_private_key)
-    _show_client(st, client, show_secrets)
+            save_signing_key(st, client.signing_private_key)
+    show_client(st, client, show_secrets)
 
 
 @app.command("reject")

@@ -1,0 +1,272 @@
+"""``paysdk sandbox clients``: merchant clients on the control plane (create, show, update, rotate-keys).
+
+A client's secrets (tokens, hook private key, callback header value, wallet signing key) are never in a
+table and are masked in JSON unless ``--show-secrets``. ``show_client`` and ``save_signing_key`` are
+shared with ``sandbox lead approve``, which creates a client too.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from paysdk_cli import _config
+from paysdk_cli._app import new_app
+from paysdk_cli._context import State, open_client, state
+from paysdk_cli._errors import CLIError, ExitCode
+from paysdk_cli._output import OutputFormat, emit, info, mask, warn
+from paysdk_cli._params import parse_amount
+from paysdk_cli.commands.sandbox._common import parse_datetime, wire
+
+__all__ = ["CLIENT_SECRETS", "KEY_SECRETS", "app", "save_signing_key", "show_client"]
+
+app = new_app("Merchant clients (slug, range, rails, callback, tokens).")
+
+
+#: Wire names of a sandbox client's secrets: never in a table, masked in JSON unless --show-secrets.
+CLIENT_SECRETS = (
+    "sandboxToken",
+    "productionToken",
+    "hookPrivateKey",
+    "callbackHeaderValue",
+    "signingPrivateKey",
+)
+
+
+CLIENT_COLUMNS = [
+    "slug",
+    "displayName",
+    "amountMin",
+    "amountMax",
+    "channels",
+    "currencies",
+    "paymentMethods",
+    "country",
+    "timezone",
+    "callbackUrl",
+    "callbackHeaderName",
+    "callbackHeaderValue",
+    "threeDS",
+    "sandboxToken",
+    "productionToken",
+    "hookPublicKey",
+    "hookPrivateKey",
+    "signingPublicKey",
+    "signingPrivateKey",
+    "keysExpireAt",
+]
+
+
+#: Wire names of the answer of ``clients rotate-keys``: the generated private key is a secret.
+KEY_SECRETS = ("privateKey",)
+
+
+def show_client(st: State, client: Any, show_secrets: bool) -> None:
+    """Print a client: its secrets never in a table, masked in JSON unless ``show_secrets``."""
+    if show_secrets and st.output is OutputFormat.table:
+        warn("--show-secrets only applies to -o json; tables never show secrets")
+    data = mask(wire(client), CLIENT_SECRETS, show=show_secrets and st.output is OutputFormat.json)
+    emit(st.output, data, columns=CLIENT_COLUMNS, title=f"Client {client.slug}")
+
+
+_SHOW_SECRETS = typer.Option(
+    "--show-secrets",
+    help="With -o json, print the tokens, hook private key, callback header value and signing key.",
+)
+#: ``clients show``: the server keeps no hook private key nor signing key (answered once, at creation).
+_SHOW_STORED_SECRETS = typer.Option(
+    "--show-secrets",
+    help="With -o json, print the tokens and the callback header value (the hook private key and the "
+    "signing key are answered only by `clients create`).",
+)
+
+
+@app.command("create")
+def clients_create(
+    ctx: typer.Context,
+    slug: Annotated[str | None, typer.Option("--slug", help="Client slug (default: generated).")] = None,
+    display_name: Annotated[
+        str | None,
+        typer.Option(
+            "--display-name", help="What the hosted checkout calls the merchant (default: the slug)."
+        ),
+    ] = None,
+    amount_min: Annotated[
+        str | None, typer.Option("--amount-min", help="Smallest amount, e.g. 1.00.")
+    ] = None,
+    amount_max: Annotated[str | None, typer.Option("--amount-max", help="Largest amount.")] = None,
+    channel: Annotated[
+        list[str] | None, typer.Option("--channel", help="Enabled channel, repeatable.")
+    ] = None,
+    currency: Annotated[
+        list[str] | None, typer.Option("--currency", help="Currency, repeatable; the first is the default.")
+    ] = None,
+    payment_method: Annotated[
+        list[str] | None, typer.Option("--payment-method", help="Enabled rail, repeatable (e.g. akisiQR).")
+    ] = None,
+    country: Annotated[str | None, typer.Option("--country", help="Two-letter country code.")] = None,
+    timezone: Annotated[str | None, typer.Option("--timezone", help="e.g. America/Guatemala.")] = None,
+    callback_url: Annotated[
+        str | None, typer.Option("--callback-url", help="Where the server POSTs callbacks.")
+    ] = None,
+    callback_header_name: Annotated[
+        str | None, typer.Option("--callback-header-name", help="Callback header name (X-Callback-Token).")
+    ] = None,
+    three_ds: Annotated[
+        bool | None,
+        typer.Option(
+            "--three-ds/--no-three-ds", help="Enable 3-D Secure for card payments.", show_default=False
+        ),
+    ] = None,
+    save_profile: Annotated[
+        bool,
+        typer.Option(
+            "--save-profile",
+            help="Store the sandbox token (as `paysdk login` does), the wallet signing key "
+            "(as `paysdk wallet login` does), the slug and the base URL in the current profile.",
+        ),
+    ] = False,
+    show_secrets: Annotated[bool, _SHOW_SECRETS] = False,
+) -> None:
+    """Create a merchant client. The callback header value is generated by the server.
+
+    Secrets (tokens, hook private key, callback header value, wallet signing key) are never shown in
+    a table and are masked in JSON unless --show-secrets; --save-profile keeps the token and the
+    signing key without printing them.
+    """
+    st = state(ctx)
+    fields: dict[str, Any] = {
+        "slug": slug,
+        "display_name": display_name,
+        "amount_min": parse_amount(amount_min, "--amount-min") if amount_min is not None else None,
+        "amount_max": parse_amount(amount_max, "--amount-max") if amount_max is not None else None,
+        "channels": channel or None,
+        "currencies": currency or None,
+        "payment_methods": payment_method or None,
+        "country": country,
+        "timezone": timezone,
+        "callback_url": callback_url,
+        "callback_header_name": callback_header_name,
+        "three_ds": three_ds,
+    }
+    with open_client(st, token_required=False) as sdk:
+        client = sdk.sandbox.create_client(**{k: v for k, v in fields.items() if v is not None})
+    if save_profile:
+        from paysdk_cli.commands.auth import save_token
+
+        where = save_token(st.profile, client.sandbox_token)
+        _config.update_profile(st.profile, base_url=st.base_url, client=client.slug, merchant=client.slug)
+        info(f"Saved client {client.slug!r} and its sandbox token ({where}) in profile {st.profile!r}.")
+        signing_key = getattr(client, "signing_private_key", None)
+        if signing_key:
+            save_signing_key(st, signing_key)
+    show_client(st, client, show_secrets)
+
+
+def save_signing_key(st: State, signing_key: str) -> None:
+    """Keep a generated wallet signing key in the profile's secret store (never printed)."""
+    from paysdk_cli._secrets import WALLET_KEY, store_secret
+
+    key_where = store_secret(WALLET_KEY, st.profile, signing_key)
+    info(f"Saved its wallet signing key ({key_where}); next: paysdk wallet login.")
+
+
+@app.command("show")
+def clients_show(
+    ctx: typer.Context,
+    slug: Annotated[str, typer.Argument(help="Client slug.")],
+    show_secrets: Annotated[bool, _SHOW_STORED_SECRETS] = False,
+) -> None:
+    """Show a client's configuration.
+
+    A server on a non-loopback address masks the tokens it answered at creation; --show-secrets (with
+    -o json) asks for them in full through the reveal call. The hook private key and the wallet
+    signing key are answered only at creation (`paysdk wallet export-key` prints a saved signing key).
+    """
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        reveal = show_secrets and st.output is OutputFormat.json
+        client = sdk.sandbox.reveal_client(slug) if reveal else sdk.sandbox.get_client(slug)
+    show_client(st, client, show_secrets)
+
+
+@app.command("update")
+def clients_update(
+    ctx: typer.Context,
+    slug: Annotated[str, typer.Argument(help="Client slug.")],
+    display_name: Annotated[
+        str | None,
+        typer.Option(
+            "--display-name", help="What the hosted checkout calls the merchant (default: the slug)."
+        ),
+    ] = None,
+    clear_display_name: Annotated[
+        bool,
+        typer.Option("--clear-display-name", help="Remove the display name (the checkout shows the slug)."),
+    ] = False,
+) -> None:
+    """Change a client's display name, what its hosted checkout shows the customer."""
+    st = state(ctx)
+    if (display_name is None) == (not clear_display_name):
+        raise CLIError("give --display-name NAME or --clear-display-name (one of them)", ExitCode.USAGE)
+    with open_client(st, token_required=False) as sdk:
+        client = sdk.sandbox.update_client(slug, display_name=None if clear_display_name else display_name)
+    show_client(st, client, False)
+
+
+@app.command("rotate-keys")
+def clients_rotate_keys(
+    ctx: typer.Context,
+    slug: Annotated[str, typer.Argument(help="Client slug.")],
+    public_key: Annotated[
+        str | None,
+        typer.Option(
+            "--public-key",
+            help="Register this Ed25519 public key (base64, 32 bytes) instead of having one generated.",
+        ),
+    ] = None,
+    expires_at: Annotated[
+        str | None,
+        typer.Option(
+            "--expires-at",
+            metavar="DATETIME",
+            help="When the new key expires on the virtual clock (ISO 8601; UTC without an offset).",
+        ),
+    ] = None,
+    save_profile: Annotated[
+        bool,
+        typer.Option(
+            "--save-profile",
+            help="Store the generated private key in the current profile (as `paysdk wallet login` does).",
+        ),
+    ] = False,
+    show_secrets: Annotated[
+        bool, typer.Option("--show-secrets", help="With -o json, print the generated private key.")
+    ] = False,
+) -> None:
+    """Rotate a client's wallet signing key: the old key stops signing logins at once.
+
+    The server generates a new Ed25519 pair (its private key is answered once: never shown in a
+    table, masked in JSON unless --show-secrets; --save-profile keeps it without printing it), or
+    registers --public-key. Token pairs already issued stay valid until they expire.
+    """
+    st = state(ctx)
+    expiry = parse_datetime(expires_at, "--expires-at") if expires_at is not None else None
+    if save_profile and public_key is not None:
+        raise typer.BadParameter(
+            "there is no private key to save when you register --public-key", param_hint="--save-profile"
+        )
+    with open_client(st, token_required=False) as sdk:
+        keys = sdk.sandbox.rotate_wallet_keys(slug, public_key, expiry)
+    if save_profile and keys.private_key:
+        save_signing_key(st, keys.private_key)
+    if show_secrets and st.output is OutputFormat.table:
+        warn("--show-secrets only applies to -o json; tables never show secrets")
+    data = mask(wire(keys), KEY_SECRETS, show=show_secrets and st.output is OutputFormat.json)
+    emit(
+        st.output,
+        data,
+        columns=["merchant", "keyId", "publicKey", "privateKey", "expiresAt"],
+        title=f"Wallet signing key of {keys.merchant}",
+    )
