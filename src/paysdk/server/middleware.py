@@ -75,6 +75,7 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk._redact import MASK, is_sensitive_name
+from paysdk.server.adapters.sqlalchemy import bind_processors
 from paysdk.server.bodies import BodyBounds, BodyRefused, declared_framing, length_above
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
@@ -462,7 +463,7 @@ def _claimed(connection: Connection, params: dict[str, Any]) -> bool:
     cached = _PG_CLAIM.get(id(dialect))
     if cached is None or cached[0] is not dialect:
         compiled = claim.statement.compile(dialect=dialect, column_keys=list(_NEW_KEY_COLUMNS))
-        cached = _PG_CLAIM[id(dialect)] = (dialect, str(compiled), dict(compiled._bind_processors))
+        cached = _PG_CLAIM[id(dialect)] = (dialect, str(compiled), bind_processors(compiled))
     _dialect, sql, processors = cached
     values = {
         name: processors[name](value) if name in processors and value is not None else value
