@@ -45,6 +45,7 @@ import httpx
 import pydantic
 
 from paysdk import _json
+from paysdk._adapters.httpcore import keep_content
 from paysdk._credentials import (
     CredentialName,
     CredentialValue,
@@ -860,10 +861,10 @@ def check_answer(response: httpx.Response, size: int, limit: int, *, left: float
 def buffered_response(response: httpx.Response, content: bytes) -> httpx.Response:
     """``response``, streamed and closed, with its decoded ``content`` kept as if it had been read whole.
 
-    It sets what :meth:`httpx.Response.read` sets (``_content``): building a new response instead would
-    parse every header again, a cost on every call.
+    It sets what :meth:`httpx.Response.read` sets (``_content``, in :mod:`paysdk._adapters.httpcore`,
+    D530): building a new response instead would parse every header again, a cost on every call.
     """
-    response._content = content
+    keep_content(response, content)
     return response
 
 

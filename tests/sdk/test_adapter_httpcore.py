@@ -14,7 +14,7 @@ import httpcore
 import httpx
 import pytest
 
-from paysdk._adapters.httpcore import network_backend, pools, set_network_backend
+from paysdk._adapters.httpcore import keep_content, network_backend, pools, set_network_backend
 from paysdk._transport import AsyncDeadlineBackend, DeadlineBackend, install_deadlines
 
 VERSIONS = f"httpx {httpx.__version__}, httpcore {httpcore.__version__}"
@@ -115,3 +115,16 @@ def test_install_deadlines_wraps_every_pool() -> None:
             backend = network_backend(pool)
             assert isinstance(backend, DeadlineBackend | AsyncDeadlineBackend), f"{VERSIONS}: {backend!r}"
             assert not isinstance(backend._inner, DeadlineBackend | AsyncDeadlineBackend)
+
+
+def test_kept_content_is_the_responses_content() -> None:
+    """``httpx.Response._content`` is what ``.content``, ``.text`` and ``.json()`` read after a stream."""
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=iter([b'{"ignored": 1}'])))
+    with httpx.Client(transport=transport) as client, client.stream("GET", "http://sdk.test/") as answer:
+        for _chunk in answer.iter_raw():
+            pass
+    keep_content(answer, b'{"id": "x"}')
+    where = f"{VERSIONS}: httpx.Response._content"
+    assert answer.content == b'{"id": "x"}', f"{where} is not what .content reads"
+    assert answer.json() == {"id": "x"}, f"{where} is not what .json() reads"
+    assert answer.read() == b'{"id": "x"}', f"{where} is not what .read() returns once set"
