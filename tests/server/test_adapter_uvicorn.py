@@ -182,3 +182,32 @@ def test_shutdown_probe_sees_the_server_stop(serve: Callable[[App], tuple[uvicor
     assert b"".join(body) == b"started\nstopped\n", (
         f"{VERSION}: the request cycle's keep_alive was not cleared at shutdown (H11Protocol.shutdown)"
     )
+
+
+def test_the_server_protocol_keeps_the_cycle_behind_wrappers() -> None:
+    """Under the server's protocol, uvicorn's ``receive`` is in the scope before any ASGI middleware, so
+    a wrapper that replaces ``receive`` (a recording or tracing layer) does not hide the cycle
+    (``H11Protocol.app``, wrapped by ``keep_connection_in_scope``)."""
+    aborted: list[bool] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        adapter.remember_connection(scope, receive)  # what the server's middleware does: kept as it was
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"100")]})
+        await send({"type": "http.response.body", "body": b"partial", "more_body": True})
+        aborted.append(adapter.abort_connection(scope))
+        await asyncio.sleep(0.1)
+
+    async def wrapper(scope: Scope, receive: Receive, send: Send) -> None:
+        async def wrapped_receive() -> Any:
+            return await receive()
+
+        await app(scope, wrapped_receive, send)
+
+    server, thread, url = _serve(wrapper, **PROTOCOLS["paysdk"])
+    try:
+        with pytest.raises(httpx.TransportError):
+            httpx.get(url)
+    finally:
+        server.should_exit = True
+        thread.join(30)
+    assert aborted == [True], f"{VERSION}: H11Protocol.app is not what uvicorn runs each request with"

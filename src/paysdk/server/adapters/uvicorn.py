@@ -9,16 +9,20 @@ Hooks:
 
 - :class:`H11Protocol`: uvicorn's h11 connection protocol (``uvicorn.protocols.http.h11_impl``), which
   :class:`paysdk.server.connections.HeadTimeoutProtocol` extends. It relies on the protocol's ``conn``
-  (the ``h11.Connection``), ``transport``, ``loop`` and on the methods it overrides:
+  (the ``h11.Connection``), ``transport``, ``loop``, ``app`` (the ASGI app each request is run with)
+  and on the methods it overrides:
   ``connection_made``, ``data_received``, ``on_response_complete``, ``connection_lost``.
 - The request cycle (D531): uvicorn gives the app no handle on its connection. The ``receive`` callable
   it passes the app is a bound method of its ``RequestResponseCycle``, which holds the connection's
   ``transport`` and a ``keep_alive`` flag uvicorn clears when it begins a graceful shutdown
-  (``H11Protocol.shutdown``). The server's middleware, which receives uvicorn's own ``receive`` (only
-  Starlette's error middleware is outside it, and it passes ``receive`` on as it is), keeps it in the
-  scope with :func:`remember_connection`; :func:`abort_connection` (the ``drop`` and ``stream_cut``
-  faults) and :func:`shutdown_probe` (event streams end when the server stops) read it from there.
-  Under any other server, or in process, there is no cycle: nothing is aborted and the probe says no.
+  (``H11Protocol.shutdown``). The scope keeps uvicorn's own ``receive`` under
+  :data:`CONNECTION_SCOPE_KEY`: the server's protocol puts it there before any ASGI middleware runs
+  (:func:`keep_connection_in_scope` wraps the protocol's ``app``, which uvicorn calls each request with),
+  and under plain uvicorn the server's middleware does (:func:`remember_connection`; there an ASGI
+  wrapper outside the app that wraps ``receive`` hides the cycle). :func:`abort_connection` (the
+  ``drop`` and ``stream_cut`` faults) and :func:`shutdown_probe` (event streams end when the server
+  stops) read it from there. Under any other server, or in process, there is no cycle: nothing is
+  aborted and the probe says no.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from starlette.types import Receive, Scope
+from starlette.types import Receive, Scope, Send
 
 if TYPE_CHECKING:
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -35,6 +39,7 @@ __all__ = [
     "CONNECTION_SCOPE_KEY",
     "H11Protocol",
     "abort_connection",
+    "keep_connection_in_scope",
     "remember_connection",
     "request_cycle",
     "shutdown_probe",
@@ -53,9 +58,24 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def keep_connection_in_scope(protocol: H11Protocol) -> None:
+    """Make ``protocol`` (a connection of the server's own uvicorn protocol, just made) keep uvicorn's
+    ``receive`` in the scope of each of its HTTP requests, before any ASGI middleware sees them."""
+    app = protocol.app
+
+    async def with_connection(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[CONNECTION_SCOPE_KEY] = receive
+        await app(scope, receive, send)
+
+    protocol.app = with_connection
+
+
 def remember_connection(scope: Scope, receive: Receive) -> None:
-    """Keep the server's own ``receive`` callable in ``scope`` (called first thing by the middleware)."""
-    scope[CONNECTION_SCOPE_KEY] = receive
+    """Keep ``receive`` in ``scope`` unless the server's protocol already kept uvicorn's own there (called
+    first thing by the server's middleware: under plain uvicorn its ``receive`` is uvicorn's)."""
+    if CONNECTION_SCOPE_KEY not in scope:
+        scope[CONNECTION_SCOPE_KEY] = receive
 
 
 def request_cycle(receive: object) -> Any | None:
