@@ -11,8 +11,9 @@ every socket operation to the time left, raising httpcore's ``ReadTimeout``/``Wr
 :func:`install_deadlines` wraps the network backends of the connection pools of an httpx client the
 SDK created itself (its default transport and any proxy mounts); a pool passed in as ``http_client``
 or a ``transport`` is left alone, and there the deadline is checked between chunks of the answer only.
-httpx has no public hook for a network backend, so this reads the pools' private attributes, with
-``getattr`` so a future httpx degrades to the chunk checks instead of failing; the socket tests in
+httpx has no public hook for a network backend, so the pools' private attributes are read, only in
+:mod:`paysdk._adapters.httpcore` (D530), with ``getattr`` so a future httpx degrades to the chunk checks
+instead of failing; ``tests/sdk/test_adapter_httpcore.py`` and the socket tests in
 ``tests/sdk/test_sdk_limits.py`` fail if it stops working.
 """
 
@@ -25,6 +26,7 @@ from typing import Any
 import httpcore
 import httpx
 
+from paysdk._adapters.httpcore import network_backend, pools, set_network_backend
 from paysdk._deadline import attempt_deadline, clip_timeout
 
 __all__ = [
@@ -40,16 +42,14 @@ _SocketOptions = Iterable[Any] | None
 
 def install_deadlines(client: httpx.Client | httpx.AsyncClient) -> None:
     """Wrap the network backend of every connection pool of ``client`` (see the module docstring)."""
-    transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
-    for transport in transports:
-        pool = getattr(transport, "_pool", None)
-        backend = getattr(pool, "_network_backend", None)
+    for pool in pools(client):
+        backend = network_backend(pool)
         if isinstance(backend, httpcore.AsyncNetworkBackend) and not isinstance(
             backend, AsyncDeadlineBackend
         ):
-            pool._network_backend = AsyncDeadlineBackend(backend)  # type: ignore[union-attr]
+            set_network_backend(pool, AsyncDeadlineBackend(backend))
         elif isinstance(backend, httpcore.NetworkBackend) and not isinstance(backend, DeadlineBackend):
-            pool._network_backend = DeadlineBackend(backend)  # type: ignore[union-attr]
+            set_network_backend(pool, DeadlineBackend(backend))
 
 
 # unasync: begin

@@ -30,8 +30,8 @@ from paysdk._sse import ServerSentEvent, StreamOperation, UnknownEvent
 from paysdk._streaming import AsyncEventStream, EventStream
 from paysdk.contracts.sandbox_events import CallbackEvent, GapEvent, JobEvent, RequestEvent
 from paysdk.server import create_app
+from paysdk.server.adapters.uvicorn import abort_connection, remember_connection
 from paysdk.server.events import EventFeed
-from paysdk.server.middleware import _abort_uvicorn_connection
 
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -360,6 +360,7 @@ class Script:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
+        remember_connection(scope, receive)  # what the server's middleware does
         index = len(self.seen)
         self.seen.append({k.decode(): v.decode() for k, v in scope["headers"]})
         chunks, ending = self.steps[min(index, len(self.steps) - 1)]
@@ -385,7 +386,7 @@ class Script:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await asyncio.sleep(0.01)
         if ending == "cut":
-            assert _abort_uvicorn_connection()
+            assert abort_connection(scope)
             for _ in range(3):
                 await asyncio.sleep(0)
             return

@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 
+from paysdk._adapters.httpcore import keep_content
 from paysdk._pipeline.operations import DEFAULT_TIMEOUT, ClientConfig, Operation
 
 __all__ = [
@@ -68,8 +69,8 @@ def check_answer(response: httpx.Response, size: int, limit: int, *, left: float
 def buffered_response(response: httpx.Response, content: bytes) -> httpx.Response:
     """``response``, streamed and closed, with its decoded ``content`` kept as if it had been read whole.
 
-    It sets what :meth:`httpx.Response.read` sets (``_content``): building a new response instead would
-    parse every header again, a cost on every call.
+    It sets what :meth:`httpx.Response.read` sets (``_content``, in :mod:`paysdk._adapters.httpcore`,
+    D530): building a new response instead would parse every header again, a cost on every call.
     """
-    response._content = content
+    keep_content(response, content)
     return response

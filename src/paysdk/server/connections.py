@@ -27,7 +27,8 @@ import math
 from typing import Any
 
 import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from paysdk.server.adapters.uvicorn import H11Protocol, keep_connection_in_scope
 
 #: Seconds an idle connection stays open under ``paysdk serve`` (uvicorn's ``timeout_keep_alive``, D86).
 KEEP_ALIVE_TIMEOUT = 5.0
@@ -99,7 +100,9 @@ class _LingeringTransport:
 
 
 class HeadTimeoutProtocol(H11Protocol):
-    """uvicorn's h11 protocol that closes a connection whose request head takes too long (module doc)."""
+    """uvicorn's h11 protocol that closes a connection whose request head takes too long (module doc).
+    uvicorn's protocol class and the parts of it used here are named in
+    :mod:`paysdk.server.adapters.uvicorn` (D530)."""
 
     #: Seconds (see :func:`protocol_with_head_timeout`).
     head_timeout = 5.0
@@ -121,6 +124,7 @@ class HeadTimeoutProtocol(H11Protocol):
             self.transport.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        keep_connection_in_scope(self)  # the drop fault and event streams reach the request cycle (D531)
         self._lingering_transport = _LingeringTransport(transport, self)
         super().connection_made(self._lingering_transport)  # type: ignore[arg-type]
         self._arm_head_timer()

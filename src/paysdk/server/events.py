@@ -20,14 +20,12 @@ import contextlib
 import fnmatch
 import json
 import re
-import sys
 import threading
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
@@ -35,6 +33,7 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from paysdk.server.adapters.uvicorn import shutdown_probe
 from paysdk.server.core_tables import CallbackAttemptRow
 
 if TYPE_CHECKING:
@@ -62,25 +61,6 @@ HEARTBEAT_SECONDS = 15.0
 RETRY_MS = 1000
 #: Seconds between two looks at whether the server is shutting down (uvicorn waits for open answers).
 SHUTDOWN_POLL = 0.5
-
-
-def _shutdown_probe() -> Callable[[], bool]:
-    """Whether uvicorn began shutting down, as seen from the request's own task: it tells each running
-    request cycle by clearing its ``keep_alive`` (a stream would otherwise hold the shutdown until its
-    graceful timeout cancels it). Always ``False`` when not under uvicorn, or for a request that asked
-    to close its connection anyway."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        candidate: Any = frame.f_locals.get("self")
-        if type(candidate).__module__.startswith("uvicorn.protocols.http") and hasattr(
-            candidate, "keep_alive"
-        ):
-            cycle = candidate
-            if not cycle.keep_alive:
-                break
-            return lambda: not cycle.keep_alive
-        frame = frame.f_back
-    return lambda: False
 
 
 def _default(value: Any) -> Any:
@@ -318,7 +298,7 @@ class EventStreamResponse(Response):
                 if self.cut_after is not None and sent >= self.cut_after:
                     await self._cut(send)
                     return
-                stopping = _shutdown_probe()
+                stopping = shutdown_probe(scope)
                 async with contextlib.aclosing(self._chunks(last, woken, gone, stopping)) as chunks:
                     async for chunk, counts in chunks:
                         if counts < 0:  # the server stops: a dropped connection, clients reconnect later

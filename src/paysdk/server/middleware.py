@@ -55,12 +55,10 @@ import hashlib
 import inspect
 import logging
 import re
-import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from types import FrameType
 from typing import Any, Protocol, cast
 from urllib.parse import unquote_plus
 
@@ -75,6 +73,8 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk._redact import MASK, is_sensitive_name
+from paysdk.server.adapters.sqlalchemy import bind_processors
+from paysdk.server.adapters.uvicorn import abort_connection, remember_connection
 from paysdk.server.bodies import BodyBounds, BodyRefused, declared_framing, length_above
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext, Statement, batch_cached
@@ -363,24 +363,6 @@ def _path_with_query(scope: Scope) -> str:
 # ------------------------------------------------------------------------------------------- faults
 
 
-def _abort_uvicorn_connection() -> bool:
-    """Abort the socket of the uvicorn connection serving this request; ``False`` when not under uvicorn.
-
-    uvicorn does not expose its transport to the app, so the protocol cycle is found on the call stack
-    (``RequestResponseCycle.run_asgi`` awaits the app directly).
-    """
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        candidate = frame.f_locals.get("self")
-        if candidate is not None and type(candidate).__module__.startswith("uvicorn.protocols.http"):
-            transport = getattr(candidate, "transport", None)
-            if transport is not None and hasattr(transport, "abort"):
-                transport.abort()
-                return True
-        frame = frame.f_back
-    return False
-
-
 # -------------------------------------------------------------------------------------- idempotency
 
 
@@ -462,7 +444,7 @@ def _claimed(connection: Connection, params: dict[str, Any]) -> bool:
     cached = _PG_CLAIM.get(id(dialect))
     if cached is None or cached[0] is not dialect:
         compiled = claim.statement.compile(dialect=dialect, column_keys=list(_NEW_KEY_COLUMNS))
-        cached = _PG_CLAIM[id(dialect)] = (dialect, str(compiled), dict(compiled._bind_processors))
+        cached = _PG_CLAIM[id(dialect)] = (dialect, str(compiled), bind_processors(compiled))
     _dialect, sql, processors = cached
     values = {
         name: processors[name](value) if name in processors and value is not None else value
@@ -723,6 +705,7 @@ class ServerMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        remember_connection(scope, receive)  # the drop fault and event streams reach uvicorn's cycle
         request_id = scope[REQUEST_ID_SCOPE_KEY] = new_request_id()
         # One pass over the headers for the two checks of the body's framing (D501).
         length, coded = declared_framing(scope)
@@ -815,7 +798,7 @@ class ServerMiddleware:
             )
             await _send_problem(problem, scope, receive, send)
         elif fault.kind == "drop":
-            if _abort_uvicorn_connection():
+            if abort_connection(scope):
                 # Let uvicorn see the connection lost, then return: it sends nothing more.
                 for _ in range(3):
                     await asyncio.sleep(0)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -196,7 +197,7 @@ def _last_event_id(request: Request) -> int:
 @router.get(PROGRESS_PATH, **_progress_declaration())
 async def progress(request: Request, partnerId: str, batchId: str) -> Response:
     """The batch's events after ``Last-Event-ID`` (D188), from the database: any process serves them."""
-    from paysdk.server.middleware import _abort_uvicorn_connection
+    from paysdk.server.adapters.uvicorn import abort_connection
 
     context = get_context(request)
     token = bearer(request)
@@ -212,7 +213,7 @@ async def progress(request: Request, partnerId: str, batchId: str) -> Response:
     return BatchStreamResponse(
         service.event_stream(context, batch_id, after),
         cut_after=None if cut is None else (cut.after_events or 0),
-        abort=_abort_uvicorn_connection,
+        abort=functools.partial(abort_connection, request.scope),
     )
 
 
@@ -293,9 +294,9 @@ class BatchStreamResponse(Response):
         self.abort = abort
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from paysdk.server.events import _shutdown_probe
+        from paysdk.server.adapters.uvicorn import shutdown_probe
 
-        stopping = _shutdown_probe()
+        stopping = shutdown_probe(scope)
         gone = asyncio.Event()  # the client went
         look = asyncio.Event()  # the client went or the pump ended
 

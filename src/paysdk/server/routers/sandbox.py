@@ -9,6 +9,7 @@ answers.
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 from typing import Any
 
@@ -211,7 +212,7 @@ async def events(
     """The live feed (Server-Sent Events, :mod:`paysdk.server.events`, decisions D115-D118): request log
     entries, callback attempts and job runs; ``Last-Event-ID`` resumes; a ``stream_cut`` fault drops
     the connection after N events."""
-    from paysdk.server.middleware import _abort_uvicorn_connection
+    from paysdk.server.adapters.uvicorn import abort_connection
 
     context = get_context(request)
     statuses = FeedFilter.parse_status(status)
@@ -225,7 +226,7 @@ async def events(
         FeedFilter(path=path, status=statuses, uid=uid or None),
         request.headers.get("last-event-id"),
         cut_after=None if cut is None else (cut.after_events or 0),
-        abort=_abort_uvicorn_connection,
+        abort=functools.partial(abort_connection, request.scope),
     )
 
 
