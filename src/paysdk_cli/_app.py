@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperArgument, TyperCommand
 
+from paysdk_cli._adapters.typer import set_shell_complete, shell_complete_of
 from paysdk_cli._state import OutputFormat
 
 __all__ = [
@@ -112,8 +113,8 @@ class PaysdkCommand(TyperCommand):
             self.params.append(output_option())
         for param in self.params:
             enumerated = [opt for opt in getattr(param, "opts", ()) if opt in ENUMERATED_OPTIONS]
-            if enumerated and getattr(param, "_custom_shell_complete", None) is None:
-                param._custom_shell_complete = _completer(enumerated[0])
+            if enumerated and shell_complete_of(param) is None:
+                set_shell_complete(param, _completer(enumerated[0]))
             if isinstance(param, TyperArgument) and param.metavar is None and param.name:
                 param.metavar = param.name.upper()
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import typer
 
+from paysdk_cli._adapters.typer import usage_error_class
 from paysdk_cli._output import error, printable
 
 __all__ = ["CLIError", "ExitCode", "exit_code_for", "report", "restyle_usage_error", "usage_error_for"]
@@ -217,15 +218,6 @@ def _describe(exc: BaseException, verbose: bool) -> list[str]:
     return [exception_text(exc)]  # never an empty message (D434)
 
 
-def _usage_error_class() -> Any:
-    # typer vendors click as typer._click (0.2x and later); older typer uses click itself.
-    try:
-        from typer._click.exceptions import UsageError
-    except ImportError:  # pragma: no cover - older typer
-        from click.exceptions import UsageError  # type: ignore[assignment]
-    return UsageError
-
-
 def _param_name(param: Any) -> str:
     """``--amount`` for an option (its first long name), ``CARD_ID`` for an argument."""
     opts = [str(opt) for opt in getattr(param, "opts", None) or []]
@@ -290,7 +282,7 @@ def restyle_usage_error(exc: Any) -> Any:
     ...)``; ``missing argument CARD_ID``: the option (its long name) or argument (in capitals) and the
     offending value, without pydantic's or click's wording. Exit code 2, with click's usage lines.
     """
-    usage_error = _usage_error_class()
+    usage_error = usage_error_class()
     if not isinstance(exc, usage_error) or getattr(exc, "restyled", False):
         return exc
     param = getattr(exc, "param", None)
@@ -333,7 +325,7 @@ def usage_error_for(exc: BaseException, ctx: Any) -> Any:
         # "'10.123' has more than 2 decimal places"; "'1234': string should have ..." for a sentence
         joined = ": " + _lower_first(message) if message[:1].isupper() else " " + message
         message = _shown(value) + joined
-    styled = _usage_error_class()(f"invalid value for {name}: {message}", ctx)
+    styled = usage_error_class()(f"invalid value for {name}: {message}", ctx)
     styled.restyled = True
     return styled
 

@@ -1,8 +1,9 @@
 """No stack-frame walks, and private parts of the libraries under the SDK and the server only in their
-adapters (D530): ``paysdk._adapters.httpcore`` (httpx, httpcore), ``paysdk.server.adapters.uvicorn`` and
-``paysdk.server.adapters.sqlalchemy``. Each adapter has its own test against the installed library
-(``tests/sdk/test_adapter_httpcore.py``, ``tests/server/test_adapter_*.py``); this scan keeps new
-private reads from appearing anywhere else.
+adapters (D530, D532): ``paysdk._adapters.httpcore`` (httpx, httpcore), ``paysdk.server.adapters.uvicorn``,
+``paysdk.server.adapters.sqlalchemy``, ``paysdk.server.adapters.alembic`` and ``paysdk_cli._adapters.typer``
+(typer and its vendored click). Each adapter has its own test against the installed library
+(``tests/sdk/test_adapter_httpcore.py``, ``tests/server/test_adapter_*.py``,
+``tests/cli/test_adapter_typer.py``); this scan keeps new private reads from appearing anywhere else.
 """
 
 from __future__ import annotations
@@ -13,17 +14,39 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 #: The libraries whose private parts only adapters touch.
-LIBRARIES = ("uvicorn", "httpcore", "httpx", "sqlalchemy", "starlette", "fastapi", "h11")
+LIBRARIES = (
+    "uvicorn",
+    "httpcore",
+    "httpx",
+    "sqlalchemy",
+    "starlette",
+    "fastapi",
+    "h11",
+    "alembic",
+    "click",
+    "typer",
+)
 ADAPTERS = {
     "paysdk/_adapters/httpcore.py",
     "paysdk/server/adapters/uvicorn.py",
     "paysdk/server/adapters/sqlalchemy.py",
+    "paysdk/server/adapters/alembic.py",
+    "paysdk_cli/_adapters/typer.py",
 }
 #: Frame access: the stdlib ``warnings`` stacklevel idiom of the SDK's deprecation warnings only.
 FRAME_NAMES = {"_getframe", "currentframe", "f_back", "f_locals", "f_globals", "stack"}
 FRAME_ALLOWED = {"paysdk/_deprecation.py": {"_getframe", "f_back"}}
 #: Private attributes of those libraries' objects the adapters read, and uvicorn's request cycle parts.
-KNOWN_PRIVATE = {"_bind_processors", "_network_backend", "_pool", "_mounts", "_content", "__self__"}
+KNOWN_PRIVATE = {
+    "_bind_processors",
+    "_network_backend",
+    "_pool",
+    "_mounts",
+    "_content",
+    "__self__",
+    "_upgrade_revs",
+    "_custom_shell_complete",
+}
 CYCLE_PARTS = {"keep_alive"}
 
 
@@ -113,6 +136,9 @@ def test_the_scan_sees_what_it_forbids() -> None:
         "cycle = receive.__self__\n"
         "stopping = not cycle.keep_alive\n"
         "x = httpcore._async\n"
+        "steps = script._upgrade_revs(head, heads)\n"
+        "param._custom_shell_complete = completer\n"
+        "from typer._click.exceptions import UsageError\n"
     )
     offences = _offences("paysdk/server/example.py", sample)
     for expected in (
@@ -124,6 +150,9 @@ def test_the_scan_sees_what_it_forbids() -> None:
         ".__self__",
         ".keep_alive",
         "httpcore._async",
+        "._upgrade_revs",
+        "._custom_shell_complete",
+        "imports from typer._click.exceptions",
     ):
         assert any(expected in offence for offence in offences), (expected, offences)
     adapter = "from uvicorn.protocols.http.h11_impl import H11Protocol\ncycle = receive.__self__\n"

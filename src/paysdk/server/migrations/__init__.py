@@ -219,13 +219,14 @@ def _upgrade(connection: Connection, found: str) -> None:
     from alembic.runtime.environment import EnvironmentContext
     from alembic.script import ScriptDirectory
 
+    from paysdk.server.adapters.alembic import upgrade_steps
     from paysdk.server.schema_snapshot import REVISION
 
     _stamp(connection, found)
     script = ScriptDirectory(str(SCRIPTS))
 
     def revisions(heads: Any, context: Any) -> Any:
-        return script._upgrade_revs(REVISION, heads)  # what alembic's `upgrade` command runs
+        return upgrade_steps(script, REVISION, heads)  # what alembic's `upgrade` command runs
 
     with EnvironmentContext(Config(), script, fn=revisions, destination_rev=REVISION) as environment:
         environment.configure(connection=connection, target_metadata=None)
