@@ -24,13 +24,14 @@ demo: $(STAMP)
 test: $(STAMP) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-## ruff (lint and format, generated code included), mypy --strict, the generated sync code, the schema snapshot,
+## ruff (lint and format, generated code included), mypy --strict, the import layers, the generated sync code, the schema snapshot,
 ## docs/coverage.md and docs/cli.md's command overview are up to date, and the docs site builds with no broken link or reference
 ## and shows no reST markup of the docstrings as text (scripts/check_site.py).
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks scripts
 	$(BIN)/ruff format --check src tests examples benchmarks scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache  # the layers: the server's core imports no family (pyproject.toml, D554)
 	$(BIN)/python scripts/sdk_registry.py --check
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/coverage_table.py --check

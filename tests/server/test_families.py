@@ -33,7 +33,9 @@ from paysdk.server.families import (
     check_families,
     family_of,
     honours_idempotency_key,
+    kept_tables_of,
     route_paths,
+    tables_of,
 )
 from paysdk.server.middleware import is_control_path
 
@@ -267,7 +269,7 @@ nesting_router.include_router(stray_router, prefix="/v8")
         (_family(routers=(("/rest", stray_router),)), "route POST /rest/v1/stray is outside"),
         (_family(prefixes=("/v9", "/rest")), "prefix '/rest' is registered by wallet too"),
         (_family(prefixes=("/v9/",)), "prefix '/v9/' must start with '/' and not end with it"),
-        (_family(jobs={"callback": _echo_job}), "job kind 'callback' is the scheduler's own"),
+        (_family(jobs={"callback": _echo_job}), "job kind 'callback' is registered by payment links"),
         (_family(jobs={"wallet_auth_exp": _echo_job}), "job kind 'wallet_auth_exp' is registered by wallet"),
         (_family(jobs={"x" * 17: _echo_job}), "must have 1 to 16 characters"),
         (_family(name="wallet"), "two families are named 'wallet'"),
@@ -287,7 +289,7 @@ def test_a_table_declared_on_base_that_no_family_registers_is_refused() -> None:
     without_wallet = tuple(f for f in FAMILIES if f.name != "wallet")
     with pytest.raises(ValueError, match="table wallet_cards is declared on Base but no family registers it"):
         check_families(without_wallet)
-    registered = {t.__tablename__ for f in FAMILIES for t in (*f.tables, *f.kept_tables)}
+    registered = {t.__tablename__ for f in FAMILIES for t in (*tables_of(f), *kept_tables_of(f))}
     assert "wallet_cards" in registered
     assert set(Base.metadata.tables) >= registered
 

@@ -16,9 +16,8 @@ from server_helpers import auth, body, create_alternative, create_link, dumps, l
 from sqlalchemy import insert
 
 from paysdk.contracts.sandbox import SandboxClient, SandboxTransaction
-from paysdk.server import create_app
+from paysdk.server import create_app, faults
 from paysdk.server.core_tables import FaultRow
-from paysdk.server.services import faults
 
 
 @pytest.fixture

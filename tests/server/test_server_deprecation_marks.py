@@ -163,7 +163,7 @@ async def test_a_marked_uploads_413_is_marked(client: httpx.AsyncClient) -> None
 def test_two_marked_templates_taking_one_path_are_told_apart_by_the_route() -> None:
     """``/rest/cards/users/users/permissions`` is a path of both templates below; the route that answered
     (its path without the mount prefix) names the operation (D392)."""
-    from paysdk.server.services.deprecations import marked
+    from paysdk.server.deprecations import marked
 
     one = ((b"deprecation", b"@1"),)
     other = ((b"deprecation", b"@2"),)

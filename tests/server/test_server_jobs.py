@@ -21,8 +21,9 @@ from paysdk.contracts.sandbox import SandboxJob
 from paysdk.server import create_app, jobs
 from paysdk.server.clock import Clock
 from paysdk.server.core_tables import ClientRow
+from paysdk.server.families import job_handlers
 from paysdk.server.jobs import ClaimedJob, LeaseLost
-from paysdk.server.scheduler import CORE_JOB_HANDLERS, JobHandler, Scheduler
+from paysdk.server.scheduler import JobHandler, Scheduler
 from paysdk.server.services import callbacks
 
 EFFECTS = sqlalchemy.Table(
@@ -259,7 +260,7 @@ async def test_a_callback_taken_over_is_sent_again_with_the_same_event_id(
     link = await create_link(asgi_client, merchant)
     await pay(asgi_client, link["uid"], "4242424242424242")  # round 1: 500, round 2 due in 1 minute
     context = app.state.paysdk
-    vanished = Scheduler(context, CORE_JOB_HANDLERS, owner="runner-a")
+    vanished = Scheduler(context, job_handlers(), owner="runner-a")
     # An advance by a day: the clock moves first (D361), then the advance claims round 2 and dies.
     far = await context.run(context.clock.advance, 86_400_000_000)
     job = await context.run(vanished._claim, far)
@@ -267,7 +268,7 @@ async def test_a_callback_taken_over_is_sent_again_with_the_same_event_id(
     assert job.kind == callbacks.JOB_KIND
     wall = _Wall()
     wall.moved = jobs.LEASE + timedelta(seconds=1)
-    other = Scheduler(context, CORE_JOB_HANDLERS, owner="runner-b", wall=wall)
+    other = Scheduler(context, job_handlers(), owner="runner-b", wall=wall)
     assert await other.run_due() == 1
     rows = await attempts(asgi_client, link["uid"])
     assert [(row.attempt, row.status_code) for row in rows] == [(1, 500), (2, 200)]

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from paysdk import _json
 from paysdk.server import create_app
 from paysdk.server.bodies import MAX_BODY_BYTES, MAX_UPLOAD_BYTES, UPLOAD_ROUTES, is_upload_route
-from paysdk.server.services.faults import matches
+from paysdk.server.faults import matches
 
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 pytestmark = sqlite_only

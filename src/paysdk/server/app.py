@@ -40,7 +40,7 @@ from paysdk.server.jobs import LEASE
 from paysdk.server.middleware import Endpoint, ServerMiddleware, install_access_log_filter
 from paysdk.server.openapi import install_openapi
 from paysdk.server.refs import resolve
-from paysdk.server.scheduler import CORE_JOB_HANDLERS, JobHandler, Scheduler
+from paysdk.server.scheduler import JobHandler, Scheduler
 
 if TYPE_CHECKING:
     import httpx
@@ -146,7 +146,7 @@ def create_app(
     context.control = ControlPlaneAccess(control_token_digest, control_plane_exposed)
     scheduler = Scheduler(
         context,
-        {**CORE_JOB_HANDLERS, **family_job_handlers(families), **(job_handlers or {})},
+        {**family_job_handlers(families), **(job_handlers or {})},
         lease=job_lease,
     )
     context.scheduler = scheduler

@@ -271,9 +271,10 @@ def serve(
             with imports_without_collection():  # D308
                 app = build(database)  # creates or refuses the schema before anything listens
             if seed is not None:  # before uvicorn binds: a seed the server refuses starts nothing
-                from paysdk.server.seed import install_seed
+                from paysdk.server.families import hook  # the core's registry: no family (D552)
 
-                install_seed(app, seed)
+                for install in hook("seed", database.families):
+                    install(app, seed)
     except BaseException:
         database.dispose()
         raise

@@ -47,9 +47,11 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 import anyio.to_thread
+from sqlalchemy import Table, select
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql import Insert, Select, Update
 from starlette.requests import HTTPConnection
@@ -57,6 +59,7 @@ from starlette.requests import HTTPConnection
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.clock import Clock
 from paysdk.server.control_token import ControlPlaneAccess
+from paysdk.server.core_tables import ClockRow
 from paysdk.server.db import Database
 from paysdk.server.events import EventFeed
 
@@ -74,6 +77,7 @@ __all__ = [
     "batch_cached",
     "deferring",
     "get_context",
+    "virtual_now",
 ]
 
 log = logging.getLogger("paysdk.server")
@@ -609,3 +613,13 @@ def get_context(connection: HTTPConnection) -> ServerContext:
     context = connection.app.state.paysdk
     assert isinstance(context, ServerContext)
     return context
+
+
+_CLOCK = cast(Table, ClockRow.__table__)
+_CLOCK_OFFSET = Statement(select(_CLOCK.c.offset_us).where(_CLOCK.c.id == 1))
+
+
+def virtual_now(connection: Connection, clock: Clock) -> datetime:
+    """:meth:`Clock.now` read through a Core connection (the same stored offset, one small query)."""
+    rows = batch_cached(connection, _CLOCK_OFFSET, lambda: _CLOCK_OFFSET.rows(connection))
+    return clock._wall() + timedelta(microseconds=rows[0][0] if rows else 0)

@@ -11,7 +11,7 @@ answer of that operation (errors included) then carries::
 
 The marks live in the ``deprecations`` table (emptied by reset), so every server process over one database
 applies them. The request path does not ask the database per request: a process-wide registry keyed by
-database (:func:`paysdk.server.services.faults.database_key`) keeps the marks read last and when
+database (:func:`paysdk.server.faults.database_key`) keeps the marks read last and when
 (:func:`headers_for`). A mark set, cleared or reset through any app of this process invalidates it at once
 (before and after the commit, as faults do); a change made by *another process* is seen at most
 :data:`REFRESH_SECONDS` (1 s) later (D255).
@@ -38,7 +38,7 @@ from paysdk.server.bodies import template_regex
 from paysdk.server.db import on_reset
 from paysdk.server.deprecation_tables import DeprecationRow
 from paysdk.server.errors import APIProblem
-from paysdk.server.services.faults import database_key
+from paysdk.server.faults import database_key
 
 __all__ = [
     "REFRESH_SECONDS",

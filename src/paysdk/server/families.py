@@ -32,24 +32,15 @@ from fastapi.routing import APIRoute
 from sqlalchemy.orm import DeclarativeBase
 
 from paysdk._environment import CHECKOUT_PREFIX, CMS_PREFIX, WALLET_PREFIX
-from paysdk.server import (
-    backoffice_tables,
-    cardholder_tables,
-    deprecation_tables,
-    onboarding_tables,
-    reconciliation_tables,
-    subscription_tables,
-    wallet_tables,
-)
+from paysdk.server import health
 from paysdk.server.core_tables import CORE_TABLES, Base
 from paysdk.server.refs import is_ref, resolve
-from paysdk.server.routers import sandbox_health
-from paysdk.server.scheduler import BUILTIN_KINDS, JobHandler
-from paysdk.server.terminal_tables import TERMINAL_RESET_ORDER
-from paysdk.server.webhooks_tables import ProcessorSecretRow
+from paysdk.server.scheduler import JobHandler
 
 __all__ = [
     "FAMILIES",
+    "HOOKS",
+    "LANE_ATTRIBUTE",
     "Family",
     "JobHandler",
     "Left",
@@ -58,12 +49,15 @@ __all__ = [
     "family_of",
     "fast_lane_of",
     "honours_idempotency_key",
+    "hook",
     "idempotent_prefixes",
     "job_handlers",
+    "kept_tables_of",
     "reset_order",
     "route_paths",
     "routers_of",
     "schema_tables",
+    "tables_of",
     "under",
 ]
 
@@ -125,17 +119,24 @@ class Family:
     command groups that serve it. ``operations``: ``"METHOD /path"`` (as in ``/openapi.json``) ->
     :class:`Reach`.
 
-    A router, fast-lane handler or job handler may be given as a ``"package.module:attribute"``
+    ``security_schemes``: the ``components.securitySchemes`` of ``/openapi.json`` its routes name beside
+    the core's ``merchantToken`` (:mod:`paysdk.server.openapi`, D131). ``hooks``: hook name (one of
+    :data:`HOOKS`) -> the functions called at that point, so the core (or another family) calls into a
+    family without importing it (D551).
+
+    A router, fast-lane handler, job handler, hook or table may be given as a ``"package.module:attribute"``
     reference (:mod:`paysdk.server.refs`), imported when first needed: the registrations stay cheap to
     import, and a server started by :func:`paysdk.server.app.serve` imports a family's routers on the
-    first request they may answer (D303). :func:`routers_of` and :func:`fast_lane_of` resolve them.
+    first request they may answer (D303). :func:`routers_of`, :func:`fast_lane_of`, :func:`tables_of`
+    and :func:`hook` resolve them. A table reference names a table class or a tuple of them (a family's
+    reset order). The registrations import no family module: they name them (D550).
     """
 
     name: str
     prefixes: tuple[str, ...]
     routers: tuple[tuple[str, APIRouter | str], ...]
-    tables: tuple[type[DeclarativeBase], ...] = ()
-    kept_tables: tuple[type[DeclarativeBase], ...] = ()
+    tables: tuple[type[DeclarativeBase] | str, ...] = ()
+    kept_tables: tuple[type[DeclarativeBase] | str, ...] = ()
     jobs: Mapping[str, JobHandler | str] = field(default_factory=dict)
     idempotent_posts: bool = True
     public: bool = True
@@ -143,6 +144,8 @@ class Family:
     sdk_resources: tuple[str, ...] = ()
     cli_groups: tuple[str, ...] = ()
     operations: Mapping[str, Reach] = field(default_factory=dict)
+    hooks: Mapping[str, tuple[Callable[..., Any] | str, ...]] = field(default_factory=dict)
+    security_schemes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 PAYMENT_LINKS = Family(
@@ -150,6 +153,12 @@ PAYMENT_LINKS = Family(
     prefixes=("/transactions", "/transactions-hook"),
     routers=(("", "paysdk.server.routers.payment_links:router"),),
     fast_lane=("paysdk.server.routers.payment_links:create_payment_link",),
+    # The outbound events' deliveries (D16, any family queues them) and transaction expiries (the
+    # scheduler runs ``expire`` at each pending transaction's ``expire_at``; job rows of older versions).
+    jobs={
+        "callback": "paysdk.server.services.callbacks:deliver_job",
+        "expire": "paysdk.server.services.payments:expire_job",
+    },
     sdk_resources=("payment_links",),
     cli_groups=("links",),
     operations={
@@ -207,9 +216,23 @@ WALLET = Family(
         (WALLET_PREFIX, "paysdk.server.routers.wallet_users:router"),
         (WALLET_PREFIX, "paysdk.server.routers.wallet_cards:router"),
     ),
-    tables=wallet_tables.WALLET_RESET_ORDER,
-    kept_tables=(wallet_tables.WalletServerKeyRow,),
+    tables=("paysdk.server.wallet_tables:WALLET_RESET_ORDER",),
+    kept_tables=("paysdk.server.wallet_tables:WalletServerKeyRow",),
     jobs={"wallet_auth_exp": "paysdk.server.services.wallet_sandbox:expire_authorization"},
+    security_schemes={
+        "walletApplication": {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "The wallet application's access token (POST /rest/auth/login, D32, D33).",
+        },
+        "walletUser": {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "A cardholder's user access token (POST /rest/users/login, D34).",
+        },
+    },
     sdk_resources=("wallet",),
     cli_groups=("wallet", "users", "cards", "funds", "transfers", "permissions"),
     operations={
@@ -276,7 +299,12 @@ SUBSCRIPTIONS = Family(
         ("", "paysdk.server.routers.subscriptions:router"),
         ("", "paysdk.server.routers.batch_charges:router"),
     ),
-    tables=subscription_tables.SUBSCRIPTION_RESET_ORDER,
+    tables=("paysdk.server.subscription_tables:SUBSCRIPTION_RESET_ORDER",),
+    # A card verification (D140) is paid like a link: its card kept, its subscription made on approval.
+    hooks={
+        "card_given": ("paysdk.server.services.subscription_api:remember_card",),
+        "card_approved": ("paysdk.server.services.subscription_api:on_verified",),
+    },
     sdk_resources=("subscriptions",),
     cli_groups=("subscriptions", "charges"),
     operations={
@@ -306,8 +334,25 @@ BACKOFFICE = Family(
         (CMS_PREFIX, "paysdk.server.routers.cardholders:router"),
     ),
     # Children first: the cardholder batches reference partners (D184, D185).
-    tables=(*cardholder_tables.CARDHOLDER_RESET_ORDER, *backoffice_tables.BACKOFFICE_RESET_ORDER),
+    tables=(
+        "paysdk.server.cardholder_tables:CARDHOLDER_RESET_ORDER",
+        "paysdk.server.backoffice_tables:BACKOFFICE_RESET_ORDER",
+    ),
     jobs={"cardholder_batch": "paysdk.server.services.cardholders:run_batch"},
+    security_schemes={
+        "backofficeApplication": {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "The backoffice application's access token (POST /cms/rest/app/auth/login, D105).",
+        },
+        "backofficeUser": {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "JWT",
+            "description": "A backoffice operator's access token (POST /cms/rest/app/users/login, D105).",
+        },
+    },
     sdk_resources=("backoffice",),
     cli_groups=("backoffice", "cardholders"),
     operations={
@@ -343,7 +388,7 @@ TERMINAL = Family(
     name="terminal",
     prefixes=("/terminal-payment",),
     routers=(("", "paysdk.server.routers.terminal:router"),),
-    tables=TERMINAL_RESET_ORDER,
+    tables=("paysdk.server.terminal_tables:TERMINAL_RESET_ORDER",),
     jobs={
         "settlement": "paysdk.server.services.terminal:run_settlement",
         "terminal_lapse": "paysdk.server.services.terminal:lapse_authorization",
@@ -363,7 +408,8 @@ WEBHOOKS = Family(
     name="webhooks",
     prefixes=("/webhooks",),
     routers=(("", "paysdk.server.routers.webhooks:router"),),
-    kept_tables=(ProcessorSecretRow,),  # the processor secret survives resets (D193)
+    # The processor secret survives resets (D193).
+    kept_tables=("paysdk.server.webhooks_tables:ProcessorSecretRow",),
     idempotent_posts=False,  # each notification and event carries its own id (D193, D240)
     cli_groups=("sandbox",),  # played by "paysdk sandbox processor" (D193)
     operations={
@@ -376,7 +422,7 @@ RECONCILIATION = Family(
     name="reconciliation",
     prefixes=("/reports",),
     routers=(("", "paysdk.server.routers.reconciliation:router"),),
-    tables=reconciliation_tables.RECONCILIATION_RESET_ORDER,
+    tables=("paysdk.server.reconciliation_tables:RECONCILIATION_RESET_ORDER",),
     # A report is computed from the file; only the pages of a long one are kept for reading (D194,
     # D241, D331): the same file sent twice changes nothing else, so no key is needed.
     idempotent_posts=False,
@@ -396,7 +442,7 @@ ONBOARDING = Family(
     name="onboarding",
     prefixes=("/leads",),
     routers=(("", "paysdk.server.routers.onboarding:router"),),
-    tables=onboarding_tables.ONBOARDING_RESET_ORDER,
+    tables=("paysdk.server.onboarding_tables:ONBOARDING_RESET_ORDER",),
     sdk_resources=("onboarding",),
     cli_groups=("leads",),
     operations={
@@ -409,7 +455,7 @@ CONTROL_PLANE = Family(
     name="control plane",
     prefixes=("/_sandbox",),
     routers=(
-        ("", sandbox_health.router),  # imported with the registrations: a lazy start serves it (D303)
+        ("", health.router),  # the core's, imported with the registrations: a lazy start serves it (D303)
         ("", "paysdk.server.routers.sandbox:router"),
         ("", "paysdk.server.routers.sandbox_wallet:router"),
         ("", "paysdk.server.routers.sandbox_subscriptions:router"),
@@ -419,13 +465,14 @@ CONTROL_PLANE = Family(
         ("", "paysdk.server.routers.sandbox_onboarding:router"),
         ("", "paysdk.server.routers.sandbox_deprecations:router"),
     ),
-    tables=(deprecation_tables.DeprecationRow,),
+    tables=("paysdk.server.deprecation_tables:DeprecationRow",),
     idempotent_posts=False,
     public=False,
     # A merchant's suite resets before every test (issue 12): no FastAPI routing over every route (D311).
     fast_lane=("paysdk.server.routers.sandbox:reset",),
     sdk_resources=("sandbox",),
     cli_groups=("sandbox",),
+    hooks={"seed": ("paysdk.server.seed:install_seed",)},  # merchants, wallet users and cards (D552)
 )
 
 #: Every family the server serves, in registration order (see the module docstring).
@@ -491,14 +538,67 @@ def job_handlers(families: Iterable[Family] = FAMILIES) -> dict[str, JobHandler 
     return {kind: handler for family in families for kind, handler in family.jobs.items()}
 
 
+def _tables(entries: Iterable[type[DeclarativeBase] | str]) -> tuple[type[DeclarativeBase], ...]:
+    """``entries`` with each reference imported: a table class, or a tuple of them, in order."""
+    found: list[type[DeclarativeBase]] = []
+    for entry in entries:
+        value = resolve(entry)
+        found.extend(value if isinstance(value, tuple) else (value,))
+    return tuple(found)
+
+
+def tables_of(family: Family) -> tuple[type[DeclarativeBase], ...]:
+    """The tables ``/_sandbox/reset`` empties of ``family``, children first, references imported."""
+    return _tables(family.tables)
+
+
+def kept_tables_of(family: Family) -> tuple[type[DeclarativeBase], ...]:
+    """The tables of ``family`` that are created and never emptied, references imported."""
+    return _tables(family.kept_tables)
+
+
 def reset_order(families: Sequence[Family] = FAMILIES) -> tuple[type[DeclarativeBase], ...]:
     """The tables ``/_sandbox/reset`` empties, in order: the latest family's first, the core's last."""
-    return (*(table for family in reversed(families) for table in family.tables), *CORE_TABLES)
+    return (*(table for family in reversed(families) for table in tables_of(family)), *CORE_TABLES)
 
 
 def schema_tables(families: Sequence[Family] = FAMILIES) -> tuple[type[DeclarativeBase], ...]:
     """Every table the server creates: the core's and each family's (emptied or kept)."""
-    return (*CORE_TABLES, *(t for family in families for t in (*family.tables, *family.kept_tables)))
+    return (*CORE_TABLES, *(t for f in families for t in (*tables_of(f), *kept_tables_of(f))))
+
+
+#: The attribute of a route handler served by the server's parametrized fast lane (D261): set by
+#: ``paysdk.server.routers._common.lane``, read by the middleware.
+LANE_ATTRIBUTE = "__paysdk_lane__"
+
+
+#: The points where a hook registered in :attr:`Family.hooks` is called, and what it is given:
+#:
+#: * ``"seed"``: ``(app, seed)``, once at start, by :func:`paysdk.server.boot.serve` given a seed file;
+#: * ``"card_given"``: ``(session, tx, card_number)``, when a valid card is given for a pending card
+#:   transaction of any kind (a hook acts on its own kinds only), before its outcome;
+#: * ``"card_approved"``: ``(session, tx, client, now)``, in the transaction that finished a card
+#:   transaction ``approved``.
+#:
+#: The last two are called by the payments (:mod:`paysdk.server.services.payments`): the subscriptions'
+#: card verifications keep their card and create their subscription through them (D551).
+HOOKS = frozenset({"seed", "card_given", "card_approved"})
+
+_hooks: dict[str, tuple[Callable[..., Any], ...]] = {}
+
+
+def hook(name: str, families: Iterable[Family] = FAMILIES) -> tuple[Callable[..., Any], ...]:
+    """The functions the families register for the hook ``name`` (one of :data:`HOOKS`), in registration
+    order, references imported (a family's module is imported when its hook is first needed; those of
+    :data:`FAMILIES` are kept)."""
+    if name not in HOOKS:
+        raise ValueError(f"no hook is named {name!r}; hooks are {sorted(HOOKS)}")
+    if families is FAMILIES and name in _hooks:
+        return _hooks[name]
+    found = tuple(resolve(f) for family in families for f in family.hooks.get(name, ()))
+    if families is FAMILIES:
+        _hooks[name] = found
+    return found
 
 
 def routers_of(family: Family) -> tuple[tuple[str, APIRouter], ...]:
@@ -560,12 +660,13 @@ def check_families(families: Sequence[Family] = FAMILIES, *, routes: bool = True
                 problems.append(f"{family.name}: the handler of job kind {kind!r} is not callable")
             if not kind or len(kind) > 16:
                 problems.append(f"{family.name}: job kind {kind!r} must have 1 to 16 characters")
-            if kind in BUILTIN_KINDS:
-                problems.append(f"{family.name}: job kind {kind!r} is the scheduler's own")
-            elif kind in kinds:
+            if kind in kinds:
                 problems.append(f"{family.name}: job kind {kind!r} is registered by {kinds[kind]} too")
             kinds.setdefault(kind, family.name)
-        for table in (*family.tables, *family.kept_tables):
+        for name in family.hooks:
+            if name not in HOOKS:
+                problems.append(f"{family.name}: no hook is named {name!r} (hooks are {sorted(HOOKS)})")
+        for table in (*tables_of(family), *kept_tables_of(family)):
             name = table.__tablename__
             if name in tables or table in CORE_TABLES:
                 owner = tables.get(name, "the core")

@@ -16,7 +16,7 @@ are never logged, faulted or idempotent.
   are kept by an allow-list (D95: ``Content-Type``, ``User-Agent``...), every other header's value and
   the values of query parameters with credential-like names are masked as ``****`` (so is uvicorn's
   access log: :class:`AccessLogFilter`). A dropped connection is logged with status ``0``.
-* Faults (see :mod:`paysdk.server.services.faults`, which also says when the database is asked):
+* Faults (see :mod:`paysdk.server.faults`, which also says when the database is asked):
   ``latency`` sleeps then answers normally,
   ``error`` answers the given 5xx, ``rate_limit`` answers ``429`` with ``Retry-After``, ``drop`` closes the
   connection without an answer. Under uvicorn the connection's transport is aborted (the client sees the
@@ -73,11 +73,12 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk._redact import MASK, is_sensitive_name
+from paysdk.server import deprecations, faults
 from paysdk.server.adapters.sqlalchemy import bind_processors
 from paysdk.server.adapters.uvicorn import abort_connection, remember_connection
 from paysdk.server.bodies import BodyBounds, BodyRefused, declared_framing, length_above
 from paysdk.server.clock import Clock
-from paysdk.server.context import ServerContext, Statement, batch_cached
+from paysdk.server.context import ServerContext, Statement, batch_cached, virtual_now
 from paysdk.server.core_tables import ClientRow, IdempotencyRow, RequestLogRow
 from paysdk.server.errors import (
     REQUEST_ID_HEADER,
@@ -88,13 +89,12 @@ from paysdk.server.errors import (
 )
 from paysdk.server.families import (
     FAMILIES,
+    LANE_ATTRIBUTE,
     Family,
     honours_idempotency_key,
     idempotent_prefixes,
     routers_of,
 )
-from paysdk.server.services import deprecations, faults
-from paysdk.server.services.transactions import virtual_now
 
 __all__ = [
     "REQUEST_ID_SCOPE_KEY",
@@ -534,9 +534,6 @@ def parametrized_lane(families: Sequence[Family]) -> list[tuple[str, re.Pattern[
     names a lane (:func:`paysdk.server.routers._common.lane`), in the families' order (D261). A hot
     route with a parameter (``POST /rest/cards/{cardId}/funds``) is then handed to its lane without
     FastAPI's routing, which tries every route before it (the largest part of such a request's cost)."""
-    # Imported here: the routers' helpers are not needed before the routers themselves (D303).
-    from paysdk.server.routers._common import LANE_ATTRIBUTE
-
     lanes: list[tuple[str, re.Pattern[str], APIRoute, Endpoint]] = []
     for family in families:
         for mount, router in routers_of(family):
@@ -568,7 +565,7 @@ class LazyRouters(Protocol):
 def _deprecation_headers(message: Message, scope: Scope, marks: deprecations.Marks) -> Message:
     """``http.response.start`` with the headers of a marked operation (D196), the operation named by the
     request's path as ``/openapi.json`` names it, mount prefix included (D392:
-    :func:`paysdk.server.services.deprecations.marked`)."""
+    :func:`paysdk.server.deprecations.marked`)."""
     path = scope["path"]
     root = scope.get("root_path") or ""
     if root and path.startswith(root):
@@ -774,7 +771,7 @@ class ServerMiddleware:
     async def _faults(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Several server instances may share one database, and a fault created through any of them
         # applies to all: the database is asked unless a look found none and no fault was created in
-        # this process since (see :mod:`paysdk.server.services.faults` for the one limit, other processes).
+        # this process since (see :mod:`paysdk.server.faults` for the one limit, other processes).
         fault = (
             await self.context.run_brief(
                 faults.take_request_fault_core, self._fault_key, str(scope["method"]), str(scope["path"])

@@ -42,6 +42,18 @@ from paysdk.server.openapi_text import plain_descriptions
 
 __all__ = ["REQUEST_ID_PATTERN", "complete_openapi", "install_openapi"]
 
+#: The core's security scheme: a client's (merchant's) token; the families register theirs
+#: (:attr:`paysdk.server.families.Family.security_schemes`).
+_MERCHANT_TOKEN: dict[str, dict[str, Any]] = {
+    "merchantToken": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": "The client's sandbox or production token, raw or with `Bearer ` (D9); the token "
+        "of the other environment is 401 / 2007.",
+    },
+}
+
 #: What every ``X-Request-Id`` value matches (:func:`paysdk.server.errors.new_request_id`, D65).
 REQUEST_ID_PATTERN = r"^req_[0-9a-f]{32}$"
 
@@ -168,9 +180,10 @@ def complete_openapi(
         error_schema = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(error_schema.pop("$defs", {}))
         schemas["ErrorBody"] = error_schema
-    from paysdk.server.routers._common import SECURITY_SCHEMES  # the routers' module (D303)
-
-    components.setdefault("securitySchemes", {}).update(SECURITY_SCHEMES)  # the routes' ``auth`` (D131)
+    schemes = components.setdefault("securitySchemes", {})  # the routes' ``auth`` (D131)
+    schemes.update(_MERCHANT_TOKEN)
+    for family in families:
+        schemes.update(family.security_schemes)
     components.setdefault("headers", {}).update(_HEADERS)
     components.setdefault("parameters", {})[_KEY] = _PARAMETER
     for path, item in document.get("paths", {}).items():

@@ -19,9 +19,10 @@ one order: due time first, an expiry before a job due at the same moment.
   with its lifespan (uvicorn). In process (``httpx.ASGITransport``, no lifespan) tests drive time with
   ``POST /_sandbox/clock/advance``.
 
-Handlers are given to the scheduler (``Scheduler(context, handlers)``), one per job kind:
-:data:`CORE_JOB_HANDLERS` and the families' (:func:`paysdk.server.families.job_handlers` of the
-registrations, passed by :func:`paysdk.server.app.create_app`). A job of a kind this scheduler has no
+Handlers are given to the scheduler (``Scheduler(context, handlers)``), one per job kind: the families'
+(:func:`paysdk.server.families.job_handlers` of the registrations, passed by
+:func:`paysdk.server.app.create_app`; the payment links register ``callback`` and ``expire``, the handler
+of transaction expiries, so the scheduler names no family's code, D553). A job of a kind this scheduler has no
 handler for (written by another version, or by a family this server does not register) is never claimed:
 it stays ``pending``, visible in ``GET /_sandbox/jobs``, and :meth:`Scheduler.recover` logs an error naming
 it at start. A handler is either
@@ -56,7 +57,6 @@ from typing import TypeAlias, cast
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from paysdk.contracts.payment_links import TransactionStatus
 from paysdk.server import jobs
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
@@ -66,8 +66,6 @@ from paysdk.server.jobs import ClaimedJob, LeaseLost
 from paysdk.server.refs import resolve
 
 __all__ = [
-    "BUILTIN_KINDS",
-    "CORE_JOB_HANDLERS",
     "AsyncJobHandler",
     "ClaimedJob",
     "JobHandler",
@@ -86,15 +84,9 @@ AsyncJobHandler: TypeAlias = Callable[
 ]
 JobHandler: TypeAlias = SyncJobHandler | AsyncJobHandler
 
-#: The kinds of the payment-link family: the outbound events' deliveries and the ``expire`` job rows of
-#: older versions (expiries need no row now).
-#: Given by reference (D303): imported when a job of the kind first runs, not at the server's start.
-CORE_JOB_HANDLERS: dict[str, JobHandler | str] = {
-    "callback": "paysdk.server.services.callbacks:deliver_job",
-    "expire": "paysdk.server.services.payments:expire_job",
-}
-#: The kinds the scheduler runs itself; a family may not register them (``families.check_families``).
-BUILTIN_KINDS = frozenset(CORE_JOB_HANDLERS)
+#: A transaction's status while it may expire (the payment links' ``TransactionStatus.PENDING``, written
+#: here so the core imports no family's contract; tests/foundation/test_import_contracts.py holds them equal).
+PENDING = "pending"
 
 
 def _wall() -> datetime:
@@ -110,7 +102,7 @@ def _next_expiry(session: Session, limit: datetime, skip: Collection[str]) -> Cl
     """The pending transaction that expires first, at ``limit`` or before (``skip``: uids left alone)."""
     statement = (
         select(TransactionRow.uid, TransactionRow.expire_at)
-        .where(TransactionRow.status == TransactionStatus.PENDING, TransactionRow.expire_at <= limit)
+        .where(TransactionRow.status == PENDING, TransactionRow.expire_at <= limit)
         .order_by(TransactionRow.expire_at, TransactionRow.id)
         .limit(1)
     )
@@ -159,7 +151,8 @@ class Scheduler:
         expiry comes first on a tie."""
         clock = self._context.clock
         limit = until if until is not None else clock.now(session)
-        job = _next_expiry(session, limit, self._failed_expiries)
+        # Expiries run the ``expire`` kind's handler: a scheduler without one leaves transactions alone.
+        job = _next_expiry(session, limit, self._failed_expiries) if "expire" in self._handlers else None
         claimed = jobs.claim(
             session,
             kinds=self._handlers.keys(),
@@ -176,9 +169,10 @@ class Scheduler:
         started = time.monotonic()
         if job.id is None:  # a transaction expiry
             try:
-                from paysdk.server.services import payments  # imported on the first expiry (D303)
-
-                await context.run(payments.expire_job, clock, job.ref)
+                expire = self._handlers["expire"]  # a reference imported on the first expiry (D303)
+                if isinstance(expire, str):
+                    expire = self._handlers["expire"] = cast(JobHandler, resolve(expire))
+                await context.run(cast(SyncJobHandler, expire), clock, job.ref)
                 publish_job_run(context, job, "done", started)  # the live feed (/_sandbox/events)
             except Exception:
                 log.exception("expiry of transaction %s failed; left alone", job.ref)

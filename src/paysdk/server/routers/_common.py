@@ -47,6 +47,7 @@ from paysdk.contracts.subscriptions import SubscriptionEnvelope
 from paysdk.server.auth import Credentials
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.errors import APIProblem, JSONResponse
+from paysdk.server.families import LANE_ATTRIBUTE  # the core's: the middleware reads it (D261)
 from paysdk.server.services import wallet_tokens
 from paysdk.server.services.wallet_tokens import Kind
 
@@ -54,7 +55,6 @@ __all__ = [
     "AUTH",
     "LANE_ATTRIBUTE",
     "MERCHANT_ERRORS",
-    "SECURITY_SCHEMES",
     "WALLET_ERRORS",
     "AuthKind",
     "answer",
@@ -93,41 +93,6 @@ AuthKind = Literal[
     "merchant", "hook-keys", "wallet-application", "wallet", "signature", "none",
     "backoffice-application", "backoffice-user",
 ]  # fmt: skip
-
-#: The ``components.securitySchemes`` of ``/openapi.json`` (added by :mod:`paysdk.server.openapi`).
-SECURITY_SCHEMES: dict[str, dict[str, Any]] = {
-    "merchantToken": {
-        "type": "apiKey",
-        "in": "header",
-        "name": "Authorization",
-        "description": "The client's sandbox or production token, raw or with `Bearer ` (D9); the token "
-        "of the other environment is 401 / 2007.",
-    },
-    "walletApplication": {
-        "type": "http",
-        "scheme": "bearer",
-        "bearerFormat": "JWT",
-        "description": "The wallet application's access token (POST /rest/auth/login, D32, D33).",
-    },
-    "backofficeApplication": {
-        "type": "http",
-        "scheme": "bearer",
-        "bearerFormat": "JWT",
-        "description": "The backoffice application's access token (POST /cms/rest/app/auth/login, D105).",
-    },
-    "backofficeUser": {
-        "type": "http",
-        "scheme": "bearer",
-        "bearerFormat": "JWT",
-        "description": "A backoffice operator's access token (POST /cms/rest/app/users/login, D105).",
-    },
-    "walletUser": {
-        "type": "http",
-        "scheme": "bearer",
-        "bearerFormat": "JWT",
-        "description": "A cardholder's user access token (POST /rest/users/login, D34).",
-    },
-}
 
 #: Per kind: the OpenAPI ``security`` requirement and the description of its ``401`` answer.
 AUTH: dict[AuthKind, tuple[list[dict[str, list[str]]] | None, str | None]] = {
@@ -223,10 +188,6 @@ async def unauthed(request: Request, fn: Callable[[Session, ServerContext, datet
         return fn(session, context, context.clock.now(session))
 
     return await context.run(work)
-
-
-#: The attribute of a route handler served by the server's parametrized fast lane (D261).
-LANE_ATTRIBUTE = "__paysdk_lane__"
 
 
 def lane(handler: Callable[..., Any], fast: Callable[[Request], Any]) -> None:

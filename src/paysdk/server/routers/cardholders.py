@@ -37,11 +37,12 @@ from paysdk.contracts.cardholders import (
     CardholderUpload,
 )
 from paysdk.contracts.sandbox import Fault
+from paysdk.server import faults
 from paysdk.server.backoffice_tables import PartnerRow
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.errors import APIProblem
 from paysdk.server.routers._common import BACKOFFICE_ERRORS, bearer, data, only, route
-from paysdk.server.services import backoffice, faults
+from paysdk.server.services import backoffice
 from paysdk.server.services import cardholders as service
 
 __all__ = ["LOOKUP_PATH", "PROGRESS_PATH", "RESULTS_PATH", "UPLOAD_PATH", "BatchStreamResponse", "router"]

@@ -1,6 +1,6 @@
 """The control plane under ``/_sandbox/`` (camelCase JSON, models of :mod:`paysdk.contracts.sandbox`).
 
-``GET /_sandbox/health`` lives in :mod:`paysdk.server.routers.sandbox_health` (D303). Left out of
+``GET /_sandbox/health`` lives in :mod:`paysdk.server.health` (D303). Left out of
 ``/openapi.json``. Never logged, faulted or idempotent. Errors use the same D1 body as the
 public API. ``/pay`` and ``/simulate`` deliver the resulting callback's first attempt before answering,
 so tests are deterministic; ``/clock/advance`` runs every job that falls due, in due order, before it
@@ -28,12 +28,12 @@ from paysdk.contracts.sandbox import (
     TestCard,
     UploadReceipt,
 )
-from paysdk.server import jobs
+from paysdk.server import faults, jobs
 from paysdk.server.bodies import read_json_object, validate
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.errors import APIProblem, JSONResponse
 from paysdk.server.events import EventStreamResponse, FeedFilter
-from paysdk.server.services import callbacks, faults, payments, sandbox, transactions, uploads
+from paysdk.server.services import callbacks, payments, sandbox, transactions, uploads
 from paysdk.server.services.test_cards import TEST_CARDS
 
 __all__ = ["router"]

@@ -1,5 +1,5 @@
 """The control plane's deprecation marks (D196, D253-D255): ``PUT``, ``DELETE`` and ``GET
-/_sandbox/deprecations``. See :mod:`paysdk.server.services.deprecations`. Not in ``/openapi.json``.
+/_sandbox/deprecations``. See :mod:`paysdk.server.deprecations`. Not in ``/openapi.json``.
 
 ``PUT {operation, deprecatedAt?, sunset?, link?}`` answers the mark; ``DELETE ?operation=`` removes one
 (every mark without it) and answers ``{"removed": n}``; ``GET`` lists them.
@@ -14,10 +14,10 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from paysdk.contracts.deprecations import DeprecationSet
+from paysdk.server import deprecations
 from paysdk.server.bodies import read_json_object, validate
 from paysdk.server.context import get_context
 from paysdk.server.errors import JSONResponse
-from paysdk.server.services import deprecations
 
 __all__ = ["router"]
 

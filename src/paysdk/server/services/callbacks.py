@@ -48,14 +48,13 @@ from paysdk import _json
 from paysdk.contracts.callbacks import KnownCallback, PaymentCallback, format_created_at
 from paysdk.contracts.common import CHANNEL_DISPLAY_NAMES
 from paysdk.contracts.sandbox import CallbackAttempt
-from paysdk.server import jobs
+from paysdk.server import faults, jobs
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.core_tables import CallbackAttemptRow, CallbackEventRow, ClientRow, TransactionRow
 from paysdk.server.db import from_cents
 from paysdk.server.events import publish_callback_attempts
 from paysdk.server.jobs import ClaimedJob
-from paysdk.server.services import faults
 
 if TYPE_CHECKING:
     import httpx

@@ -14,9 +14,10 @@ callback reports the status the link ends in (``approved``, or ``expired``). The
 ``/_sandbox/.../pay`` keeps a decline terminal (``declined`` and its callback), so merchants can test it.
 
 A card verification (``POST /v1/subscriptions/verify-card``, D140) is paid like a payment link: its card
-is kept (:func:`paysdk.server.services.subscription_api.remember_card`) and, when it is approved (directly
-or after the challenge), :func:`paysdk.server.services.subscription_api.on_verified` creates the reserved
-subscription in the same database transaction as the transaction's finish.
+is kept and, when it is approved (directly or after the challenge), the reserved subscription is created
+in the same database transaction as the transaction's finish. The subscriptions do both through the hooks
+they register (``card_given``, ``card_approved``: :data:`paysdk.server.families.HOOKS`, D551), so the
+payments import nothing of theirs.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from paysdk.contracts.sandbox import PayResult
 from paysdk.server.clock import Clock
 from paysdk.server.core_tables import ClientRow, TransactionRow
 from paysdk.server.errors import APIProblem
+from paysdk.server.families import hook
 from paysdk.server.services import transactions
 from paysdk.server.services.test_cards import decide
-from paysdk.server.services.transactions import CARD_KINDS, KIND_ALTERNATIVE, KIND_VERIFICATION
+from paysdk.server.services.transactions import CARD_KINDS, KIND_ALTERNATIVE
 
 __all__ = ["CardPayment", "complete_challenge", "expire_job", "pay_with_card", "simulate_rail"]
 
@@ -85,10 +87,9 @@ def _finish_card(
     finished = transactions.finish(
         session, tx, client, status, now=now, outcome=outcome, message=message, payment_method_type=brand
     )
-    if finished and status == TransactionStatus.APPROVED and tx.kind == KIND_VERIFICATION:
-        from paysdk.server.services import subscription_api  # the subscriptions family's, when used (D303)
-
-        subscription_api.on_verified(session, tx, client, now)
+    if finished and status == TransactionStatus.APPROVED:
+        for approved in hook("card_approved"):  # a card verification's subscription (D140, D551)
+            approved(session, tx, client, now)
 
 
 def pay_with_card(
@@ -106,10 +107,8 @@ def pay_with_card(
     decision = decide(card_number, three_ds_enabled=client.three_ds)
     if not decision.valid:
         raise APIProblem.invalid_field("cardNumber", "is not a valid card number (Luhn check failed)")
-    if tx.kind == KIND_VERIFICATION:
-        from paysdk.server.services import subscription_api  # the subscriptions family's, when used (D303)
-
-        subscription_api.remember_card(session, tx, card_number)
+    for given in hook("card_given"):  # a card verification keeps its card (D140, D551)
+        given(session, tx, card_number)
     now = clock.now(session)
     if decision.outcome == "three_ds_challenge":
         if three_ds_result is None:

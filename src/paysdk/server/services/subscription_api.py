@@ -5,7 +5,8 @@ outcome (D140, D160).
   channel ``web``, 24 h to complete, D140) paid on the hosted checkout like a payment link, and a
   :class:`~paysdk.server.subscription_tables.VerificationRow` holding the reserved ``subUid``, the plan
   and the email. :mod:`paysdk.server.services.payments` calls :func:`remember_card` when a card is given
-  and :func:`on_verified` when the verification is approved, in the transaction that finishes it: the
+  and :func:`on_verified` when the verification is approved (the hooks ``card_given`` and ``card_approved``
+  the subscriptions register, D551), in the transaction that finishes it: the
   subscription is created there (flag true) or nothing else happens (flag false).
 * :func:`cancel`, :func:`update_email`, :func:`payment_history`: the other three calls.
 
@@ -168,7 +169,10 @@ def verify_card(
 
 def remember_card(session: Session, tx: TransactionRow, card_number: str) -> None:
     """Keep what a processor keeps of the (valid) card given for verification ``tx`` (never its number,
-    D351) until its outcome (a 3-D Secure challenge is answered in a later request)."""
+    D351) until its outcome (a 3-D Secure challenge is answered in a later request). The ``card_given``
+    hook (D551): another kind of transaction is left alone."""
+    if tx.kind != transactions.KIND_VERIFICATION:
+        return
     card = saved_card(card_number)
     session.execute(
         update(VerificationRow)
@@ -185,7 +189,10 @@ def remember_card(session: Session, tx: TransactionRow, card_number: str) -> Non
 
 def on_verified(session: Session, tx: TransactionRow, client: ClientRow, now: datetime) -> None:
     """Verification ``tx`` was approved (in the transaction that finished it): create the reserved
-    subscription, ``active``, with the card as its default method (flag true); nothing else otherwise."""
+    subscription, ``active``, with the card as its default method (flag true); nothing else otherwise.
+    The ``card_approved`` hook (D551): another kind of transaction is left alone."""
+    if tx.kind != transactions.KIND_VERIFICATION:
+        return
     row = session.scalars(select(VerificationRow).where(VerificationRow.transaction_uid == tx.uid)).first()
     if row is None or row.sub_uid is None or row.plan_id is None:
         return

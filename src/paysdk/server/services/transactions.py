@@ -26,8 +26,8 @@ from paysdk.contracts.alternative_payments import AlternativePaymentCreate
 from paysdk.contracts.payment_links import PaymentLinkCreate, TransactionStatus
 from paysdk.contracts.sandbox import SandboxTransaction
 from paysdk.server.clock import Clock
-from paysdk.server.context import Statement, batch_cached, deferring
-from paysdk.server.core_tables import ClientRow, ClockRow, TransactionRow
+from paysdk.server.context import Statement, deferring, virtual_now
+from paysdk.server.core_tables import ClientRow, TransactionRow
 from paysdk.server.db import from_cents
 from paysdk.server.errors import APIProblem
 from paysdk.server.services.common import check_against_client
@@ -129,8 +129,6 @@ def load(
 
 
 _TRANSACTIONS = cast(Table, TransactionRow.__table__)
-_CLOCK = cast(Table, ClockRow.__table__)
-_OFFSET = Statement(select(_CLOCK.c.offset_us).where(_CLOCK.c.id == 1))
 _REFERENCE_TAKEN = Statement(
     select(_TRANSACTIONS.c.id).where(_TRANSACTIONS.c.reference == bindparam("reference"))
 )
@@ -151,12 +149,6 @@ _NEW_COLUMNS = (
     "updated_at",
 )
 _INSERT_TRANSACTION = Statement(insert(_TRANSACTIONS), _NEW_COLUMNS)
-
-
-def virtual_now(connection: Connection, clock: Clock) -> datetime:
-    """:meth:`Clock.now` read through a Core connection (the same stored offset, one small query)."""
-    rows = batch_cached(connection, _OFFSET, lambda: _OFFSET.rows(connection))
-    return clock._wall() + timedelta(microseconds=rows[0][0] if rows else 0)
 
 
 def insert_pending(connection: Connection, prefix: str, values: dict[str, Any]) -> tuple[str, str]:
