@@ -33,11 +33,13 @@ from paysdk.server.families import (
     check_families,
     family_of,
     honours_idempotency_key,
+    hook,
     kept_tables_of,
     route_paths,
     tables_of,
 )
 from paysdk.server.middleware import is_control_path
+from paysdk.server.services import subscription_api
 
 
 class _TestBase(DeclarativeBase):
@@ -273,6 +275,7 @@ nesting_router.include_router(stray_router, prefix="/v8")
         (_family(jobs={"wallet_auth_exp": _echo_job}), "job kind 'wallet_auth_exp' is registered by wallet"),
         (_family(jobs={"x" * 17: _echo_job}), "must have 1 to 16 characters"),
         (_family(name="wallet"), "two families are named 'wallet'"),
+        (_family(hooks={"after_lunch": (_echo_job,)}), "echo: no hook is named 'after_lunch'"),
         (_family(tables=(EchoRow, JobRow)), "table jobs is registered by the core too"),
     ],
 )
@@ -306,3 +309,15 @@ def test_a_fast_lane_route_with_path_parameters_is_refused(sqlite_url: str) -> N
         ValueError, match=re.escape("fast-lane route POST /v9/echoes/{echo_id} has path parameters")
     ):
         create_app(sqlite_url, start_ticker=False, families=(*FAMILIES, extra))
+
+
+def test_hooks_are_a_closed_set_resolved_in_registration_order() -> None:
+    # The payments call these; the subscriptions' card verification registers its steps (D551, D552).
+    assert hook("card_given") == (subscription_api.remember_card,)
+    assert hook("card_approved") == (subscription_api.on_verified,)
+    seed_steps = hook("seed")
+    assert [f"{f.__module__}:{f.__name__}" for f in seed_steps] == ["paysdk.server.seed:install_seed"]
+    extra = _family(hooks={"card_approved": (_echo_job,)})
+    assert hook("card_approved", (*FAMILIES, extra)) == (subscription_api.on_verified, _echo_job)
+    with pytest.raises(ValueError, match="no hook is named 'after_lunch'"):
+        hook("after_lunch")
