@@ -281,17 +281,24 @@ class _Routers:
         self._app.openapi_schema = None  # a document made before would lack the routes just included
 
     def _include_rest_later(self) -> None:
-        """Include the routers still pending :data:`REST_AFTER` seconds from now, on the event loop (off
-        the first request's path); the next request then hands the fast lane of every family to the
-        middleware (:meth:`needed`, :meth:`include_all`), which runs the route checks."""
+        """Include the routers still pending from :data:`REST_AFTER` seconds from now, on the event loop
+        (off the first request's path), one per loop turn so requests in between wait for one router's
+        import at most; the next request then hands the fast lane of every family to the middleware
+        (:meth:`needed`, :meth:`include_all`), which runs the route checks."""
         if self._rest is None:
-            self._rest = asyncio.get_running_loop().call_later(REST_AFTER, self._include_rest)
+            self._rest = asyncio.get_running_loop().call_later(REST_AFTER, self._include_next)
 
-    def _include_rest(self) -> None:
+    def _include_next(self) -> None:
+        if not self._pending:
+            return
         try:
-            self._include_pending()
+            self._include(*self._pending[0])
         except Exception:  # a router that does not import: the request that needs it gets the error
             log.exception("the reference server failed to include its routers")
+            return
+        del self._pending[0]
+        self._app.openapi_schema = None
+        self._rest = asyncio.get_running_loop().call_later(0, self._include_next)
 
 
 def _fast_lane(families: Sequence[Family]) -> dict[tuple[str, str], Endpoint]:
