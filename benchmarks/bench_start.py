@@ -3,21 +3,25 @@
 Figures:
 
 * start: wall time from launching ``paysdk serve --port P --db URL`` to the first ``200`` from
-  ``GET /_sandbox/health``, against the same for a bare FastAPI + SQLAlchemy app
-  (``benchmarks/_bare_app.py``: an engine, one table created at start, a health route that reads it) run
-  by the same uvicorn (``python -m uvicorn ... --factory``) on the same kind of database in the same
-  directory. Rounds are interleaved (bare, paysdk, bare, ...), each database made by a warm-up start
-  first; the ratio of the medians is compared. Goal <= 1.2x. Shown beside it, with no goal: the same
-  ratio of the CPU time (user + system) the server process used until healthy, which the load of a
-  shared machine moves far less than the wall time.
+  ``GET /_sandbox/health`` and to its first real answer (the ``201`` of ``POST /_sandbox/clients``, sent
+  right after the healthy answer), against the same for a bare FastAPI + SQLAlchemy app
+  (``benchmarks/_bare_app.py``: an engine, its tables created at start, a health route that reads one,
+  and ``POST /_sandbox/clients`` validating a pydantic body, inserting one row and answering a pydantic
+  model) run by the same uvicorn (``python -m uvicorn ... --factory``) on the same kind of database in
+  the same directory. On the existing database of each side (made by a warm-up start first) and on a new
+  one each start (a new SQLite file, or a new PostgreSQL database). Rounds are interleaved (bare,
+  paysdk, bare, ...); the ratio of the medians is compared. Goal <= 1.2x for all four (D612). Shown
+  beside each, with no goal: the same ratio of the CPU time (user + system) the server process used by
+  then, which the load of a shared machine moves far less than the wall time.
 * reset: ``POST /_sandbox/reset`` over HTTP (the client's view: request, the reset's transaction,
   answer) against a running ``paysdk serve`` whose database was filled before each reset with 1,000
   transactions, 100 callback events and 100 attempts, 50 wallet cards with 500 movements and 5 rows in
   every other table (``tests/server/table_filler.py``: rows of every table of the metadata, written
   straight into the database). Median and p95 over the rounds. Goal < 5 ms (SQLite).
 
-``python -m benchmarks.bench_start`` runs it alone (``PAYSDK_BENCH_START_DB=postgresql://...`` for
-PostgreSQL); ``make bench`` runs it with the others. Servers run on CPU 0 (:mod:`benchmarks._servers`).
+``python -m benchmarks.bench_start [start|reset]`` runs it alone
+(``PAYSDK_BENCH_START_DB=postgresql://...`` for PostgreSQL); ``make bench`` runs it with the others.
+Servers run on CPU 0 (:mod:`benchmarks._servers`).
 """
 
 from __future__ import annotations

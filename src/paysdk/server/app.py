@@ -113,9 +113,11 @@ def create_app(
     ``control_plane_exposed``: the server binds a non-loopback address, so re-reads of tokens and keys
     are masked (reveal calls answer them) (:mod:`paysdk.server.control_token`, D270-D276).
     ``lazy_routers``: include at start only the routers already imported (the readiness probe's,
-    ``/_sandbox/health``) and import and include the families' others on the first request no
-    included route answers, or that asks for ``/openapi.json`` or ``/docs`` (:func:`serve` does, D303);
-    their route checks run then. Default: everything at once, checked before anything is served.
+    ``/_sandbox/health``); a request no included route answers includes the pending routers of its own
+    family up to the one that answers it, and the others follow :data:`REST_AFTER` seconds later (one
+    per turn of the event loop; a request for ``/openapi.json``, ``/docs`` or a path no family's routers
+    answer includes them all at once) (:func:`serve` does, D303, D610); the route checks run once all
+    are included. Default: everything at once, checked before anything is served.
     ``families``: the API families served (default :data:`paysdk.server.families.FAMILIES`; tests add one).
     ``database``: an already opened :class:`~paysdk.server.db.Database` to serve (``database_url`` is
     then not read; :func:`serve` opens it first to check the schema, D310); the app disposes of it.
