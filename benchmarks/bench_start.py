@@ -153,6 +153,19 @@ def _new_db_url(directory: str, name: str) -> str:
     return base.rsplit("/", 1)[0] + "/" + name
 
 
+def _drop_new_databases(rounds: int) -> None:
+    """Drop the PostgreSQL databases :func:`_new_db_url` made (SQLite's files go with the directory)."""
+    base = os.environ.get("PAYSDK_BENCH_START_DB")
+    if not base:
+        return
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as connection:
+        for index in range(rounds):
+            for kind in ("bare", "paysdk"):
+                connection.execute(f'DROP DATABASE IF EXISTS "bench_{kind}_{index}"')
+
+
 _FIGURES = ("healthy", "healthy_cpu", "first", "first_cpu")
 
 
@@ -180,6 +193,7 @@ def bench_start_ratio(rounds: int = ROUNDS) -> dict[str, Any]:
         for kind in ("bare", "paysdk"):
             new_url = _new_db_url(directory, f"bench_{kind}_{index}")
             samples[(kind, "new")].append(start_seconds(kind, new_url))
+    _drop_new_databases(rounds)
     result: dict[str, Any] = {}
     for db in ("existing", "new"):
         bare, paysdk = _medians(samples[("bare", db)]), _medians(samples[("paysdk", db)])
