@@ -3,21 +3,25 @@
 Figures:
 
 * start: wall time from launching ``paysdk serve --port P --db URL`` to the first ``200`` from
-  ``GET /_sandbox/health``, against the same for a bare FastAPI + SQLAlchemy app
-  (``benchmarks/_bare_app.py``: an engine, one table created at start, a health route that reads it) run
-  by the same uvicorn (``python -m uvicorn ... --factory``) on the same kind of database in the same
-  directory. Rounds are interleaved (bare, paysdk, bare, ...), each database made by a warm-up start
-  first; the ratio of the medians is compared. Goal <= 1.2x. Shown beside it, with no goal: the same
-  ratio of the CPU time (user + system) the server process used until healthy, which the load of a
-  shared machine moves far less than the wall time.
+  ``GET /_sandbox/health`` and to its first real answer (the ``201`` of ``POST /_sandbox/clients``, sent
+  right after the healthy answer), against the same for a bare FastAPI + SQLAlchemy app
+  (``benchmarks/_bare_app.py``: an engine, its tables created at start, a health route that reads one,
+  and ``POST /_sandbox/clients`` validating a pydantic body, inserting one row and answering a pydantic
+  model) run by the same uvicorn (``python -m uvicorn ... --factory``) on the same kind of database in
+  the same directory. On the existing database of each side (made by a warm-up start first) and on a new
+  one each start (a new SQLite file, or a new PostgreSQL database). Rounds are interleaved (bare,
+  paysdk, bare, ...); the ratio of the medians is compared. Goal <= 1.2x for all four (D612). Shown
+  beside each, with no goal: the same ratio of the CPU time (user + system) the server process used by
+  then, which the load of a shared machine moves far less than the wall time.
 * reset: ``POST /_sandbox/reset`` over HTTP (the client's view: request, the reset's transaction,
   answer) against a running ``paysdk serve`` whose database was filled before each reset with 1,000
   transactions, 100 callback events and 100 attempts, 50 wallet cards with 500 movements and 5 rows in
   every other table (``tests/server/table_filler.py``: rows of every table of the metadata, written
   straight into the database). Median and p95 over the rounds. Goal < 5 ms (SQLite).
 
-``python -m benchmarks.bench_start`` runs it alone (``PAYSDK_BENCH_START_DB=postgresql://...`` for
-PostgreSQL); ``make bench`` runs it with the others. Servers run on CPU 0 (:mod:`benchmarks._servers`).
+``python -m benchmarks.bench_start [start|reset]`` runs it alone
+(``PAYSDK_BENCH_START_DB=postgresql://...`` for PostgreSQL); ``make bench`` runs it with the others.
+Servers run on CPU 0 (:mod:`benchmarks._servers`).
 """
 
 from __future__ import annotations
@@ -107,15 +111,23 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_seconds(kind: str, db_url: str) -> tuple[float, float]:
-    """Wall seconds from launching the ``kind`` server (``bare`` or ``paysdk``) to a healthy answer, and
-    the CPU seconds the server process used by then (less moved by other work on a shared machine)."""
+def start_seconds(kind: str, db_url: str) -> dict[str, float]:
+    """One start of the ``kind`` server (``bare`` or ``paysdk``) on ``db_url``: wall seconds from the launch
+    to a healthy answer and to the first real answer (``POST /_sandbox/clients``, sent right after the
+    healthy one, as a test suite or a script does), and the CPU seconds the server process had used by
+    each (less moved by other work on a shared machine)."""
     port = free_port()
     started = time.perf_counter()
     proc = _launch(kind, db_url, port)
     try:
         _wait_healthy(proc, port)
-        return time.perf_counter() - started, _cpu_seconds(proc.pid)
+        healthy, healthy_cpu = time.perf_counter() - started, _cpu_seconds(proc.pid)
+        with httpx.Client(timeout=60) as client:
+            answer = client.post(f"http://127.0.0.1:{port}/_sandbox/clients", json={"displayName": "Bench"})
+        first, first_cpu = time.perf_counter() - started, _cpu_seconds(proc.pid)
+        if answer.status_code != 201:
+            raise RuntimeError(f"{kind}: POST /_sandbox/clients answered {answer.status_code}: {answer.text}")
+        return {"healthy": healthy, "healthy_cpu": healthy_cpu, "first": first, "first_cpu": first_cpu}
     finally:
         _stop(proc)
 
@@ -127,8 +139,43 @@ def _db_urls(directory: str) -> tuple[str, str]:
     return f"sqlite:///{directory}/bare.db", f"sqlite:///{directory}/paysdk.db"
 
 
+def _new_db_url(directory: str, name: str) -> str:
+    """A database that does not exist yet: a new SQLite file, or a new PostgreSQL database made on the
+    server of ``PAYSDK_BENCH_START_DB`` (empty, so the server creates every table)."""
+    base = os.environ.get("PAYSDK_BENCH_START_DB")
+    if not base:
+        return f"sqlite:///{directory}/{name}.db"
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return base.rsplit("/", 1)[0] + "/" + name
+
+
+def _drop_new_databases(rounds: int) -> None:
+    """Drop the PostgreSQL databases :func:`_new_db_url` made (SQLite's files go with the directory)."""
+    base = os.environ.get("PAYSDK_BENCH_START_DB")
+    if not base:
+        return
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as connection:
+        for index in range(rounds):
+            for kind in ("bare", "paysdk"):
+                connection.execute(f'DROP DATABASE IF EXISTS "bench_{kind}_{index}"')
+
+
+_FIGURES = ("healthy", "healthy_cpu", "first", "first_cpu")
+
+
+def _medians(samples: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(s[key] for s in samples) for key in _FIGURES}
+
+
 def bench_start_ratio(rounds: int = ROUNDS) -> dict[str, Any]:
-    """Interleaved start rounds; medians and their ratio."""
+    """Interleaved start rounds (bare, paysdk, bare, ...) on an existing database and on a new one;
+    the medians of each figure and the ratios of the medians."""
     directory = tempfile.mkdtemp(prefix="paysdk-bench-start-")
     bare_url, paysdk_url = _db_urls(directory)
     # Both sides start from compiled modules, as an installed package does (pip compiles at install): in a
@@ -137,23 +184,27 @@ def bench_start_ratio(rounds: int = ROUNDS) -> dict[str, Any]:
     compileall.compile_dir(str(ROOT / "src"), quiet=1)
     compileall.compile_file(str(ROOT / "benchmarks" / "_bare_app.py"), quiet=1)
     start_seconds("bare", bare_url), start_seconds("paysdk", paysdk_url)  # warm-up: databases, page cache
-    bare: list[tuple[float, float]] = []
-    paysdk: list[tuple[float, float]] = []
-    for _ in range(rounds):
-        bare.append(start_seconds("bare", bare_url))
-        paysdk.append(start_seconds("paysdk", paysdk_url))
-    b, p = statistics.median(w for w, _ in bare), statistics.median(w for w, _ in paysdk)
-    bc, pc = statistics.median(c for _, c in bare), statistics.median(c for _, c in paysdk)
-    return {
-        "bare": b,
-        "paysdk": p,
-        "ratio": p / b,
-        "bare_cpu": bc,
-        "paysdk_cpu": pc,
-        "cpu_ratio": pc / bc if bc else float("nan"),
-        "bare_all": [w for w, _ in bare],
-        "paysdk_all": [w for w, _ in paysdk],
+    samples: dict[tuple[str, str], list[dict[str, float]]] = {
+        (kind, db): [] for kind in ("bare", "paysdk") for db in ("existing", "new")
     }
+    for index in range(rounds):
+        for kind, url in (("bare", bare_url), ("paysdk", paysdk_url)):
+            samples[(kind, "existing")].append(start_seconds(kind, url))
+        for kind in ("bare", "paysdk"):
+            new_url = _new_db_url(directory, f"bench_{kind}_{index}")
+            samples[(kind, "new")].append(start_seconds(kind, new_url))
+    _drop_new_databases(rounds)
+    result: dict[str, Any] = {}
+    for db in ("existing", "new"):
+        bare, paysdk = _medians(samples[("bare", db)]), _medians(samples[("paysdk", db)])
+        result[db] = {
+            "bare": bare,
+            "paysdk": paysdk,
+            "ratio": {key: paysdk[key] / bare[key] if bare[key] else float("nan") for key in _FIGURES},
+            "bare_all": [s["first"] for s in samples[("bare", db)]],
+            "paysdk_all": [s["first"] for s in samples[("paysdk", db)]],
+        }
+    return result
 
 
 def _fill(db_url: str, offset: int) -> int:
@@ -202,30 +253,47 @@ def start_rows() -> list[tuple[str, str, str, str]]:
     """The figures as rows of ``benchmarks/run.py``'s table."""
     start = bench_start_ratio()
     reset = bench_reset()
-    return [
-        (
-            "paysdk serve start -> healthy",
-            f"bare {start['bare']:.2f} s, paysdk {start['paysdk']:.2f} s",
-            f"{start['ratio']:.2f}x",
-            "<= 1.2x",
-        ),
-        (
-            "  same, server CPU time (no goal)",
-            f"bare {start['bare_cpu']:.2f} s, paysdk {start['paysdk_cpu']:.2f} s",
-            f"{start['cpu_ratio']:.2f}x",
-            "",
-        ),
+    rows: list[tuple[str, str, str, str]] = []
+    for db, label in (("existing", "existing database"), ("new", "new database")):
+        figures = start[db]
+        for key, what in (("healthy", "healthy"), ("first", "first POST /_sandbox/clients")):
+            bare, paysdk, ratio = figures["bare"], figures["paysdk"], figures["ratio"]
+            rows.append(
+                (
+                    f"paysdk serve start -> {what} ({label})",
+                    f"bare {bare[key]:.2f} s, paysdk {paysdk[key]:.2f} s",
+                    f"{ratio[key]:.2f}x",
+                    "<= 1.2x",
+                )
+            )
+            rows.append(
+                (
+                    "  same, server CPU time (no goal)",
+                    f"bare {bare[key + '_cpu']:.2f} s, paysdk {paysdk[key + '_cpu']:.2f} s",
+                    f"{ratio[key + '_cpu']:.2f}x",
+                    "",
+                )
+            )
+    rows.append(
         (
             f"POST /_sandbox/reset ({reset['rows']:,} rows)",
             f"median {reset['median_ms']:.1f} ms",
             f"p95 {reset['p95_ms']:.1f}",
             "< 5 ms",
-        ),
-    ]
+        )
+    )
+    return rows
 
 
 def main() -> None:
-    print(json.dumps({"start": bench_start_ratio(), "reset": bench_reset()}, indent=2))
+    """``python -m benchmarks.bench_start [start|reset]``: the figures as JSON (both by default)."""
+    which = sys.argv[1:] or ["start", "reset"]
+    out: dict[str, Any] = {}
+    if "start" in which:
+        out["start"] = bench_start_ratio()
+    if "reset" in which:
+        out["reset"] = bench_reset()
+    print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -22,9 +22,10 @@
 7. A 50,000-row xlsx cardholder upload (``benchmarks/bench_cardholders.py``): rows/s (goal >= 5,000),
    server peak RSS (goal < 200 MB), p99 delay from a row processed to its progress event at the client
    (goal < 1 s).
-8. ``paysdk serve`` from launch to a healthy ``/_sandbox/health`` vs a bare FastAPI + SQLAlchemy app
-   (``benchmarks/_bare_app.py``) under the same uvicorn on the same kind of database, interleaved
-   rounds, ratio of the medians (goal <= 1.2x); ``POST /_sandbox/reset`` after filling every table
+8. ``paysdk serve`` from launch to a healthy ``/_sandbox/health`` and to its first real answer
+   (``POST /_sandbox/clients``) vs a bare FastAPI + SQLAlchemy app (``benchmarks/_bare_app.py``, its own
+   pydantic insert) under the same uvicorn on the same kind of database, existing and new, interleaved
+   rounds, ratio of the medians (goal <= 1.2x, D612); ``POST /_sandbox/reset`` after filling every table
    (1,000 transactions, 100 callbacks, 50 cards with movements): median (goal < 5 ms) and p95
    (``benchmarks/bench_start.py``).
 9. Hostile xlsx cardholder files against ``paysdk serve`` (``benchmarks/bench_hostile.py``): a cell at

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from paysdk.server.db import Database
+
 from .conftest import subprocess_env
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
@@ -154,19 +156,26 @@ def _start_probe(config_dir: Path, db_url: str) -> dict[str, Any]:
 
 def test_a_start_without_seed_imports_no_seed_contracts(config_dir: Path, tmp_path: Path) -> None:
     # issue 12 (D306): what a plain start needs only; the seed's contracts load with a --seed file.
-    seen = _start_probe(config_dir, f"sqlite:///{tmp_path / 's.db'}")
+    db_url = f"sqlite:///{tmp_path / 's.db'}"
+    seen = _start_probe(config_dir, db_url)
     modules = set(seen["modules"])
-    assert seen["app"] == "FastAPI"  # a new database: its tables are created before anything listens
-    assert "paysdk.server.app" in modules  # the probe ran where the server starts
+    # A new database: its tables are created before anything listens, from the frozen statements, and
+    # the boot stage serves it as an existing one (D611): no ORM, no mapped table, no app yet.
+    assert seen["app"] == "BootApp"
+    assert "paysdk.server.boot" in modules  # the probe ran where the server starts
+    assert "paysdk.server.app" not in modules
+    assert "sqlalchemy.orm" not in modules
+    assert not {m for m in modules if m.startswith("paysdk.server.") and m.endswith("_tables")}
     assert "paysdk.contracts.seed" not in modules
     assert "paysdk.contracts.wallet" not in modules
     assert "sqlalchemy.dialects.postgresql" not in modules  # a server on SQLite (D307)
     assert "alembic" not in modules  # created and stamped without it: only an upgrade imports it (D474)
-
-    # The imports ran with the garbage collector off; it is on again when the server serves, and what
-    # the start made is frozen out of its collections (D308).
-    assert seen["gc"] is True
-    assert seen["frozen"] > 100_000
+    database = Database(db_url)
+    try:
+        assert database.schema_current()  # every table, column and index, stamped with the head
+    finally:
+        database.dispose()
+    assert seen["gc"] is True  # the imports ran with the collector off; it is on when the server serves
 
 
 def test_a_start_on_an_existing_database_imports_no_table_and_no_orm(

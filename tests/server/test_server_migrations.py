@@ -437,6 +437,24 @@ def _differences(engine: Engine, metadata: MetaData) -> list[Any]:
         ]
 
 
+def test_a_new_database_from_the_frozen_statements_is_what_create_all_makes(
+    old_url: str, new_url: str
+) -> None:
+    # D611: a new database is made from schema_snapshot.DDL, without the mapped tables; the same
+    # schema as create_all of those tables, and stamped with the head.
+    fresh = Database(new_url)
+    mapped = _engine(old_url)
+    try:
+        fresh.create_schema()
+        assert fresh.schema_current()
+        Base.metadata.create_all(mapped, tables=fresh._tables())
+        assert {k: v for k, v in _schema(fresh.engine).items() if k != "alembic_version"} == _schema(mapped)
+        assert _differences(fresh.engine, Base.metadata) == []
+    finally:
+        fresh.dispose()
+        mapped.dispose()
+
+
 def test_a_table_or_column_added_without_a_migration_is_found(tmp_path: Path) -> None:
     # What the comparison above catches: the mapped tables plus one column and one table no revision adds.
     url = f"sqlite:///{tmp_path / 'head.db'}"

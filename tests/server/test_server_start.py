@@ -6,10 +6,12 @@ fast lane, jobs whose handlers are imported when they first run).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 import textwrap
+import time
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -44,6 +46,8 @@ _PROBE = textwrap.dedent(
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
             seen["health"] = (await client.get("/_sandbox/health")).status_code
             seen["after_health"] = loaded()
+            seen["client"] = (await client.post("/_sandbox/clients", json={})).status_code
+            seen["after_client"] = loaded()
             seen["docs"] = (await client.get("/openapi.json")).status_code
             seen["after_docs"] = loaded()
         print(json.dumps(seen))
@@ -65,6 +69,9 @@ def test_a_lazy_start_imports_no_family_router_until_needed(tmp_path: Path) -> N
     assert seen["start"] == []  # the readiness probe's router is the core's (paysdk.server.health)
     assert seen["health"] == 200
     assert seen["after_health"] == seen["start"]  # the readiness probe's own router answers it
+    # The first real request includes its own family's routers up to the one that answers it (D610).
+    assert seen["client"] == 201
+    assert seen["after_client"] == ["paysdk.server.routers.sandbox", "paysdk.server.routers.sandbox_health"]
     assert seen["docs"] == 200
     every = {ref.partition(":")[0] for f in FAMILIES for _, ref in f.routers if isinstance(ref, str)}
     assert every <= set(seen["after_docs"])
@@ -90,9 +97,17 @@ async def test_a_lazy_app_serves_as_an_eager_one(tmp_path: Path, callback_sink: 
                 "/transactions", content=dumps(link_body(merchant)), headers=auth(merchant)
             )
             assert again.status_code == 200
+            # The routers no request needed yet are included REST_AFTER seconds after the first request
+            # (D610); the next request hands the lanes of every family to the middleware.
+            layer = _server_layer(lazy)
+            deadline = time.monotonic() + 120
+            while layer._routers is not None and layer._routers._pending:  # type: ignore[attr-defined]
+                assert time.monotonic() < deadline, "the other routers were never included"
+                await asyncio.sleep(0.05)
+            assert (await client.get("/_sandbox/health")).status_code == 200
+            assert layer._routers is None
             # Both lanes were built when the routers loaded: the hot creates and the routes with path
             # parameters (POST /rest/cards/{cardId}/funds, D261).
-            layer = _server_layer(lazy)
             assert ("POST", "/transactions") in layer._fast_lane
             assert any(route.path.endswith("/funds") for _, _, route, _ in layer._param_lane)
             # A control-plane route of a router included late (not in /openapi.json).

@@ -34,7 +34,7 @@ from paysdk.server.context import ServerContext
 from paysdk.server.control_token import ControlPlaneAccess
 from paysdk.server.db import Database
 from paysdk.server.errors import install_error_handlers
-from paysdk.server.families import FAMILIES, Family, check_families, fast_lane_of, route_paths
+from paysdk.server.families import FAMILIES, Family, check_families, fast_lane_of, route_paths, under
 from paysdk.server.families import job_handlers as family_job_handlers
 from paysdk.server.jobs import LEASE
 from paysdk.server.middleware import Endpoint, ServerMiddleware, install_access_log_filter
@@ -45,9 +45,13 @@ from paysdk.server.scheduler import JobHandler, Scheduler
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["KEEP_ALIVE_TIMEOUT", "create_app", "serve"]
+__all__ = ["KEEP_ALIVE_TIMEOUT", "REST_AFTER", "create_app", "serve"]
 
 log = logging.getLogger("paysdk.server")
+
+#: Seconds after a lazily started app included the routers its first request needed at which it
+#: includes the others (D610).
+REST_AFTER = 0.5
 
 
 #: The sandbox emits no OpenTelemetry data. FastAPI releases with native telemetry otherwise ask the
@@ -109,9 +113,11 @@ def create_app(
     ``control_plane_exposed``: the server binds a non-loopback address, so re-reads of tokens and keys
     are masked (reveal calls answer them) (:mod:`paysdk.server.control_token`, D270-D276).
     ``lazy_routers``: include at start only the routers already imported (the readiness probe's,
-    ``/_sandbox/health``) and import and include the families' others on the first request no
-    included route answers, or that asks for ``/openapi.json`` or ``/docs`` (:func:`serve` does, D303);
-    their route checks run then. Default: everything at once, checked before anything is served.
+    ``/_sandbox/health``); a request no included route answers includes the pending routers of its own
+    family up to the one that answers it, and the others follow :data:`REST_AFTER` seconds later (one
+    per turn of the event loop; a request for ``/openapi.json``, ``/docs`` or a path no family's routers
+    answer includes them all at once) (:func:`serve` does, D303, D610); the route checks run once all
+    are included. Default: everything at once, checked before anything is served.
     ``families``: the API families served (default :data:`paysdk.server.families.FAMILIES`; tests add one).
     ``database``: an already opened :class:`~paysdk.server.db.Database` to serve (``database_url`` is
     then not read; :func:`serve` opens it first to check the schema, D310); the app disposes of it.
@@ -208,6 +214,9 @@ class _Routers:
         self._families = families
         self._pending = [(family, mount, router) for family in families for mount, router in family.routers]
         self._pages = {p for p in (app.openapi_url, app.docs_url, app.swagger_ui_oauth2_redirect_url) if p}
+        #: Whether :meth:`include_all` has handed the fast lane of every family to the middleware.
+        self._handed = False
+        self._rest: asyncio.TimerHandle | None = None
 
     def _include(self, family: Family, mount: str, router: APIRouter | str) -> None:
         self._app.include_router(resolve(router), prefix=mount, include_in_schema=family.public)
@@ -233,21 +242,65 @@ class _Routers:
     def include_all(self) -> dict[tuple[str, str], Endpoint]:
         """Import and include every router not yet included, check the routes (``ValueError`` as
         :func:`check_families`) and return the fast lane of every family."""
-        for family, mount, router in self._pending:
-            self._include(family, mount, router)
-        self._pending = []
+        self._include_pending()
+        if self._rest is not None:
+            self._rest.cancel()
+        self._handed = True
         check_families(self._families)
         self._app.openapi_schema = None  # a document made before would lack the routes just included
         return _fast_lane(self._families)
 
     def needed(self, scope: Scope) -> bool:
-        """Whether the routers not yet included must be before ``scope`` is answered: no included route
-        answers it fully, or it asks for the API document or its page."""
+        """Whether all the routers not yet included must be before ``scope`` is answered: it asks for the
+        API document or its page, or no route answers it fully once the pending routers of the families
+        whose prefixes hold its path are included, one at a time in registration order, up to the first
+        that answers it (the others of the server stay pending: a first request pays for its own family's
+        routers only, D610)."""
         if not self._pending:
-            return False
+            return not self._handed  # all included (REST_AFTER): the lanes are still to hand over
         if scope["path"] in self._pages:
             return True
-        return not any(route.matches(scope)[0] is Match.FULL for route in self._app.router.routes)
+        if self._answered(scope):
+            return False
+        path = scope["path"]
+        for family, mount, router in list(self._pending):
+            if any(under(path, prefix) for prefix in family.prefixes):
+                self._include(family, mount, router)
+                self._pending.remove((family, mount, router))
+                self._app.openapi_schema = None
+                if self._answered(scope):
+                    self._include_rest_later()
+                    return False
+        return True
+
+    def _answered(self, scope: Scope) -> bool:
+        return any(route.matches(scope)[0] is Match.FULL for route in self._app.router.routes)
+
+    def _include_pending(self) -> None:
+        while self._pending:
+            self._include(*self._pending[0])
+            del self._pending[0]
+        self._app.openapi_schema = None  # a document made before would lack the routes just included
+
+    def _include_rest_later(self) -> None:
+        """Include the routers still pending from :data:`REST_AFTER` seconds from now, on the event loop
+        (off the first request's path), one per loop turn so requests in between wait for one router's
+        import at most; the next request then hands the fast lane of every family to the middleware
+        (:meth:`needed`, :meth:`include_all`), which runs the route checks."""
+        if self._rest is None:
+            self._rest = asyncio.get_running_loop().call_later(REST_AFTER, self._include_next)
+
+    def _include_next(self) -> None:
+        if not self._pending:
+            return
+        try:
+            self._include(*self._pending[0])
+        except Exception:  # a router that does not import: the request that needs it gets the error
+            log.exception("the reference server failed to include its routers")
+            return
+        del self._pending[0]
+        self._app.openapi_schema = None
+        self._rest = asyncio.get_running_loop().call_later(0, self._include_next)
 
 
 def _fast_lane(families: Sequence[Family]) -> dict[tuple[str, str], Endpoint]:

@@ -17,9 +17,13 @@ version's schema (checked against :mod:`paysdk.server.schema_snapshot` with two 
   followed by traffic), or :data:`WARM_UP_AFTER` seconds after the start, whichever comes first: a
   restarted server runs its due jobs without waiting for a request.
 
-A database that needs its tables created (a new file) or refused (:class:`~paysdk.server.db.SchemaMismatch`),
-a ``--seed`` file, and a server of other families get the full server at start, before anything listens,
-as before. The full server is itself started with ``lazy_routers=True`` (D303).
+A database that needs its tables created (a new file) or upgraded gets them before anything listens
+(:meth:`~paysdk.server.db.Database.create_schema`: a new one from the frozen statements of
+:data:`paysdk.server.schema_snapshot.DDL`, without importing a mapped table), then the same
+:class:`BootApp` (D611); one refused (:class:`~paysdk.server.db.SchemaMismatch`) starts nothing. A
+``--seed`` file gets the full server at start, before anything listens, as before. The full server is
+itself started with ``lazy_routers=True`` and includes a family's routers on the first request under its
+prefixes (D303, D610).
 """
 
 from __future__ import annotations
@@ -240,8 +244,8 @@ def serve(
     exposes the control plane (masked re-reads, D270). ``paysdk serve`` refuses an exposed start without a
     token unless told otherwise; this function does not.
 
-    On a database that already holds this version's schema and without ``seed``, the readiness probe is
-    answered before the rest of the server is imported (:class:`BootApp`, D310).
+    Without ``seed``, the schema is made current (or refused) first, then the readiness probe is answered
+    before the rest of the server is imported (:class:`BootApp`, D310, D611).
     """
     import uvicorn
 
@@ -265,7 +269,11 @@ def serve(
 
     app: ASGIApp
     try:
-        if seed is None and database.schema_current():
+        if seed is None:
+            if not database.schema_current():
+                # A new database is created (frozen statements, no mapped table imported, D611), an
+                # earlier version's upgraded, a foreign one refused, before anything listens.
+                database.create_schema()
             app = BootApp(database, environment, addresses, build)
         else:
             with imports_without_collection():  # D308
