@@ -31,6 +31,7 @@ this script on a copy of the repository.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import keyword
 import os
 import re
@@ -68,7 +69,8 @@ class Names:
         return self.snake.upper()
 
     def fill(self, template: str) -> str:
-        """``template`` with ``__name__``, ``__Name__``, ``__NAME__``, ``__kebab__``, ``__Title__`` replaced."""
+        """``template`` with the placeholders (``__name__``, ``__Name__``, ``__NAME__``, ``__kebab__``,
+        ``__Title__``) replaced."""
         return (
             template.replace("__name__", self.snake)
             .replace("__Name__", self.camel)
@@ -80,8 +82,9 @@ class Names:
 
 # ------------------------------------------------------------------------------------------ templates
 
-CONTRACT = '''"""__Title__: the wire models of ``POST /__kebab__/items`` and ``GET /__kebab__/items/{itemId}``, shared by
-the SDK (``client.__name__``) and the reference server. Scaffolded by ``scripts/new_family.py``."""
+CONTRACT = '''"""__Title__: the wire models of ``POST /__kebab__/items`` and
+``GET /__kebab__/items/{itemId}``, shared by the SDK (``client.__name__``) and the reference server.
+Scaffolded by ``scripts/new_family.py``."""
 
 from __future__ import annotations
 
@@ -114,8 +117,8 @@ class __Name__Item(WireModel):
     created_at: datetime
 '''
 
-RESOURCE = '''"""__Title__ (``client.__name__``): ``POST /__kebab__/items`` and ``GET /__kebab__/items/{itemId}``, with
-the merchant token. Scaffolded by ``scripts/new_family.py``."""
+RESOURCE = '''"""__Title__ (``client.__name__``): ``POST /__kebab__/items`` and
+``GET /__kebab__/items/{itemId}``, with the merchant token. Scaffolded by ``scripts/new_family.py``."""
 
 from __future__ import annotations
 
@@ -187,7 +190,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Integer, String
+from sqlalchemy import BigInteger, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from paysdk.server.core_tables import Base
@@ -211,8 +214,8 @@ class __Name__ItemRow(Base):
 __NAME___RESET_ORDER: tuple[type[Base], ...] = (__Name__ItemRow,)
 '''
 
-SERVICE = '''"""__Title__: the logic and storage of ``POST /__kebab__/items`` and ``GET /__kebab__/items/{itemId}``.
-Scaffolded by ``scripts/new_family.py``."""
+SERVICE = '''"""__Title__: the logic and storage of ``POST /__kebab__/items`` and
+``GET /__kebab__/items/{itemId}``. Scaffolded by ``scripts/new_family.py``."""
 
 from __future__ import annotations
 
@@ -261,7 +264,8 @@ def create_item(
 def get_item(
     session: Session, environment: EnvironmentName, credentials: Credentials, item_id: str
 ) -> __Name__Item:
-    """``GET /__kebab__/items/{itemId}``: ``404`` naming ``itemId`` for an unknown item or another client's."""
+    """``GET /__kebab__/items/{itemId}``: ``404`` naming ``itemId`` for an unknown item, or another
+    client's."""
     client = authenticate_token(session, credentials, environment)
     row = session.get(__Name__ItemRow, item_id)
     if row is None or row.client_id != client.id:
@@ -269,8 +273,9 @@ def get_item(
     return _view(row)
 '''
 
-ROUTER = '''"""__Title__ on ``{base_url}``: ``POST /__kebab__/items`` and ``GET /__kebab__/items/{itemId}``. HTTP only;
-the logic is in :mod:`paysdk.server.services.__name__`. Scaffolded by ``scripts/new_family.py``."""
+ROUTER = '''"""__Title__ on ``{base_url}``: ``POST /__kebab__/items`` and
+``GET /__kebab__/items/{itemId}``. HTTP only; the logic is in :mod:`paysdk.server.services.__name__`.
+Scaffolded by ``scripts/new_family.py``."""
 
 from __future__ import annotations
 
@@ -284,7 +289,7 @@ from paysdk.server.context import get_context
 from paysdk.server.routers._common import answer, credentials, route
 from paysdk.server.services import __name__ as service
 
-__all__ = ["ITEM_PATH", "ITEMS_PATH", "router"]
+__all__ = ["ITEMS_PATH", "ITEM_PATH", "router"]
 
 router = APIRouter(tags=["__kebab__"])
 
@@ -322,7 +327,12 @@ async def create_item(request: Request) -> Response:
 
 @router.get(
     ITEM_PATH,
-    **route("Read an item", auth="merchant", answer=__Name__Item, errors={404: "No such item (ownCode null)."}),
+    **route(
+        "Read an item",
+        auth="merchant",
+        answer=__Name__Item,
+        errors={404: "No such item (ownCode null)."},
+    ),
 )
 async def get_item(request: Request, item_id: ItemId) -> Response:
     """One item of the merchant token's client."""
@@ -332,8 +342,9 @@ async def get_item(request: Request, item_id: ItemId) -> Response:
     return answer(item)
 '''
 
-CLI = '''"""``paysdk __kebab__``: __Title__ (``POST /__kebab__/items``, ``GET /__kebab__/items/{itemId}``), with the
-profile's merchant token. Scaffolded by ``scripts/new_family.py``."""
+CLI = '''"""``paysdk __kebab__``: __Title__ (``POST /__kebab__/items``,
+``GET /__kebab__/items/{itemId}``), with the profile's merchant token. Scaffolded by
+``scripts/new_family.py``."""
 
 from __future__ import annotations
 
@@ -419,8 +430,8 @@ async def test_bad_arguments_are_refused_before_sending(make: Maker) -> None:
         await call(client.__name__.create(name="", amount="1.00"))
 '''
 
-CLI_TEST = '''"""End to end: ``paysdk __kebab__ create|show`` against the reference server on a real socket, with the
-profile's stored merchant token. Scaffolded by ``scripts/new_family.py``."""
+CLI_TEST = '''"""End to end: ``paysdk __kebab__ create|show`` against the reference server on a
+real socket, with the profile's stored merchant token. Scaffolded by ``scripts/new_family.py``."""
 
 from __future__ import annotations
 
@@ -507,7 +518,7 @@ def server_registration(names: Names) -> str:
     constant. When the way families register with the server changes (hooks, another module), this
     function and :func:`register_server` are the two places of the scaffold to adapt."""
     return names.fill(
-        '''__NAME__ = Family(
+        """__NAME__ = Family(
     name="__name__",
     prefixes=("/__kebab__",),
     routers=(("", "paysdk.server.routers.__name__:router"),),
@@ -519,7 +530,7 @@ def server_registration(names: Names) -> str:
         "GET /__kebab__/items/{itemId}": _reach("__name__.get", "__kebab__ show"),
     },
 )
-'''
+"""
     )
 
 
@@ -548,7 +559,8 @@ def register_server(names: Names) -> Path:
     _edit(
         path,
         "from paysdk.server.core_tables import CORE_TABLES, Base\n",
-        f"from paysdk.server import {names.snake}_tables\nfrom paysdk.server.core_tables import CORE_TABLES, Base\n",
+        f"from paysdk.server import {names.snake}_tables\n"
+        "from paysdk.server.core_tables import CORE_TABLES, Base\n",
     )
     _edit(
         path,
@@ -562,7 +574,8 @@ def register_server(names: Names) -> Path:
 def register_sdk(names: Names) -> Path:
     """Append the family to ``FAMILIES`` of ``resources/_registry.py``."""
     path = SRC / "paysdk" / "resources" / "_registry.py"
-    entry = f'    SdkFamily("{names.snake}", "paysdk.resources.{names.snake}", "{names.camel}", "{names.title}"),\n'
+    module = f"paysdk.resources.{names.snake}"
+    entry = f'    SdkFamily("{names.snake}", "{module}", "{names.camel}", "{names.title}"),\n'
     text = path.read_text(encoding="utf-8")
     start = text.index("FAMILIES: tuple[SdkFamily, ...] = (")
     end = text.index("\n)\n", start)
@@ -573,8 +586,13 @@ def register_sdk(names: Names) -> Path:
 def register_cli(names: Names) -> Path:
     """Add the group to ``FAMILIES`` of ``paysdk_cli/main.py``, before ``sandbox``."""
     path = SRC / "paysdk_cli" / "main.py"
-    line = f'    "{names.kebab}": ("paysdk_cli.commands.{names.snake}", "app", "{names.title}: create an item, show it."),\n'
-    _edit(path, '    "sandbox": ("paysdk_cli.commands.sandbox"', line + '    "sandbox": ("paysdk_cli.commands.sandbox"')
+    module = f"paysdk_cli.commands.{names.snake}"
+    line = f'    "{names.kebab}": ("{module}", "app", "{names.title}: create an item, show it."),\n'
+    _edit(
+        path,
+        '    "sandbox": ("paysdk_cli.commands.sandbox"',
+        line + '    "sandbox": ("paysdk_cli.commands.sandbox"',
+    )
     return path
 
 
@@ -589,9 +607,18 @@ def add_migration(names: Names) -> list[Path]:
         names.fill(MIGRATION).replace("__REV__", rev).replace("__DOWN__", down),
     )
     # The head's schema, as the snapshot module holds it now (before schema_snapshot.py rewrites it).
-    namespace: dict[str, object] = {}
-    exec((SRC / "paysdk" / "server" / "schema_snapshot.py").read_text(encoding="utf-8"), namespace)
-    assert namespace["REVISION"] == down, (namespace["REVISION"], down)
+    spec = importlib.util.spec_from_file_location(
+        "_head_snapshot", SRC / "paysdk" / "server" / "schema_snapshot.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    namespace = vars(module)
+    if namespace["REVISION"] != down:
+        raise SystemExit(
+            f"schema_snapshot.py records {namespace['REVISION']}, the head is {down}: run it first"
+        )
     snapshots = SRC / "paysdk" / "server" / "migrations" / "snapshots.py"
     text = snapshots.read_text(encoding="utf-8")
     match = re.search(r"SNAPSHOTS: dict\[str, Tables\] = \{(.*)\}\n", text)
@@ -629,7 +656,7 @@ def add_invocations(names: Names) -> Path:
 
 def _run(*args: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
-    subprocess.run(args, cwd=ROOT, check=True, env=env)
+    subprocess.run(args, cwd=ROOT, check=True, env=env)  # noqa: S603
 
 
 def scaffold(name: str) -> list[Path]:
