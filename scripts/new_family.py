@@ -654,6 +654,27 @@ def add_invocations(names: Names) -> Path:
     return path
 
 
+#: Sample values of the scaffold's SDK parameters for ``tests/foundation/test_coverage.py``, which calls
+#: every SDK method with the values of its ``_ARGUMENTS`` (by parameter name).
+COVERAGE_ARGUMENTS = {"name": '"first"', "item_id": '"itm_1"'}
+
+
+def add_coverage_arguments() -> Path:
+    """The scaffold's parameter names that ``_ARGUMENTS`` of ``tests/foundation/test_coverage.py``
+    lacks, added with a sample value."""
+    path = ROOT / "tests" / "foundation" / "test_coverage.py"
+    text = path.read_text(encoding="utf-8")
+    start = text.index("_ARGUMENTS: dict[str, Any] = {")
+    end = text.index("\n}\n", start)
+    missing = [
+        f'    "{name}": {value},\n'
+        for name, value in COVERAGE_ARGUMENTS.items()
+        if f'\n    "{name}": ' not in text[start:end]
+    ]
+    path.write_text(text[: end + 1] + "".join(missing) + text[end + 1 :], encoding="utf-8")
+    return path
+
+
 def _run(*args: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     subprocess.run(args, cwd=ROOT, check=True, env=env)  # noqa: S603
@@ -679,6 +700,7 @@ def scaffold(name: str) -> list[Path]:
         register_server(names),
         register_cli(names),
         add_invocations(names),
+        add_coverage_arguments(),
         *add_migration(names),
         *add_docs(names),
     ]
