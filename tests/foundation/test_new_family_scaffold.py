@@ -3,7 +3,7 @@ tests with no hand edit (issue 22 item 6).
 
 The copy holds the files git tracks (the working tree's versions) and this checkout's ``.mypy_cache``
 (so mypy checks only what changed). In it: the scaffold, then ``ruff check``, ``ruff format --check``,
-``mypy``, every generator's ``--check``, and pytest on the scaffold's own tests plus the recipe's checks:
+``mypy``, every generator's ``--check``, the docs site (``mkdocs build --strict``), and pytest on the scaffold's own tests plus the recipe's checks:
 every contract module built, every SDK method named in docs/sdk.md, every CLI command's ``--help`` and
 real call (the toy's), the coverage of every operation, the registrations, the API reference, the
 migration against a new database.
@@ -94,6 +94,9 @@ def test_a_scaffolded_family_passes_lint_and_its_tests(tmp_path: Path) -> None:
     _run(copy, str(bin_dir / "mypy"))
     for generator in GENERATORS:
         _run(copy, python, f"scripts/{generator}.py", "--check")
+    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+    _run(copy, str(bin_dir / "mkdocs"), "build", "--strict", "--site-dir", ".site")
+    _run(copy, python, "scripts/check_site.py", ".site")
     _run(copy, python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TESTS)
     # A second family by the same name is refused, nothing changed.
     again = subprocess.run(
