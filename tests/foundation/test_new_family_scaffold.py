@@ -1,12 +1,12 @@
 """``scripts/new_family.py toy`` on a copy of the repository gives a family that passes lint and its
 tests with no hand edit (issue 22 item 6).
 
-The copy holds the files git tracks (the working tree's versions) and this checkout's ``.mypy_cache``
+The copy holds the files git lists (the working tree's versions) and this checkout's ``.mypy_cache``
 (so mypy checks only what changed). In it: the scaffold, then ``ruff check``, ``ruff format --check``,
-``mypy``, every generator's ``--check``, the docs site (``mkdocs build --strict``), and pytest on the scaffold's own tests plus the recipe's checks:
-every contract module built, every SDK method named in docs/sdk.md, every CLI command's ``--help`` and
-real call (the toy's), the coverage of every operation, the registrations, the API reference, the
-migration against a new database.
+``mypy``, every generator's ``--check``, the docs site (``mkdocs build --strict``), and pytest on the
+scaffold's own tests plus the recipe's checks: every contract module built, every SDK method named in
+docs/sdk.md, every CLI command's ``--help`` and real call (the toy's), the coverage of every operation,
+the registrations, the API reference, the migration against a new database.
 """
 
 from __future__ import annotations
