@@ -500,8 +500,8 @@ CLI_DOCS = """## __Title__
 ### `__kebab__ create | show`
 
 ```sh
-paysdk __kebab__ create --name NAME --amount AMOUNT
-paysdk __kebab__ show ITEM_ID
+paysdk __kebab__ create --name NAME --amount AMOUNT [-o table|json]
+paysdk __kebab__ show ITEM_ID [-o table|json]
 ```
 
 Both send the profile's merchant token; an unknown item exits 6.

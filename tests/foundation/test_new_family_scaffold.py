@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 GENERATORS = ("sdk_registry", "unasync", "coverage_table", "cli_overview", "schema_snapshot")
 #: The recipe's checks and the scaffold's tests, run in the copy.
@@ -37,6 +39,8 @@ TESTS = (
     "tests/cli/test_cli_every_command.py::test_every_command_makes_a_real_call[toy show]",
     "tests/server/test_server_migrations.py::test_the_migrated_schema_is_the_schema_of_a_new_database",
     "tests/server/test_server_migrations.py::test_the_snapshots_are_the_revisions",
+    "tests/server/test_server_schema_check.py",
+    "tests/foundation/test_doc_commands.py::test_every_doc_command_runs_or_parses[docs/cli.md-sqlite]",
 )
 
 
@@ -79,6 +83,7 @@ def _own_lines(copy: Path) -> int:
     return sum(len((copy / name).read_text(encoding="utf-8").splitlines()) for name in files)
 
 
+@pytest.mark.timeout(2400)  # lint, mypy, the docs site and a few hundred tests, in a copy
 def test_a_scaffolded_family_passes_lint_and_its_tests(tmp_path: Path) -> None:
     copy = tmp_path / "repo"
     _copy(copy)
