@@ -93,7 +93,7 @@ INVOCATIONS: dict[str, Call] = {
     "cards list": Call(_AS_ANA, before=_ANA),
     "cards summary": Call(("--start-date", "2030-01-01", "--end-date", "2030-01-31", *_AS_ANA), before=_ANA),
     "cards issue": Call(("--user-id", _MISSING), exit=6, before=_ANA),
-    "cards link": Call((_MISSING, *_AS_ANA), exit=6, before=_ANA),
+    "cards link": Call((_MISSING, "--user-id", _MISSING), exit=6, before=_ANA),
     "cards link-external": Call(
         ("--user-id", _MISSING, "--token-stdin"), exit=6, before=_ANA, input="ltk_missing\n"
     ),
