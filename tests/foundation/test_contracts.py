@@ -111,3 +111,45 @@ def test_money_is_a_json_number_in_the_schema_and_decimal_at_run_time() -> None:
     assert isinstance(parsed.to_wire()["balance"], Decimal)  # the server writes it as an exact number
     with pytest.raises(ValidationError, match="amount"):
         FundsRequest.model_validate({"operation": "add", "amount": "10.00"})
+
+
+def _contract_modules() -> list[str]:
+    """Every module of ``paysdk.contracts``, found on disk (a new family's module included)."""
+    import pkgutil
+
+    import paysdk.contracts
+
+    return sorted(
+        f"paysdk.contracts.{info.name}"
+        for info in pkgutil.iter_modules(paysdk.contracts.__path__)
+        if not info.ispkg
+    )
+
+
+@pytest.mark.parametrize("module_name", _contract_modules())
+def test_every_contract_module_imports_and_builds_its_models(module_name: str) -> None:
+    """Each contract module is imported and each of its models built in both JSON schema modes: the
+    models are built on first use (``defer_build``), so a broken annotation or validator of a model no
+    other test touches would otherwise surface only at a user's first call."""
+    import importlib
+
+    from pydantic import BaseModel
+
+    module = importlib.import_module(module_name)
+    models = [
+        value
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, BaseModel)
+        and value.__module__ == module_name
+        and not value.__pydantic_generic_metadata__["parameters"]
+    ]
+    for model in models:
+        model.model_rebuild(force=True, raise_errors=True)
+        for mode in ("validation", "serialization"):
+            assert model.model_json_schema(by_alias=True, mode=mode)["type"] in {"object", "string"}, model
+
+
+def test_the_contract_walk_finds_every_family_module() -> None:
+    found = _contract_modules()
+    assert {"paysdk.contracts.wallet", "paysdk.contracts.onboarding", "paysdk.contracts.common"} <= set(found)

@@ -11,6 +11,7 @@ from sqlalchemy import text
 from paysdk.server import create_app
 from paysdk.server.core_tables import Base
 from paysdk.server.db import Database, SchemaMismatch
+from paysdk.server.schema_snapshot import REVISION
 
 
 def test_a_current_database_opens_again(app: FastAPI, db_url: str) -> None:
@@ -38,7 +39,7 @@ def test_a_database_changed_outside_paysdk_is_refused(
     try:
         with pytest.raises(SchemaMismatch, match=named) as refused:
             create_app(db_url, start_ticker=False)
-        assert "records revision 0002 but its tables differ from it" in str(refused.value)
+        assert f"records revision {REVISION} but its tables differ from it" in str(refused.value)
         assert "delete" not in str(refused.value)
     finally:
         Base.metadata.drop_all(engine)  # the next test on this PostgreSQL database starts afresh
