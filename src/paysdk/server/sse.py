@@ -56,7 +56,7 @@ class StreamRegistry:
     probe whether the server shuts down, and stops the streams it says so of."""
 
     def __init__(self) -> None:
-        self._streams: dict[EventStream, Callable[[], bool]] = {}
+        self._streams: dict[EventStream, tuple[Callable[[], bool], asyncio.AbstractEventLoop]] = {}
         self._watcher: asyncio.Task[None] | None = None
 
     @staticmethod
@@ -76,20 +76,27 @@ class StreamRegistry:
 
     def add(self, stream: EventStream, stopping: Callable[[], bool]) -> None:
         """Keep ``stream`` until :meth:`discard`; ``stopping`` says whether the server shuts down."""
-        self._streams[stream] = stopping
+        loop = asyncio.get_running_loop()
+        self._streams[stream] = (stopping, loop)
         if self._watcher is None or self._watcher.done():
-            self._watcher = asyncio.get_running_loop().create_task(self._watch())
+            self._watcher = loop.create_task(self._watch())
 
     def discard(self, stream: EventStream) -> None:
         """Forget ``stream`` (it ended)."""
         self._streams.pop(stream, None)
 
     async def _watch(self) -> None:
+        here = asyncio.get_running_loop()
         while self._streams:
             await asyncio.sleep(SHUTDOWN_POLL)
-            for stream, stopping in list(self._streams.items()):
-                if stopping():
+            for stream, (stopping, loop) in list(self._streams.items()):
+                if not stopping():
+                    continue
+                if loop is here:
                     stream.stop()
+                else:  # an app served by several loops (threads): stopped on its own loop
+                    with contextlib.suppress(RuntimeError):  # that loop is closed: the stream is gone
+                        loop.call_soon_threadsafe(stream.stop)
 
 
 class EventStream(EventSourceResponse):
