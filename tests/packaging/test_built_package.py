@@ -62,6 +62,7 @@ EXTRA_DISTRIBUTIONS = {
     "python-calamine",
     "phonenumberslite",  # the server's country check of userId (D525)
     "phonenumbers",
+    "sse-starlette",  # the server's event streams (D600)
     "typer",
     "click",
     "rich",
@@ -276,7 +277,9 @@ def test_the_wheel_metadata_has_the_one_version_and_the_extras(dist: Dist) -> No
             extra = req.rsplit("extra ==", 1)[1].strip().strip("'\"")
             by_extra.setdefault(extra, set()).add(_dist_name(req))
     assert by_extra["cli"] == {"typer", "rich", "keyring", "platformdirs"}
-    assert {"fastapi", "uvicorn", "sqlalchemy", "psycopg", "phonenumberslite"} <= by_extra["server"]
+    assert {"fastapi", "uvicorn", "sqlalchemy", "psycopg", "phonenumberslite", "sse-starlette"} <= by_extra[
+        "server"
+    ]
     assert "phonenumbers" not in by_extra["server"]  # the lite package, without the geodata (D423)
     assert by_extra["redis"] == {"redis"}
     assert by_extra["testing"] == by_extra["server"] | {"pytest"}
@@ -378,7 +381,7 @@ def test_the_cli_install_saves_a_profile_offline_and_names_the_server_extra(
     bin_dir = make_venv(venv, f"{dist.wheel}[cli]")
     installed = _installed(venv)
     assert {"typer", "rich", "keyring", "platformdirs"} <= installed
-    assert not installed & {"fastapi", "uvicorn", "sqlalchemy", "pytest", "phonenumberslite"}
+    assert not installed & {"fastapi", "uvicorn", "sqlalchemy", "pytest", "phonenumberslite", "sse-starlette"}
     env = clean_env(PAYSDK_CONFIG_DIR=str(tmp_path / "config"))
 
     help_ = _run(bin_dir, "paysdk", "--help", cwd=tmp_path, env=env)

@@ -7,10 +7,11 @@ by a publish call where the request log entry is written (the middleware), where
 recorded (:func:`publish_callback_attempts`) and where the scheduler runs a job (:func:`publish_job_run`).
 Publishing costs a dict and a deque append; the data is serialized once, when a subscriber first sends it.
 
-:class:`EventStreamResponse` writes a Server-Sent Events answer in the request's own task (so the
-``stream_cut`` fault can abort the connection as the ``drop`` fault does), one ``http.response.body``
-message per event (never buffered), a heartbeat comment every :attr:`EventFeed.heartbeat` seconds
-(15 s, D117), and ends when the client disconnects.
+:func:`feed_stream` answers a Server-Sent Events stream of the feed on sse-starlette
+(:class:`paysdk.server.sse.EventStream`, D600): one ``http.response.body`` message per event (never
+buffered), a heartbeat comment every :attr:`EventFeed.heartbeat` seconds (15 s, D117, D601); it ends
+when the client disconnects, and drops the connection when the server shuts down (D602) or a
+``stream_cut`` fault says so.
 """
 
 from __future__ import annotations
@@ -31,9 +32,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
 
-from paysdk.server.adapters.uvicorn import shutdown_probe
 from paysdk.server.core_tables import CallbackAttemptRow
 
 if TYPE_CHECKING:
@@ -45,10 +44,11 @@ __all__ = [
     "HEARTBEAT_SECONDS",
     "RETRY_MS",
     "EventFeed",
-    "EventStreamResponse",
     "FeedEvent",
     "FeedFilter",
     "encode_event",
+    "feed_chunks",
+    "feed_stream",
     "publish_callback_attempts",
     "publish_job_run",
 ]
@@ -59,8 +59,6 @@ FEED_CAPACITY = 1000
 HEARTBEAT_SECONDS = 15.0
 #: The ``retry:`` every stream starts with: clients reconnect after a second.
 RETRY_MS = 1000
-#: Seconds between two looks at whether the server is shutting down (uvicorn waits for open answers).
-SHUTDOWN_POLL = 0.5
 
 
 def _default(value: Any) -> Any:
@@ -241,122 +239,49 @@ class FeedFilter:
         return not (self.uid is not None and self.uid.encode() not in event.payload)
 
 
-class EventStreamResponse(Response):
-    """A Server-Sent Events answer from the feed (module docstring). ``cut_after``: drop the connection
-    after that many events (the ``stream_cut`` fault); ``abort``: how to drop it (returns ``False`` when
-    there is no socket to abort, in process)."""
+def feed_stream(
+    feed: EventFeed,
+    feed_filter: FeedFilter,
+    last_event_id: str | None,
+    *,
+    cut_after: int | None = None,
+    abort: Callable[[], bool] | None = None,
+) -> Response:
+    """A Server-Sent Events answer from the feed (module docstring): an
+    :class:`~paysdk.server.sse.EventStream` of :func:`feed_chunks`, a heartbeat every
+    :attr:`EventFeed.heartbeat` seconds. ``cut_after``: drop the connection after that many events (the
+    ``stream_cut`` fault); ``abort``: how to drop it (returns ``False`` when there is no socket to abort,
+    in process: then :class:`~paysdk.server.errors.ConnectionDropped` is raised)."""
+    from paysdk.server.sse import EventStream
 
-    media_type = "text/event-stream; charset=utf-8"
+    return EventStream(
+        feed_chunks(feed, feed_filter, last_event_id),
+        ping=feed.heartbeat,
+        cut_after=cut_after,
+        abort=abort,
+        cut_raises=True,
+    )
 
-    def __init__(
-        self,
-        feed: EventFeed,
-        feed_filter: FeedFilter,
-        last_event_id: str | None,
-        *,
-        cut_after: int | None = None,
-        abort: Callable[[], bool] | None = None,
-    ) -> None:
-        super().__init__(media_type=self.media_type)
-        self.feed = feed
-        self.filter = feed_filter
-        self.last_event_id = last_event_id
-        self.cut_after = cut_after
-        self.abort = abort
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        gone = asyncio.Event()
-
-        async def watch() -> None:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    gone.set()
-                    return
-
-        watcher = asyncio.ensure_future(watch())
-        try:
-            with self.feed.subscription() as woken:
-                last, gap = self.feed.resume_point(self.last_event_id)
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 200,
-                        "headers": [
-                            (b"content-type", self.media_type.encode()),
-                            (b"cache-control", b"no-store"),
-                            (b"x-accel-buffering", b"no"),
-                        ],
-                    }
-                )
-                await self._body(send, b"retry: %d\n\n" % RETRY_MS)
-                sent = 0
-                if gap is not None:
-                    start = gap.pop("_id")
-                    await self._body(send, encode_event(start, "gap", json.dumps(gap).encode()))
-                    sent += 1
-                if self.cut_after is not None and sent >= self.cut_after:
-                    await self._cut(send)
-                    return
-                stopping = shutdown_probe(scope)
-                async with contextlib.aclosing(self._chunks(last, woken, gone, stopping)) as chunks:
-                    async for chunk, counts in chunks:
-                        if counts < 0:  # the server stops: a dropped connection, clients reconnect later
-                            await self._cut(send)
-                            return
-                        await self._body(send, chunk)
-                        sent += counts
-                        if self.cut_after is not None and sent >= self.cut_after:
-                            await self._cut(send)
-                            return
-        finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await watcher
-
-    async def _chunks(
-        self, last: int, woken: asyncio.Event, gone: asyncio.Event, stopping: Callable[[], bool]
-    ) -> AsyncGenerator[tuple[bytes, int], None]:
-        """``(bytes, events in them)`` to send: kept events after ``last``, then new ones, heartbeats;
-        ``(b"", -1)`` once ``stopping()`` says the server shuts down."""
-        loop = asyncio.get_running_loop()
-        idle_since = loop.time()
-        while not gone.is_set():
+async def feed_chunks(
+    feed: EventFeed, feed_filter: FeedFilter, last_event_id: str | None
+) -> AsyncGenerator[bytes, None]:
+    """The wire chunks of a feed stream: ``retry``, a ``gap`` event when ``last_event_id`` cannot be
+    resumed, the kept events after it, then each new event that passes ``feed_filter`` as it comes (one
+    chunk each). Subscribed to the feed while it runs (:attr:`EventFeed.subscribers`)."""
+    with feed.subscription() as woken:
+        last, gap = feed.resume_point(last_event_id)
+        yield b"retry: %d\n\n" % RETRY_MS
+        if gap is not None:
+            start = gap.pop("_id")
+            yield encode_event(start, "gap", json.dumps(gap).encode())
+        while True:
             woken.clear()
-            for event in self.feed.after(last):
+            for event in feed.after(last):
                 last = event.id
-                if self.filter.accepts(event):
-                    idle_since = loop.time()
-                    yield encode_event(event.id, event.kind, event.payload), 1
-            if stopping():
-                yield b"", -1
-                return
-            wake = asyncio.ensure_future(woken.wait())
-            stop = asyncio.ensure_future(gone.wait())
-            try:
-                await asyncio.wait(
-                    {wake, stop},
-                    timeout=min(self.feed.heartbeat, SHUTDOWN_POLL),
-                    return_when="FIRST_COMPLETED",
-                )
-            finally:
-                wake.cancel()
-                stop.cancel()
-            if loop.time() - idle_since >= self.feed.heartbeat:
-                idle_since = loop.time()
-                yield b": heartbeat\n\n", 0
-
-    async def _body(self, send: Send, chunk: bytes) -> None:
-        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-
-    async def _cut(self, send: Send) -> None:
-        from paysdk.server.errors import ConnectionDropped
-
-        if self.abort is not None and self.abort():
-            for _ in range(3):  # let the server see the connection lost; it sends nothing more
-                await asyncio.sleep(0)
-            return
-        raise ConnectionDropped("event stream cut by an injected fault")
+                if feed_filter.accepts(event):
+                    yield encode_event(event.id, event.kind, event.payload)
+            await woken.wait()
 
 
 # ------------------------------------------------------------------------------------- publishers

@@ -164,11 +164,11 @@ class Feed:
             return None
         return self._items[bisect.bisect_right(self._ids, last) :]
 
-    async def changed(self, seconds: float) -> bool:
-        """Wait until the feed changes, at most ``seconds``; whether it changed."""
+    async def changed(self, seconds: float | None) -> bool:
+        """Wait until the feed changes, at most ``seconds`` (``None``: no limit); whether it changed."""
         event = self._changed
         try:
-            async with asyncio.timeout(max(seconds, 0.0)):
+            async with asyncio.timeout(None if seconds is None else max(seconds, 0.0)):
                 await event.wait()
         except TimeoutError:
             return False
@@ -222,10 +222,11 @@ class FanOut:
                 self._forget(feed)
 
     async def stream(
-        self, key: str, after: int, *, heartbeat: float, interval: float, beat: bytes
+        self, key: str, after: int, *, heartbeat: float | None, interval: float, beat: bytes
     ) -> AsyncGenerator[bytes, None]:
         """The wire chunks of ``key`` after id ``after``: each item once, in order (the items available
-        at a wake-up joined in one chunk), ``beat`` after ``heartbeat`` seconds without one; ends after a
+        at a wake-up joined in one chunk), ``beat`` after ``heartbeat`` seconds without one (``None``:
+        never); ends after a
         final item, or when the source is finished and everything up to ``after`` was sent."""
         with self.subscription(key, after, interval) as feed:
             last_sent = time.monotonic()
@@ -251,6 +252,9 @@ class FanOut:
                     continue  # more is kept (or this stream is still behind): no wait
                 if feed.finished and feed.last is not None and after >= feed.last:
                     return
+                if heartbeat is None:
+                    await feed.changed(None)
+                    continue
                 changed = await feed.changed(heartbeat - (time.monotonic() - last_sent))
                 if not changed and time.monotonic() - last_sent >= heartbeat:
                     yield beat

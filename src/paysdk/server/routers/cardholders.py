@@ -18,15 +18,12 @@ D185-D188, D210-D219). HTTP only; the logic is in :mod:`paysdk.server.services.c
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
 from sqlalchemy.orm import Session
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
 
 from paysdk.contracts.cardholders import (
     COLUMNS,
@@ -45,7 +42,7 @@ from paysdk.server.routers._common import BACKOFFICE_ERRORS, bearer, data, only,
 from paysdk.server.services import backoffice
 from paysdk.server.services import cardholders as service
 
-__all__ = ["LOOKUP_PATH", "PROGRESS_PATH", "RESULTS_PATH", "UPLOAD_PATH", "BatchStreamResponse", "router"]
+__all__ = ["LOOKUP_PATH", "PROGRESS_PATH", "RESULTS_PATH", "UPLOAD_PATH", "router"]
 
 router = APIRouter(tags=["backoffice"])
 
@@ -211,8 +208,12 @@ async def progress(request: Request, partnerId: str, batchId: str) -> Response:
         return batch_id, faults.take_stream_fault(session, request.method, request.url.path)
 
     batch_id, cut = await context.run(work)
-    return BatchStreamResponse(
-        service.event_stream(context, batch_id, after),
+    from paysdk.server.sse import EventStream  # sse-starlette: loaded with the first stream
+
+    # sse-starlette's ping is the heartbeat (the feed's setting, D601): the source sends none of its own.
+    return EventStream(
+        service.event_stream(context, batch_id, after, heartbeat=None),
+        ping=context.events.heartbeat,
         cut_after=None if cut is None else (cut.after_events or 0),
         abort=functools.partial(abort_connection, request.scope),
     )
@@ -271,95 +272,3 @@ async def lookup(
         return service.lookup(session, _partner(session, context, token, partnerId), externalId, email)
 
     return data(await context.run(work))
-
-
-class BatchStreamResponse(Response):
-    """An event stream from ``chunks`` (:func:`~paysdk.server.services.cardholders.event_stream`): ends
-    when it ends, when the client goes, or when uvicorn shuts down (a dropped connection: the client
-    resumes elsewhere). ``cut_after``: drop the connection after that many events (a fault). One task
-    sends the chunks as they come (a chunk may hold several events: one write each, D371); the request's
-    own task only watches the client and the shutdown."""
-
-    media_type = "text/event-stream; charset=utf-8"
-
-    def __init__(
-        self,
-        chunks: AsyncIterator[bytes],
-        *,
-        cut_after: int | None = None,
-        abort: Callable[[], bool] | None = None,
-    ) -> None:
-        super().__init__(media_type=self.media_type)
-        self.chunks = chunks
-        self.cut_after = cut_after
-        self.abort = abort
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from paysdk.server.adapters.uvicorn import shutdown_probe
-
-        stopping = shutdown_probe(scope)
-        gone = asyncio.Event()  # the client went
-        look = asyncio.Event()  # the client went or the pump ended
-
-        async def watch() -> None:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    gone.set()
-                    look.set()
-                    return
-
-        watcher = asyncio.ensure_future(watch())
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", self.media_type.encode()),
-                    (b"cache-control", b"no-store"),
-                    (b"x-accel-buffering", b"no"),
-                ],
-            }
-        )
-        cut = False
-
-        async def pump() -> None:
-            """Send every chunk as it comes (counting events while a cut is due)."""
-            nonlocal cut
-            sent = 0
-            async for chunk in self.chunks:
-                if self.cut_after is None:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    continue
-                for block in chunk.split(b"\n\n")[:-1]:  # one event (or comment) at a time
-                    await send({"type": "http.response.body", "body": block + b"\n\n", "more_body": True})
-                    if block.startswith(b"id: "):
-                        sent += 1
-                        if sent >= self.cut_after:
-                            cut = True
-                            return
-
-        # The chunks are sent by one task; this one looks at the client and the server's shutdown (woken
-        # when the pump ends or the client goes, else once a second: one timer, no task per look).
-        pumping = asyncio.ensure_future(pump())
-        pumping.add_done_callback(lambda _: look.set())
-        try:
-            while not look.is_set() and not stopping():
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(1.0):
-                        await look.wait()
-        finally:
-            pumping.cancel()
-            await asyncio.wait({pumping})
-            with contextlib.suppress(Exception):
-                await self.chunks.aclose()  # type: ignore[attr-defined]
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await watcher
-        failure = None if pumping.cancelled() else pumping.exception()
-        if failure is not None:  # the stream's source failed (a database error): as the handler raises
-            raise failure
-        if cut and self.abort is not None and self.abort():
-            return
-        if not gone.is_set():
-            await send({"type": "http.response.body", "body": b"", "more_body": False})

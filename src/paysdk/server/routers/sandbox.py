@@ -32,7 +32,7 @@ from paysdk.server import faults, jobs
 from paysdk.server.bodies import read_json_object, validate
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.errors import APIProblem, JSONResponse
-from paysdk.server.events import EventStreamResponse, FeedFilter
+from paysdk.server.events import FeedFilter, feed_stream
 from paysdk.server.services import callbacks, payments, sandbox, transactions, uploads
 from paysdk.server.services.test_cards import TEST_CARDS
 
@@ -221,7 +221,7 @@ async def events(
     if path is not None and not path.strip():
         raise APIProblem.invalid_field("path", "must not be empty")
     cut = await context.run(faults.take_stream_fault, request.method, request.url.path)
-    return EventStreamResponse(
+    return feed_stream(
         context.events,
         FeedFilter(path=path, status=statuses, uid=uid or None),
         request.headers.get("last-event-id"),

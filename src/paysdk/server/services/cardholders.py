@@ -926,11 +926,12 @@ async def event_stream(
     batch_id: str,
     after: int,
     *,
-    heartbeat: float = HEARTBEAT_SECONDS,
+    heartbeat: float | None = HEARTBEAT_SECONDS,
     poll: float = POLL_SECONDS,
 ) -> AsyncGenerator[bytes, None]:
     """The progress stream of ``batch_id`` after event ``after`` (D188): ``retry`` first, each stored
-    event as it appears, ``: heartbeat`` after ``heartbeat`` seconds without one; it ends after ``done``
+    event as it appears, ``: heartbeat`` after ``heartbeat`` seconds without one (``None``: never, the
+    answer pings, D601); it ends after ``done``
     (at once when ``after`` is past it). The events come from the batch's one reader in this process
     (:func:`feeds`, D370), which reads the database at most every ``poll`` seconds for all its streams."""
     yield f"retry: {RETRY_MS}\n\n".encode()
