@@ -10,10 +10,12 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import text
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from paysdk.server.context import ServerContext
+from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.routers._bearer import wallet_db
 from paysdk.server.routers._transactions import Transactions
@@ -81,3 +83,21 @@ async def test_a_routes_credentials_can_be_overridden(app: FastAPI, asgi_client:
     del app.dependency_overrides[wallet_db]
     response = await asgi_client.get("/rest/users/someone/cards", headers={"Authorization": "Bearer x"})
     assert response.status_code == 401
+
+
+async def test_run_returns_only_once_committed(app: FastAPI) -> None:
+    """A commit that fails (here: the flush at commit finds a row without its required columns) is the
+    caller's exception: ``run`` never hands back a result the database did not keep."""
+    db: Transactions[None] = Transactions(_context(app))
+
+    def add_incomplete_client(session: Session) -> str:
+        session.add(ClientRow(slug="never-kept"))
+        return "answered"
+
+    with pytest.raises(IntegrityError):
+        await db.run(add_incomplete_client, db.session)
+    assert await db.run(_clients, db.session) == 0
+
+
+def _clients(session: Session) -> int:
+    return int(session.scalar(select(func.count()).select_from(ClientRow)) or 0)

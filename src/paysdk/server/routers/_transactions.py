@@ -123,27 +123,23 @@ class Transactions(Generic[C]):
     def _call(
         self, session: Session, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> T:
+        context, verify = self.context, self._verify
+        given = (*args, *kwargs.values())
         now: datetime | None = None
         caller: Any = None
-        if self._verify is not None:
-            now = self.context.clock.now(session)
-            caller = self._verify(session, self.context, now, self._token)
-
-        def value(arg: Any) -> Any:
-            nonlocal now
-            if arg is _SESSION:
-                return session
-            if arg is _NOW:
-                if now is None:
-                    now = self.context.clock.now(session)
-                return now
-            if arg is _CALLER:
-                if self._verify is None:
-                    raise RuntimeError("db.caller: this route's transactions take no credentials")
-                return caller
-            return arg
-
-        return fn(*[value(arg) for arg in args], **{key: value(arg) for key, arg in kwargs.items()})
+        if verify is not None:
+            now = context.clock.now(session)
+            caller = verify(session, context, now, self._token)
+        else:
+            if any(value is _CALLER for value in given):
+                raise RuntimeError("db.caller: this route's transactions take no credentials")
+            if any(value is _NOW for value in given):
+                now = context.clock.now(session)
+        values = {id(_SESSION): session, id(_NOW): now, id(_CALLER): caller}
+        return fn(
+            *[values.get(id(value), value) for value in args],
+            **{key: values.get(id(value), value) for key, value in kwargs.items()},
+        )
 
 
 async def transactions(request: Request) -> Transactions[None]:
