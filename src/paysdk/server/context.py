@@ -486,6 +486,10 @@ _MAX_VARIABLES = 999
 
 #: No value seen yet (:meth:`Statement._many_values`).
 _UNSET = object()
+#: Rows from which :meth:`Statement.run_many` processes a shared value once (:meth:`Statement._many_values`):
+#: the bulk inserts' chunks (thousands of rows sharing ``created_at``...) gain; a group commit's batch (tens
+#: of rows, each request's own values) would only pay the bookkeeping.
+_SHARED_VALUES_FROM = 256
 
 
 def _multi_row(sql: str) -> tuple[str, str]:
@@ -610,14 +614,17 @@ class Statement:
 
     def run_many(self, connection: Connection, params: Sequence[Mapping[str, Any]]) -> None:
         r"""Run an ``INSERT`` once per parameter dict (``executemany``; on SQLite as multi-row ``INSERT``\s,
-        each column's value processed once per distinct object, :meth:`_many_values`)."""
+        a large batch's shared values processed once, :meth:`_many_values`)."""
         if connection.dialect.name != "sqlite":
             connection.execute(self.statement, [dict(item) for item in params])
             return
         compiled = self._compile(connection.dialect)
         raw = connection.connection.driver_connection
         assert raw is not None
-        rows = self._many_values(compiled, params)
+        if len(params) >= _SHARED_VALUES_FROM:
+            rows = self._many_values(compiled, params)
+        else:
+            rows = [self._values(compiled, item) for item in params]
         head, group = compiled.many
         if not group or len(rows) < 2:
             raw.executemany(compiled.sql, rows)
