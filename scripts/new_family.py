@@ -285,8 +285,8 @@ from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
 from paysdk.contracts.__name__ import __Name__Item, __Name__ItemCreate
-from paysdk.server.context import get_context
-from paysdk.server.routers._common import answer, credentials, route
+from paysdk.server.routers._common import answer, route
+from paysdk.server.routers._transactions import Db, MerchantToken
 from paysdk.server.services import __name__ as service
 
 __all__ = ["ITEMS_PATH", "ITEM_PATH", "router"]
@@ -313,15 +313,10 @@ ItemId = Annotated[str, Path(alias="itemId", description="The item's id.", max_l
         },
     ),
 )
-async def create_item(request: Request) -> Response:
+async def create_item(request: Request, db: Db, merchant: MerchantToken) -> Response:
     """Create an item of the merchant token's client."""
-    context = get_context(request)
     raw = await request.body()
-    item = await context.run(
-        lambda session: service.create_item(
-            session, context.clock.now(session), context.environment, credentials(request), raw
-        )
-    )
+    item = await db.run(service.create_item, db.session, db.now, db.context.environment, merchant, raw)
     return answer(item, 201)
 
 
@@ -334,11 +329,9 @@ async def create_item(request: Request) -> Response:
         errors={404: "No such item (ownCode null)."},
     ),
 )
-async def get_item(request: Request, item_id: ItemId) -> Response:
+async def get_item(item_id: ItemId, db: Db, merchant: MerchantToken) -> Response:
     """One item of the merchant token's client."""
-    context = get_context(request)
-    given = credentials(request)
-    item = await context.run(lambda session: service.get_item(session, context.environment, given, item_id))
+    item = await db.run(service.get_item, db.session, db.context.environment, merchant, item_id)
     return answer(item)
 '''
 

@@ -31,17 +31,27 @@ import functools
 import importlib
 import inspect
 import types
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Self, overload
 
 from typing_extensions import TypeVar
 
-from paysdk._pipeline import APIResponse, Operation
+from paysdk._pipeline import APIResponse, Operation, apply_call_options
 
 if TYPE_CHECKING:
     from paysdk._client import AsyncClient, Client
 
-__all__ = ["AsyncEndpoint", "AsyncResource", "Endpoint", "LazyResource", "Parsed", "Raw", "Resource"]
+__all__ = [
+    "AsyncEndpoint",
+    "AsyncResource",
+    "Endpoint",
+    "LazyResource",
+    "Parsed",
+    "Raw",
+    "Resource",
+    "control_operation",
+    "operation",
+]
 
 
 class Parsed:
@@ -323,3 +333,24 @@ class Endpoint(Generic[P, T]):
 
 
 # unasync: generated end
+
+
+def operation(
+    method: str,
+    path: str,
+    parse: Callable[[Any], Any],
+    options: Mapping[str, Any] | None = None,
+    *,
+    root: str = "",
+    **fields: Any,
+) -> Operation[Any]:
+    """The one builder of a resource method's :class:`~paysdk._pipeline.Operation`: ``root + path``,
+    ``parse``, its other ``fields`` (``json``, ``params``, ``base``, ``auth``...), and the call's
+    ``options`` applied (:func:`~paysdk._pipeline.apply_call_options`, the one place they are checked).
+    A family binds its own defaults once: ``_op = functools.partial(operation, root=..., auth=...)``."""
+    op: Operation[Any] = Operation(method=method, path=root + path, parse=parse, **fields)
+    return apply_call_options(op, options) if options else op
+
+
+#: :func:`operation` of a control-plane call (``/_sandbox``): no credentials, no idempotency keys.
+control_operation = functools.partial(operation, auth="none", uses_idempotency_keys=False)

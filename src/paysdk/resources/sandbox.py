@@ -8,6 +8,7 @@ advancing the clock twice by accident would be a bug in a test.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Unpack
 import pydantic
 
 from paysdk._errors import ValidationError
-from paysdk._pipeline import CallOptions, Operation, PostCallOptions, apply_call_options, list_of, no_result
+from paysdk._pipeline import CallOptions, Operation, PostCallOptions, list_of, no_result
 from paysdk._sse import StreamOperation, StreamPolicy
 from paysdk._streaming import AsyncEventStream, EventStream
 from paysdk.contracts.alternative_payments import RailName
@@ -67,7 +68,7 @@ from paysdk.contracts.wallet import (
     SandboxWalletKeysCreate,
     UserProfile,
 )
-from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource, control_operation
 from paysdk.resources._validation import (
     check_amount,
     check_email,
@@ -102,17 +103,8 @@ __all__ = [
 _ROOT = "/_sandbox"
 
 
-def _op(
-    method: str,
-    path: str,
-    parse: Callable[[Any], Any],
-    options: Mapping[str, Any] | None = None,
-    **kwargs: Any,
-) -> Operation[Any]:
-    op: Operation[Any] = Operation(
-        method=method, path=_ROOT + path, parse=parse, auth="none", uses_idempotency_keys=False, **kwargs
-    )
-    return apply_call_options(op, options) if options else op
+#: The family's operations (:func:`~paysdk.resources._base.operation` with its defaults).
+_op = functools.partial(control_operation, root=_ROOT)
 
 
 def _wire(model: type[pydantic.BaseModel], **fields: Any) -> dict[str, Any]:

@@ -8,12 +8,12 @@ need no credentials, answer bare models, and their POSTs are retried only when n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
 from typing import TYPE_CHECKING, Any, Unpack
 
 import pydantic
 
-from paysdk._pipeline import CallOptions, Operation, PostCallOptions, apply_call_options, list_of
+from paysdk._pipeline import CallOptions, Operation, PostCallOptions, list_of
 from paysdk.contracts.backoffice import (
     Operator,
     Partner,
@@ -21,7 +21,7 @@ from paysdk.contracts.backoffice import (
     SandboxPartnerCardholderCreate,
     SandboxPartnerCreate,
 )
-from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource, control_operation
 from paysdk.resources._validation import check_str, path_segment, validation_error_from
 
 if TYPE_CHECKING:
@@ -40,13 +40,8 @@ __all__ = [
 _ROOT = "/_sandbox/backoffice"
 
 
-def _op(
-    method: str, path: str, parse: Callable[[Any], Any], options: Mapping[str, Any] | None, **kwargs: Any
-) -> Operation[Any]:
-    op: Operation[Any] = Operation(
-        method=method, path=_ROOT + path, parse=parse, auth="none", uses_idempotency_keys=False, **kwargs
-    )
-    return apply_call_options(op, options) if options else op
+#: The family's operations (:func:`~paysdk.resources._base.operation` with its defaults).
+_op = functools.partial(control_operation, root=_ROOT)
 
 
 def _wire(model: type[pydantic.BaseModel], **fields: Any) -> dict[str, Any]:

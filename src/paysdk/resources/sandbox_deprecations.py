@@ -7,32 +7,22 @@ client): rehearse an API change before the real service announces one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
 from datetime import datetime
 from typing import Any, Unpack
 
 import pydantic
 
-from paysdk._pipeline import CallOptions, Operation, apply_call_options, list_of
+from paysdk._pipeline import CallOptions, Operation, list_of
 from paysdk.contracts.deprecations import Deprecation, DeprecationSet
-from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource, control_operation
 from paysdk.resources._validation import check_str, validation_error_from
 
 __all__ = ["AsyncSandboxDeprecations", "SandboxDeprecations"]
 
 
-def _op(
-    method: str, parse: Callable[[Any], Any], options: Mapping[str, Any], **kwargs: Any
-) -> Operation[Any]:
-    op: Operation[Any] = Operation(
-        method=method,
-        path="/_sandbox/deprecations",
-        parse=parse,
-        auth="none",
-        uses_idempotency_keys=False,
-        **kwargs,
-    )
-    return apply_call_options(op, options) if options else op
+#: The family's operations (:func:`~paysdk.resources._base.operation` with its defaults).
+_op = functools.partial(control_operation, root="/_sandbox/deprecations")
 
 
 def set_deprecation_operation(
@@ -54,7 +44,7 @@ def set_deprecation_operation(
         ).model_dump(by_alias=True, exclude_none=True, mode="json")
     except pydantic.ValidationError as exc:
         raise validation_error_from(exc) from None
-    return _op("PUT", Deprecation.model_validate, options, json=body)
+    return _op("PUT", "", Deprecation.model_validate, options, json=body)
 
 
 def _removed(body: Any) -> int:
@@ -67,12 +57,12 @@ def clear_deprecations_operation(
     """Remove the mark of ``operation``, or every mark when ``None`` (``DELETE /_sandbox/deprecations``);
     returns how many were removed."""
     params = None if operation is None else {"operation": check_str(operation, "operation", max_length=300)}
-    return _op("DELETE", _removed, options, params=params)
+    return _op("DELETE", "", _removed, options, params=params)
 
 
 def list_deprecations_operation(**options: Unpack[CallOptions]) -> Operation[list[Deprecation]]:
     """Every marked operation (``GET /_sandbox/deprecations``)."""
-    return _op("GET", list_of(Deprecation.model_validate), options)
+    return _op("GET", "", list_of(Deprecation.model_validate), options)
 
 
 # unasync: begin

@@ -6,34 +6,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Unpack
 
 import pydantic
 
-from paysdk._pipeline import CallOptions, Operation, PostCallOptions, apply_call_options
+from paysdk._pipeline import CallOptions, Operation, PostCallOptions
 from paysdk.contracts.alternative_payments import RailName
 from paysdk.contracts.onboarding import Lead, LeadReject
 from paysdk.contracts.sandbox import SandboxClient
-from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource, control_operation
 from paysdk.resources._validation import path_segment, validation_error_from
 
 __all__ = ["AsyncSandboxLeads", "SandboxLeads"]
 
 
-def _op(
-    method: str, path: str, parse: Callable[[Any], Any], options: Mapping[str, Any], **kwargs: Any
-) -> Operation[Any]:
-    op: Operation[Any] = Operation(
-        method=method,
-        path="/_sandbox/leads/" + path,
-        parse=parse,
-        auth="none",
-        uses_idempotency_keys=False,
-        **kwargs,
-    )
-    return apply_call_options(op, options) if options else op
+#: The family's operations (:func:`~paysdk.resources._base.operation` with its defaults).
+_op = functools.partial(control_operation, root="/_sandbox/leads/")
 
 
 def _wire(model: type[pydantic.BaseModel], fields: Mapping[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ Merchants never call the inbound webhooks, so the SDK has no other method for th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Unpack
@@ -13,7 +14,7 @@ from typing import Any, Unpack
 import pydantic
 
 from paysdk._errors import ValidationError
-from paysdk._pipeline import CallOptions, Operation, apply_call_options
+from paysdk._pipeline import CallOptions, Operation
 from paysdk.contracts.processor_webhooks import (
     ProcessorInfo,
     SandboxFeed,
@@ -21,7 +22,7 @@ from paysdk.contracts.processor_webhooks import (
     SandboxSettlement,
     SandboxSettlementDelivery,
 )
-from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource, control_operation
 from paysdk.resources._validation import validation_error_from
 
 __all__ = [
@@ -37,11 +38,8 @@ __all__ = [
 _ROOT = "/_sandbox/processor"
 
 
-def _op(method: str, path: str, parse: Any, options: CallOptions, **kwargs: Any) -> Operation[Any]:
-    op: Operation[Any] = Operation(
-        method=method, path=_ROOT + path, parse=parse, auth="none", uses_idempotency_keys=False, **kwargs
-    )
-    return apply_call_options(op, options)
+#: The family's operations (:func:`~paysdk.resources._base.operation` with its defaults).
+_op = functools.partial(control_operation, root=_ROOT)
 
 
 def _body(model: type[pydantic.BaseModel], **fields: Any) -> dict[str, Any]:

@@ -3,11 +3,12 @@ number and the read of one payment (any client's). Only against ``paysdk serve``
 
 from __future__ import annotations
 
-from typing import Any, Unpack
+import functools
+from typing import Unpack
 
-from paysdk._pipeline import CallOptions, Operation, apply_call_options
+from paysdk._pipeline import CallOptions, Operation
 from paysdk.contracts.terminal import TerminalAffiliation, TerminalPayment
-from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource, control_operation
 from paysdk.resources._validation import check_str, path_segment
 
 __all__ = ["AsyncSandboxTerminal", "SandboxTerminal", "affiliation_operation", "get_operation"]
@@ -15,11 +16,8 @@ __all__ = ["AsyncSandboxTerminal", "SandboxTerminal", "affiliation_operation", "
 _ROOT = "/_sandbox/terminal"
 
 
-def _op(path: str, parse: Any, options: CallOptions, **kwargs: Any) -> Operation[Any]:
-    op: Operation[Any] = Operation(
-        method="GET", path=_ROOT + path, parse=parse, auth="none", uses_idempotency_keys=False, **kwargs
-    )
-    return apply_call_options(op, options)
+#: The family's operations (:func:`~paysdk.resources._base.operation` with its defaults).
+_op = functools.partial(control_operation, "GET", root=_ROOT)
 
 
 def affiliation_operation(client: str, **options: Unpack[CallOptions]) -> Operation[TerminalAffiliation]:

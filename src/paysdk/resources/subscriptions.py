@@ -14,13 +14,14 @@ A subscription is created only by a verified card (``verify_card`` with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Unpack
 
 from paysdk._errors import ValidationError
-from paysdk._pipeline import CallOptions, Operation, PostCallOptions, apply_call_options, list_of
+from paysdk._pipeline import CallOptions, Operation, PostCallOptions, list_of
 from paysdk.contracts.subscriptions import Subscription, SubscriptionCharge, VerifyCard
-from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource, operation
 from paysdk.resources._validation import check_email, check_optional_str, check_str, path_segment
 from paysdk.resources.batch_charges import AsyncBatchCharges, BatchCharges
 
@@ -42,17 +43,8 @@ _ONLY_CARD = "must not be given when should_create_subscription is False (only t
 _ID_LENGTH = 64
 
 
-def _op(
-    method: str,
-    path: str,
-    parse: Callable[[Any], Any],
-    options: Mapping[str, Any] | None = None,
-    **kwargs: Any,
-) -> Operation[Any]:
-    op: Operation[Any] = Operation(
-        method=method, path=_ROOT + path, base="base", auth="wallet_app", parse=parse, **kwargs
-    )
-    return apply_call_options(op, options) if options else op
+#: The family's operations (:func:`~paysdk.resources._base.operation` with its defaults).
+_op = functools.partial(operation, root=_ROOT, base="base", auth="wallet_app")
 
 
 def envelope(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:

@@ -14,8 +14,9 @@ follow the client's rule (replayed only with an idempotency key the environment 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, Unpack
@@ -68,7 +69,7 @@ from paysdk.contracts.wallet import (
     TransferResult,
     parse_wallet_amount,
 )
-from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource
+from paysdk.resources._base import AsyncEndpoint, AsyncResource, Endpoint, M, Resource, operation
 from paysdk.resources._validation import (
     check_currency,
     check_email,
@@ -161,28 +162,8 @@ def _check_pattern(value: object, field: str, pattern: re.Pattern[str], what: st
 # ------------------------------------------------------------------------------------ operations
 
 
-def _op(
-    method: str,
-    path: str,
-    parse: Any,
-    *,
-    json: Any = None,
-    params: dict[str, str] | None = None,
-    auth: str = "wallet_app",
-    options: Mapping[str, Any] | None = None,
-    **fields: Any,
-) -> Operation[Any]:
-    op: Operation[Any] = Operation(
-        method=method,
-        path=path,
-        base="wallet",
-        auth=auth,  # type: ignore[arg-type]
-        json=json,
-        params=params,
-        parse=parse,
-        **fields,
-    )
-    return apply_call_options(op, options) if options else op
+#: The family's operations (:func:`~paysdk.resources._base.operation` with its defaults).
+_op = functools.partial(operation, base="wallet", auth="wallet_app")
 
 
 def _one(model: Any) -> Any:

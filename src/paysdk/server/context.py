@@ -98,8 +98,9 @@ class ServerContext:
     thread pool. ``fn`` is plain synchronous code: read the clock with ``context.clock.now(session)``,
     raise :class:`~paysdk.server.errors.APIProblem` for an error answer (nothing is committed). A service
     that must commit a change and still answer an error returns the problem instead
-    (:func:`~paysdk.server.routers._common.raise_problem`). Routes that need the wallet bearer verified in
-    the same transaction use :func:`~paysdk.server.routers._common.authed`, which calls :meth:`run`.
+    (:func:`~paysdk.server.routers._common.raise_problem`). Routes reach it through the dependency
+    :class:`~paysdk.server.routers._transactions.Transactions` (which verifies a bearer in the same
+    transaction), whose ``run`` calls :meth:`run`.
 
     The other entry points are not for new families:
 
@@ -487,6 +488,13 @@ class _Compiled:
 #: Bound values per multi-row INSERT (SQLite's historical SQLITE_MAX_VARIABLE_NUMBER: safe everywhere).
 _MAX_VARIABLES = 999
 
+#: No value seen yet (:meth:`Statement._many_values`).
+_UNSET = object()
+#: Rows from which :meth:`Statement.run_many` processes a shared value once (:meth:`Statement._many_values`):
+#: the bulk inserts' chunks (thousands of rows sharing ``created_at``...) gain; a group commit's batch (tens
+#: of rows, each request's own values) would only pay the bookkeeping.
+_SHARED_VALUES_FROM = 256
+
 
 def _multi_row(sql: str) -> tuple[str, str]:
     head, found, group = sql.partition(" VALUES ")
@@ -586,15 +594,41 @@ class Statement:
             return
         self.run(connection, params)
 
+    def _many_values(self, compiled: _Compiled, params: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+        """:meth:`_values` of each parameter dict, each column's value processed once per distinct object:
+        a batch's rows share their ``created_at`` (``client_id`` ...), so e.g. the datetime processing
+        runs once per batch instead of once per row."""
+        last: list[tuple[object, object]] = [(_UNSET, None)] * len(compiled.names)
+        rows: list[list[Any]] = []
+        for item in params:
+            row: list[Any] = []
+            for index, name in enumerate(compiled.names):
+                value = item[name] if name in item else compiled.defaults[name]
+                process = compiled.binds[index]
+                if process is None or value is None:
+                    row.append(value)
+                    continue
+                seen, processed = last[index]
+                if seen is not value:
+                    processed = process(value)
+                    last[index] = (value, processed)
+                row.append(processed)
+            rows.append(row)
+        return rows
+
     def run_many(self, connection: Connection, params: Sequence[Mapping[str, Any]]) -> None:
-        """Run an ``INSERT`` once per parameter dict (``executemany``)."""
+        r"""Run an ``INSERT`` once per parameter dict (``executemany``; on SQLite as multi-row ``INSERT``\s,
+        a large batch's shared values processed once, :meth:`_many_values`)."""
         if connection.dialect.name != "sqlite":
             connection.execute(self.statement, [dict(item) for item in params])
             return
         compiled = self._compile(connection.dialect)
         raw = connection.connection.driver_connection
         assert raw is not None
-        rows = [self._values(compiled, item) for item in params]
+        if len(params) >= _SHARED_VALUES_FROM:
+            rows = self._many_values(compiled, params)
+        else:
+            rows = [self._values(compiled, item) for item in params]
         head, group = compiled.many
         if not group or len(rows) < 2:
             raw.executemany(compiled.sql, rows)

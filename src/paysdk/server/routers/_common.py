@@ -17,10 +17,15 @@ component schema, the body as a request body, the D1 errors, the security requir
 
 **Running it.** A handler reads the body raw (``await request.body()``), hands it to the service (which
 parses it with the contract model, so errors are D1 bodies naming the field), and runs the database work
-through :class:`paysdk.server.context.ServerContext` (see its docstring): ``await context.run(fn, ...)``
-for session work, :func:`authed` / :func:`unauthed` when the work needs the wallet bearer verified in the
-same transaction. Credentials are read from the raw headers (:func:`credentials`, :func:`bearer`,
-:func:`header`): a value that is not ASCII counts as absent (D20), never a 5xx.
+in one transaction with the :class:`~paysdk.server.routers._transactions.Transactions` it declares as a
+parameter (a FastAPI dependency: ``db: Db``, or a bearer surface's ``db: WalletDb`` whose transactions
+verify the token first; ``merchant: MerchantToken`` for the merchant token)::
+
+    async def get_card(card_id: CardId, db: WalletDb) -> Response:
+        return data(await db.run(cards.get_card, db.session, db.caller, card_id))
+
+Credentials are read from the raw headers (:func:`credentials`, :func:`bearer`, :func:`header`): a value
+that is not ASCII counts as absent (D20), never a 5xx.
 
 The hosted checkout's HTML pages and form posts are declared the same way with :func:`page` and
 :func:`form_post` (D132).
@@ -34,22 +39,18 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, create_model
-from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from paysdk.contracts.common import ErrorBody
 from paysdk.contracts.subscriptions import SubscriptionEnvelope
 from paysdk.server.auth import Credentials
-from paysdk.server.context import ServerContext, get_context
+from paysdk.server.context import get_context
 from paysdk.server.errors import APIProblem, JSONResponse
 from paysdk.server.families import LANE_ATTRIBUTE  # the core's: the middleware reads it (D261)
-from paysdk.server.services import wallet_tokens
-from paysdk.server.services.wallet_tokens import Kind
 
 __all__ = [
     "AUTH",
@@ -58,7 +59,6 @@ __all__ = [
     "WALLET_ERRORS",
     "AuthKind",
     "answer",
-    "authed",
     "base_url",
     "bearer",
     "credentials",
@@ -71,7 +71,6 @@ __all__ = [
     "page",
     "raise_problem",
     "route",
-    "unauthed",
     "webview_url",
 ]
 
@@ -163,31 +162,7 @@ def webview_url(request: Request) -> str:
     return get_context(request).addresses.webview_url(request.scope)
 
 
-# ---------------------------------------------------------------------------- running the work
-
-
-async def authed(request: Request, fn: Callable[..., T], *args: Any, kind: Kind | None = None) -> T:
-    """Run ``fn(session, context, now, principal, *args)`` in one transaction, the bearer verified first
-    (``kind``: the token kind the route demands, else any)."""
-    context = get_context(request)
-    token = bearer(request)
-
-    def work(session: Session) -> T:
-        now = context.clock.now(session)
-        principal = wallet_tokens.authenticate(session, context, now, token, kind=kind)
-        return fn(session, context, now, principal, *args)
-
-    return await context.run(work)
-
-
-async def unauthed(request: Request, fn: Callable[[Session, ServerContext, datetime], T]) -> T:
-    """Run ``fn(session, context, now)`` in one transaction (no bearer)."""
-    context = get_context(request)
-
-    def work(session: Session) -> T:
-        return fn(session, context, context.clock.now(session))
-
-    return await context.run(work)
+# ---------------------------------------------------------------------------------- fast lanes
 
 
 def lane(handler: Callable[..., Any], fast: Callable[[Request], Any]) -> None:

@@ -23,6 +23,7 @@ from paysdk.contracts.alternative_payments import (
 from paysdk.server.context import get_context
 from paysdk.server.errors import JSONResponse
 from paysdk.server.routers._common import MERCHANT_ERRORS, credentials, only, route, webview_url
+from paysdk.server.routers._transactions import Db, MerchantToken
 from paysdk.server.services import alternative_payments
 
 __all__ = ["router"]
@@ -71,15 +72,16 @@ async def create_alternative_payment(request: Request) -> Response:
         errors=only(MERCHANT_ERRORS, 400, 404, 409),
     ),
 )
-async def process_payment(uid: str, request: Request) -> Response:
+async def process_payment(uid: str, request: Request, db: Db, merchant: MerchantToken) -> Response:
     """QR rails answer a PNG data URI, URL rails a page address, bank rails a 12-digit reference (D11)."""
-    context = get_context(request)
+    context = db.context
     raw = await request.body()
-    result = await context.run(
+    result = await db.run(
         alternative_payments.process,
+        db.session,
         context.clock,
         context.environment,
-        credentials(request),
+        merchant,
         uid,
         raw,
         webview_url(request),
@@ -99,18 +101,19 @@ async def process_payment(uid: str, request: Request) -> Response:
         errors=only(MERCHANT_ERRORS, 400, 404, 409),
     ),
 )
-async def create_payment_intent(uid: str, request: Request) -> Response:
+async def create_payment_intent(uid: str, request: Request, db: Db, merchant: MerchantToken) -> Response:
     """Record the customer's choice of rail (D12).
 
     ``{"processor"}`` in, ``201 {"data": {intentId, uid, processor, status, expireAt}}`` out.
     """
-    context = get_context(request)
+    context = db.context
     raw = await request.body()
-    intent = await context.run(
+    intent = await db.run(
         alternative_payments.payment_intent,
+        db.session,
         context.clock,
         context.environment,
-        credentials(request),
+        merchant,
         uid,
         raw,
     )
@@ -129,12 +132,14 @@ async def create_payment_intent(uid: str, request: Request) -> Response:
         errors=only(MERCHANT_ERRORS, 400, 404, 409),
     ),
 )
-async def dismiss_payment(uid: str, request: Request, background: BackgroundTasks) -> Response:
+async def dismiss_payment(
+    uid: str, request: Request, background: BackgroundTasks, db: Db, merchant: MerchantToken
+) -> Response:
     """Make the transaction ``dismissed`` and send the merchant callback (D13)."""
-    context = get_context(request)
+    context = db.context
     raw = await request.body()
-    result = await context.run(
-        alternative_payments.dismiss, context.clock, context.environment, credentials(request), uid, raw
+    result = await db.run(
+        alternative_payments.dismiss, db.session, context.clock, context.environment, merchant, uid, raw
     )
     background.add_task(context.scheduler.run_due)
     return JSONResponse({"data": result.to_wire()}, background=background)

@@ -13,9 +13,7 @@ Refreshes commit what they changed (a reuse revokes the family) before answering
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi import APIRouter, Request
 from sqlalchemy.orm import Session
@@ -27,40 +25,21 @@ from paysdk.contracts.backoffice import (
     CardAssociationRequest,
 )
 from paysdk.contracts.wallet import AppLoginRequest, Card, RefreshRequest, TokenPair
-from paysdk.server.context import ServerContext, get_context
-from paysdk.server.errors import APIProblem
+from paysdk.server.routers._bearer import BackofficeApplicationDb, BackofficeOperatorDb
 from paysdk.server.routers._common import (
     BACKOFFICE_ERRORS,
-    bearer,
     data,
     only,
     raise_problem,
     route,
-    unauthed,
 )
+from paysdk.server.routers._transactions import Db
 from paysdk.server.services import backoffice
-from paysdk.server.services.wallet_tokens import Principal
+from paysdk.server.services.backoffice import OperatorPrincipal
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["backoffice"])
-
-T = TypeVar("T")
-
-
-async def _as_application(
-    request: Request, fn: Callable[[Session, ServerContext, datetime, Principal], T]
-) -> T:
-    """Run ``fn(session, context, now, app)`` in one transaction, the backoffice application token first."""
-    context = get_context(request)
-    token = bearer(request)
-
-    def work(session: Session) -> T:
-        now = context.clock.now(session)
-        app = backoffice.app_principal(session, context, now, token)
-        return fn(session, context, now, app)
-
-    return await context.run(work)
 
 
 def _association_route() -> dict[str, Any]:
@@ -92,14 +71,11 @@ def _association_route() -> dict[str, Any]:
         errors=only(BACKOFFICE_ERRORS, 400, 401),
     ),
 )
-async def app_login(request: Request) -> Response:
+async def app_login(request: Request, db: Db) -> Response:
     """Log the application in to the backoffice with the Ed25519 signature of its slug (D105)."""
     body = backoffice.parse_backoffice_body(AppLoginRequest, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime) -> TokenPair:
-        return backoffice.app_login(session, context, now, body)
-
-    return data(await unauthed(request, work))
+    return data(await db.run(backoffice.app_login, db.session, db.context, db.now, body))
 
 
 @router.post(
@@ -113,14 +89,15 @@ async def app_login(request: Request) -> Response:
         errors=only(BACKOFFICE_ERRORS, 400, 401),
     ),
 )
-async def app_refresh(request: Request) -> Response:
+async def app_refresh(request: Request, db: Db) -> Response:
     """Rotate the backoffice application's refresh token (D106)."""
     body = backoffice.parse_backoffice_body(RefreshRequest, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime) -> TokenPair | APIProblem:
-        return backoffice.app_refresh(session, context, now, body.refresh_token)
-
-    return data(raise_problem(await unauthed(request, work)))
+    return data(
+        raise_problem(
+            await db.run(backoffice.app_refresh, db.session, db.context, db.now, body.refresh_token)
+        )
+    )
 
 
 @router.post(
@@ -134,17 +111,14 @@ async def app_refresh(request: Request) -> Response:
         errors=only(BACKOFFICE_ERRORS, 400, 429),
     ),
 )
-async def user_login(request: Request) -> Response:
+async def user_login(request: Request, db: BackofficeApplicationDb) -> Response:
     """Log an operator in with email and password (D105); 5 wrong passwords in a row lock the email
     (``429 / 7108`` with ``Retry-After``, D381)."""
     body = backoffice.parse_backoffice_body(BackofficeUserLoginRequest, await request.body())
 
-    def work(
-        session: Session, context: ServerContext, now: datetime, app: Principal
-    ) -> TokenPair | APIProblem:
-        return backoffice.user_login(session, context, now, app, body)
-
-    return data(raise_problem(await _as_application(request, work)))
+    return data(
+        raise_problem(await db.run(backoffice.user_login, db.session, db.context, db.now, db.caller, body))
+    )
 
 
 @router.post(
@@ -158,33 +132,31 @@ async def user_login(request: Request) -> Response:
         errors=only(BACKOFFICE_ERRORS, 400),
     ),
 )
-async def user_refresh(request: Request) -> Response:
+async def user_refresh(request: Request, db: BackofficeApplicationDb) -> Response:
     """Rotate an operator's refresh token (D106)."""
     body = backoffice.parse_backoffice_body(BackofficeUserRefreshRequest, await request.body())
 
-    def work(
-        session: Session, context: ServerContext, now: datetime, app: Principal
-    ) -> TokenPair | APIProblem:
-        return backoffice.user_refresh(session, context, now, app, body)
-
-    return data(raise_problem(await _as_application(request, work)))
+    return data(
+        raise_problem(await db.run(backoffice.user_refresh, db.session, db.context, db.now, db.caller, body))
+    )
 
 
 @router.post(
     "/app/partners/{partnerId}/cardholders/{cardholderId}/cards/association",
     **_association_route(),
 )
-async def associate_card(request: Request, partnerId: str, cardholderId: str) -> Response:
+async def associate_card(
+    request: Request, partnerId: str, cardholderId: str, db: BackofficeOperatorDb
+) -> Response:
     """Give a card no one holds to the partner's cardholder (D189); already theirs: ``200`` unchanged."""
-    context = get_context(request)
-    token = bearer(request)
     raw = await request.body()
-
-    def work(session: Session) -> tuple[Card, bool]:
-        now = context.clock.now(session)
-        principal = backoffice.operator_principal(session, context, now, token)
-        body = backoffice.parse_backoffice_body(CardAssociationRequest, raw)
-        return backoffice.associate_card(session, principal, partnerId, cardholderId, body)
-
-    card, created = await context.run(work)
+    card, created = await db.run(_associate, db.session, db.caller, partnerId, cardholderId, raw)
     return data(card, 201 if created else 200)
+
+
+def _associate(
+    session: Session, operator: OperatorPrincipal, partner_id: str, cardholder_id: str, raw: bytes
+) -> tuple[Card, bool]:
+    """The association, its body parsed after the operator's token (a bad token is 401 before a bad body)."""
+    body = backoffice.parse_backoffice_body(CardAssociationRequest, raw)
+    return backoffice.associate_card(session, operator, partner_id, cardholder_id, body)

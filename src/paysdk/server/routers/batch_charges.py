@@ -20,8 +20,9 @@ from starlette.responses import Response
 
 from paysdk.contracts.charges_csv import COLUMNS
 from paysdk.contracts.subscriptions import BatchChargeResult
-from paysdk.server.context import ServerContext
-from paysdk.server.routers._common import authed, enveloped, route
+from paysdk.server.errors import APIProblem
+from paysdk.server.routers._bearer import WalletApplicationDb
+from paysdk.server.routers._common import enveloped, route
 from paysdk.server.services import batch_charges
 from paysdk.server.services.wallet_tokens import Principal
 
@@ -67,7 +68,7 @@ def _declaration() -> dict[str, Any]:
 
 
 @router.post(UPLOAD_CSV_PATH, **_declaration())
-async def upload_csv(request: Request) -> Response:
+async def upload_csv(request: Request, db: WalletApplicationDb) -> Response:
     """Charge every valid row of the uploaded file in one transaction; one result per data row (D156).
     A reference charged before answers its earlier result and charges nothing (D157)."""
     spool = await batch_charges.receive_file(request.headers.get("content-type"), request.stream())
@@ -76,14 +77,18 @@ async def upload_csv(request: Request) -> Response:
     finally:
         spool.close()
 
-    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> BatchChargeResult:
-        if not isinstance(scanned, batch_charges.CsvScan):
-            raise scanned
-        return batch_charges.charge_rows(session, now, app, scanned)
-
-    result = await authed(request, work, kind="application")
+    result = await db.run(_charge, db.session, db.now, db.caller, scanned)
     message = (
         f"{result.rows} row(s): {result.charged} charged, {result.declined} declined, "
         f"{result.refused} refused ({result.replayed} answered from earlier uploads)."
     )
     return enveloped(result, message)
+
+
+def _charge(
+    session: Session, now: datetime, app: Principal, scanned: batch_charges.CsvScan | APIProblem
+) -> BatchChargeResult:
+    """Charge the file's rows, or answer its problem (after the application token was checked)."""
+    if not isinstance(scanned, batch_charges.CsvScan):
+        raise scanned
+    return batch_charges.charge_rows(session, now, app, scanned)

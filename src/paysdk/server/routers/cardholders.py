@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any
+from datetime import datetime
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
@@ -39,6 +40,7 @@ from paysdk.server.backoffice_tables import PartnerRow
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.errors import APIProblem
 from paysdk.server.routers._common import BACKOFFICE_ERRORS, bearer, data, only, route
+from paysdk.server.routers._transactions import Transactions
 from paysdk.server.services import backoffice
 from paysdk.server.services import cardholders as service
 
@@ -132,49 +134,60 @@ def _progress_declaration() -> dict[str, Any]:
     return kwargs
 
 
-def _partner(session: Session, context: ServerContext, token: str | None, partner_id: str) -> PartnerRow:
-    now = context.clock.now(session)
+def _partner(
+    session: Session, context: ServerContext, now: datetime, token: str | None, *, partner_id: str
+) -> PartnerRow:
+    """The partner ``partner_id`` of the operator whose token this is (401 before 404)."""
     principal = backoffice.operator_principal(session, context, now, token)
     partner = backoffice.partner_for(session, principal, partner_id)
     session.expunge(partner)
     return partner
 
 
+async def partner_db(request: Request) -> Transactions[PartnerRow]:
+    """The dependency of :data:`PartnerDb`: transactions whose caller is the path's partner, the
+    operator's token verified first in each (reads the path only: no parameter of its own)."""
+    verify = functools.partial(_partner, partner_id=request.path_params["partnerId"])
+    return Transactions(get_context(request), bearer(request), verify)
+
+
+#: A partner's routes: :attr:`~._transactions.Transactions.caller` is the partner of ``{partnerId}``.
+PartnerDb = Annotated[Transactions[PartnerRow], Depends(partner_db)]
+
+
 @router.post(UPLOAD_PATH, **_upload_declaration())
-async def upload(request: Request, partnerId: str) -> Response:
+async def upload(request: Request, partnerId: str, db: PartnerDb) -> Response:
     """Receive and check the file, store it as a batch and queue its job (D186, D187)."""
-    context = get_context(request)
-    token = bearer(request)
     received = await service.receive_file(request.headers.get("content-type"), request.stream())
     try:
-
-        def known(session: Session) -> CardholderUpload | None:
-            # A file this partner sent before is answered before it is read again (D330).
-            return service.known_upload(session, _partner(session, context, token, partnerId), received)
-
-        earlier = await context.run(known)
+        # A file this partner sent before is answered before it is read again (D330).
+        earlier = await db.run(service.known_upload, db.session, db.caller, received)
         if earlier is not None:
             return data(earlier, 200)
-        problem: APIProblem | None = None
-        scanned: service.FileScan | None = None
+        scanned: service.FileScan | APIProblem
         try:
             scanned = await asyncio.to_thread(service.scan_file, received)
         except APIProblem as exc:
-            problem = exc
-
-        def work(session: Session) -> tuple[CardholderUpload, bool]:
-            partner = _partner(session, context, token, partnerId)
-            if problem is not None:
-                raise problem
-            assert scanned is not None
-            return service.accept_upload(session, context.clock.now(session), partner, received, scanned)
-
-        answer, created = await context.run(work)
+            scanned = exc
+        answer, created = await db.run(_accept, db.session, db.now, db.caller, received, scanned)
     finally:
         received.close()
     if created:
-        service.kick(context)
+        service.kick(db.context)
     return data(answer, 202 if created else 200)
+
+
+def _accept(
+    session: Session,
+    now: datetime,
+    partner: PartnerRow,
+    received: service.ReceivedFile,
+    scanned: service.FileScan | APIProblem,
+) -> tuple[CardholderUpload, bool]:
+    """Accept a scanned file, or answer its problem (after the partner's token and id were checked)."""
+    if isinstance(scanned, APIProblem):
+        raise scanned
+    return service.accept_upload(session, now, partner, received, scanned)
 
 
 def _last_event_id(request: Request) -> int:
@@ -193,30 +206,30 @@ def _last_event_id(request: Request) -> int:
 
 
 @router.get(PROGRESS_PATH, **_progress_declaration())
-async def progress(request: Request, partnerId: str, batchId: str) -> Response:
+async def progress(request: Request, partnerId: str, batchId: str, db: PartnerDb) -> Response:
     """The batch's events after ``Last-Event-ID`` (D188), from the database: any process serves them."""
     from paysdk.server.adapters.uvicorn import abort_connection
 
-    context = get_context(request)
-    token = bearer(request)
     after = _last_event_id(request)
-
-    def work(session: Session) -> tuple[str, Fault | None]:
-        # One transaction: the stream's token and batch, then (only then) a stream_cut fault's use.
-        partner = _partner(session, context, token, partnerId)
-        batch_id = service.batch_of(session, partner, batchId).id
-        return batch_id, faults.take_stream_fault(session, request.method, request.url.path)
-
-    batch_id, cut = await context.run(work)
+    batch_id, cut = await db.run(
+        _stream_start, db.session, db.caller, batchId, request.method, request.url.path
+    )
     from paysdk.server.sse import EventStream  # sse-starlette: loaded with the first stream
 
     # sse-starlette's ping is the heartbeat (the feed's setting, D601): the source sends none of its own.
     return EventStream(
-        service.event_stream(context, batch_id, after, heartbeat=None),
-        ping=context.events.heartbeat,
+        service.event_stream(db.context, batch_id, after, heartbeat=None),
+        ping=db.context.events.heartbeat,
         cut_after=None if cut is None else (cut.after_events or 0),
         abort=functools.partial(abort_connection, request.scope),
     )
+
+
+def _stream_start(
+    session: Session, partner: PartnerRow, batch_id: str, method: str, path: str
+) -> tuple[str, Fault | None]:
+    """One transaction: the stream's token and batch, then (only then) a stream_cut fault's use."""
+    return service.batch_of(session, partner, batch_id).id, faults.take_stream_fault(session, method, path)
 
 
 @router.get(
@@ -234,16 +247,10 @@ async def progress(request: Request, partnerId: str, batchId: str) -> Response:
         },
     ),
 )
-async def results(request: Request, partnerId: str, batchId: str, page: str) -> Response:
+async def results(partnerId: str, batchId: str, page: str, db: PartnerDb) -> Response:
     """Page ``page`` (1 to ``pages``) of the rows batch ``batchId`` created (D450)."""
-    context = get_context(request)
-    token = bearer(request)
     number = int(page) if page.isascii() and page.isdigit() and len(page) <= 9 else 0  # 0: 404 naming page
-
-    def work(session: Session) -> CardholderResultsPage:
-        return service.results_page(session, _partner(session, context, token, partnerId), batchId, number)
-
-    return data(await context.run(work))
+    return data(await db.run(service.results_page, db.session, db.caller, batchId, number))
 
 
 @router.get(
@@ -262,13 +269,7 @@ async def results(request: Request, partnerId: str, batchId: str, page: str) -> 
     ),
 )
 async def lookup(
-    request: Request, partnerId: str, externalId: str | None = None, email: str | None = None
+    partnerId: str, db: PartnerDb, externalId: str | None = None, email: str | None = None
 ) -> Response:
     """The partner's cardholder with this ``externalId`` (from its upload) or email (D451)."""
-    context = get_context(request)
-    token = bearer(request)
-
-    def work(session: Session) -> CardholderMatch:
-        return service.lookup(session, _partner(session, context, token, partnerId), externalId, email)
-
-    return data(await context.run(work))
+    return data(await db.run(service.lookup, db.session, db.caller, externalId, email))

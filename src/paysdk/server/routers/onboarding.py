@@ -8,11 +8,9 @@ Both take the referring partner's merchant token (D183). The upload's body is th
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
-from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from paysdk.contracts.onboarding import (
@@ -23,8 +21,8 @@ from paysdk.contracts.onboarding import (
     LeadCreate,
     LeadDocument,
 )
-from paysdk.server.context import get_context
-from paysdk.server.routers._common import answer, credentials, header, route
+from paysdk.server.routers._common import answer, header, route
+from paysdk.server.routers._transactions import Db, MerchantToken
 from paysdk.server.services import onboarding
 
 __all__ = ["LEADS_PATH", "UPLOAD_PATH", "router"]
@@ -59,15 +57,10 @@ _UPLOAD_ERRORS = {
         errors=_LEAD_ERRORS,
     ),
 )
-async def create_lead(request: Request) -> Response:
+async def create_lead(request: Request, db: Db, merchant: MerchantToken) -> Response:
     """A lead for a sub-merchant, submitted by the referring partner (its merchant token, D183, D195)."""
-    context = get_context(request)
     raw = await request.body()
-    lead = await context.run(
-        lambda session: onboarding.create_lead(
-            session, context.clock.now(session), context.environment, credentials(request), raw
-        )
-    )
+    lead = await db.run(onboarding.create_lead, db.session, db.now, db.context.environment, merchant, raw)
     return answer(lead, 201)
 
 
@@ -96,19 +89,24 @@ LeadId = Annotated[str | None, Query(alias="leadId", description="The lead the d
 
 
 @router.post(UPLOAD_PATH, **_upload_declaration())
-async def upload_document(request: Request, file_name: FileName, lead_id: LeadId = None) -> Response:
+async def upload_document(
+    request: Request, file_name: FileName, db: Db, merchant: MerchantToken, lead_id: LeadId = None
+) -> Response:
     """Check what can be checked before reading (token, lead, name, type, room), stream the body through a
     hash, then record the document, checking it all again (D195, D250)."""
-    context = get_context(request)
-    given = credentials(request)
+    environment = db.context.environment
     content_type = header(request, "content-type")
-    await context.run(onboarding.check_upload, context.environment, given, lead_id, file_name, content_type)
+    await db.run(onboarding.check_upload, db.session, environment, merchant, lead_id, file_name, content_type)
     scan = await onboarding.read_document(request.stream())
-
-    def attach(session: Session) -> LeadDocument:
-        now: datetime = context.clock.now(session)
-        return onboarding.attach_document(
-            session, now, context.environment, given, lead_id, file_name, content_type, scan
-        )
-
-    return answer(await context.run(attach), 201)
+    document = await db.run(
+        onboarding.attach_document,
+        db.session,
+        db.now,
+        environment,
+        merchant,
+        lead_id,
+        file_name,
+        content_type,
+        scan,
+    )
+    return answer(document, 201)

@@ -16,7 +16,6 @@ import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
-from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from paysdk.contracts.reconciliation import (
@@ -26,9 +25,9 @@ from paysdk.contracts.reconciliation import (
     ReconciliationReport,
     ReconciliationReportPage,
 )
-from paysdk.server.context import get_context
 from paysdk.server.errors import JSONResponse
-from paysdk.server.routers._common import answer, credentials, header, route
+from paysdk.server.routers._common import answer, header, route
+from paysdk.server.routers._transactions import Db, MerchantToken
 from paysdk.server.services import reconciliation
 
 __all__ = ["PAGE_PATH", "UPLOAD_PATH", "router"]
@@ -73,14 +72,15 @@ def _declaration() -> dict[str, Any]:
 
 
 @router.post(UPLOAD_PATH, **_declaration())
-async def upload_reconciliation(affiliation: str, request: Request) -> Response:
+async def upload_reconciliation(
+    affiliation: str, request: Request, db: Db, merchant: MerchantToken
+) -> Response:
     """Match each row with the affiliation's settled payments (D194): matched, missing, unknown,
     amount-mismatch and invalid rows, with row numbers (the header is row 1); the first page of the
     report (5,000 entries) and the counts (D331). Changes nothing but the pages it keeps.
 
     \f
     A page holds :data:`PAGE_ENTRIES` entries."""
-    context = get_context(request)
     spool = await reconciliation.receive_file(
         request.headers.get("content-type"), header(request, "content-length"), request.stream()
     )
@@ -88,11 +88,13 @@ async def upload_reconciliation(affiliation: str, request: Request) -> Response:
         scanned = await asyncio.to_thread(reconciliation.read_file, spool)
     finally:
         spool.close()
-    report = await context.run(
+    context = db.context
+    report = await db.run(
         reconciliation.reconcile,
+        db.session,
         context.clock,
         context.environment,
-        credentials(request),
+        merchant,
         affiliation,
         scanned,
     )
@@ -114,16 +116,12 @@ _PAGE_ERRORS = {
         errors=_PAGE_ERRORS,
     ),
 )
-async def report_page(reportId: str, page: str, request: Request) -> Response:
+async def report_page(reportId: str, page: str, db: Db, merchant: MerchantToken) -> Response:
     """Page ``page`` (1 to ``pages``) of the caller's report ``reportId`` (D331): the entries from
     ``(page - 1) * 5,000`` on, the lists taken in the order matched, amountMismatch, unknown, invalid,
     missing. Reads only."""
-    context = get_context(request)
     number = int(page) if page.isascii() and page.isdigit() and len(page) <= 9 else 0  # 0: 404 naming page
-
-    def work(session: Session) -> bytes:
-        return reconciliation.report_page(
-            session, context.environment, credentials(request), reportId, number
-        )
-
-    return Response(await context.run(work), media_type=JSONResponse.media_type)
+    body = await db.run(
+        reconciliation.report_page, db.session, db.context.environment, merchant, reportId, number
+    )
+    return Response(body, media_type=JSONResponse.media_type)

@@ -33,6 +33,7 @@ from paysdk.server.bodies import read_json_object, validate
 from paysdk.server.context import ServerContext, get_context
 from paysdk.server.errors import APIProblem, JSONResponse
 from paysdk.server.events import FeedFilter, feed_stream
+from paysdk.server.routers._transactions import Db
 from paysdk.server.services import callbacks, payments, sandbox, transactions, uploads
 from paysdk.server.services.test_cards import TEST_CARDS
 
@@ -63,47 +64,42 @@ async def reset(request: Request) -> Response:
 
 
 @router.post("/clients")
-async def create_client(request: Request) -> Response:
+async def create_client(request: Request, db: Db) -> Response:
     """Create a client; every field optional (defaults in :mod:`paysdk.server.services.sandbox`)."""
-    context = get_context(request)
     spec = validate(SandboxClientCreate, await read_json_object(request, allow_empty=True))
 
-    def create(session: Session) -> Any:
-        return _dump(sandbox.create_client(session, spec, context.clock.now(session)))
-
-    return _json(await context.run(create), 201)
+    return _json(_dump(await db.run(sandbox.create_client, db.session, spec, db.now)), 201)
 
 
 @router.get("/clients/{slug}")
-async def get_client(slug: str, request: Request) -> Response:
+async def get_client(slug: str, db: Db) -> Response:
     """A client by slug (the hook private key shows as ``****``: only its hash is stored). On a server
     bound to a non-loopback address its tokens and callback header value show as ``****`` too: the
     create answered them; ``POST /_sandbox/clients/{slug}/reveal`` answers them again (D272)."""
-    context = get_context(request)
-    client = await context.run(sandbox.get_client, slug)
+    context = db.context
+    client = await db.run(sandbox.get_client, db.session, slug)
     if context.control.exposed:
         client = sandbox.masked_view(client)
     return _json(_dump(client))
 
 
 @router.patch("/clients/{slug}")
-async def update_client(slug: str, request: Request) -> Response:
+async def update_client(slug: str, request: Request, db: Db) -> Response:
     """Change a client's display name (D413; ``displayName: null`` removes it, the hosted checkout shows
     the slug again). Answered like ``GET /_sandbox/clients/{slug}``."""
-    context = get_context(request)
+    context = db.context
     spec = validate(SandboxClientUpdate, await read_json_object(request))
-    client = await context.run(sandbox.update_client, slug, spec)
+    client = await db.run(sandbox.update_client, db.session, slug, spec)
     if context.control.exposed:
         client = sandbox.masked_view(client)
     return _json(_dump(client))
 
 
 @router.post("/clients/{slug}/reveal")
-async def reveal_client(slug: str, request: Request) -> Response:
+async def reveal_client(slug: str, db: Db) -> Response:
     """A client by slug with its tokens and callback header value in full, whatever the bind (the
     control token guards it like every control call; the hook private key stays ``****``, D272)."""
-    context = get_context(request)
-    client = await context.run(sandbox.get_client, slug)
+    client = await db.run(sandbox.get_client, db.session, slug)
     return _json(_dump(client))
 
 
@@ -114,65 +110,62 @@ def _clock_state(session: Session, context: ServerContext) -> dict[str, Any]:
 
 
 @router.get("/clock")
-async def get_clock(request: Request) -> Response:
+async def get_clock(db: Db) -> Response:
     """The virtual time and its offset from the wall clock."""
-    context = get_context(request)
-    return _json(await context.run(_clock_state, context))
+    return _json(await db.run(_clock_state, db.session, db.context))
 
 
 @router.post("/clock/advance")
-async def advance_clock(request: Request) -> Response:
+async def advance_clock(request: Request, db: Db) -> Response:
     """Move the virtual clock forward; every job due on the way has run when this answers."""
-    context = get_context(request)
+    context = db.context
     body = validate(ClockAdvance, await read_json_object(request))
     micro = int((body.seconds * 1_000_000).to_integral_value())
     ran = await context.scheduler.advance(timedelta(microseconds=micro))
-    state = await context.run(_clock_state, context)
+    state = await db.run(_clock_state, db.session, context)
     return _json({**state, "jobsRun": ran})
 
 
 @router.post("/transactions/{uid}/pay")
-async def pay(uid: str, request: Request) -> Response:
+async def pay(uid: str, request: Request, db: Db) -> Response:
     """Pay a payment link with a test card, headlessly (the checkout page's outcome, except that a
     decline here is final: ``declined`` and its callback, D414)."""
-    context = get_context(request)
+    context = db.context
     body = validate(PayRequest, await read_json_object(request))
-    payment = await context.run(
-        payments.pay_with_card, context.clock, uid, body.card_number, body.three_ds_result
+    payment = await db.run(
+        payments.pay_with_card, db.session, context.clock, uid, body.card_number, body.three_ds_result
     )
     await context.scheduler.run_due()
     return _json(_dump(payment.result))
 
 
 @router.post("/transactions/{uid}/simulate")
-async def simulate(uid: str, request: Request) -> Response:
+async def simulate(uid: str, request: Request, db: Db) -> Response:
     """A rail reports the payment ``paid``, or the transaction ``expired``; answers a ``PayResult`` (D60)."""
-    context = get_context(request)
+    context = db.context
     body = validate(SimulateRequest, await read_json_object(request))
-    result = await context.run(payments.simulate_rail, context.clock, uid, body.outcome, None)
+    result = await db.run(payments.simulate_rail, db.session, context.clock, uid, body.outcome, None)
     await context.scheduler.run_due()
     return _json(_dump(result))
 
 
 @router.get("/transactions/{uid}")
-async def get_transaction(uid: str, request: Request) -> Response:
+async def get_transaction(uid: str, db: Db) -> Response:
     """A transaction as the server holds it."""
-    context = get_context(request)
+    return _json(_dump(await db.run(_transaction_view, db.session, uid)))
 
-    def view(session: Session) -> Any:
-        tx, client = transactions.load(session, uid)
-        return _dump(transactions.sandbox_view(tx, client))
 
-    return _json(await context.run(view))
+def _transaction_view(session: Session, uid: str) -> Any:
+    tx, client = transactions.load(session, uid)
+    return transactions.sandbox_view(tx, client)
 
 
 @router.get("/callbacks")
-async def list_callbacks(request: Request, uid: str | None = None) -> Response:
+async def list_callbacks(db: Db, uid: str | None = None) -> Response:
     """Every callback delivery attempt, oldest first (``?uid=`` filters by transaction)."""
-    context = get_context(request)
     if uid is not None and not transactions.valid_uid(uid):
         return _json([])
-    rows = await context.run(callbacks.attempts, uid)
+    rows = await db.run(callbacks.attempts, db.session, uid)
     return _json([_dump(row) for row in rows])
 
 
@@ -180,47 +173,43 @@ _JOB_STATUSES = ("pending", "running", "done", "failed")
 
 
 @router.get("/jobs")
-async def list_jobs(
-    request: Request, status: str | None = None, kind: str | None = None, limit: int = 200
-) -> Response:
+async def list_jobs(db: Db, status: str | None = None, kind: str | None = None, limit: int = 200) -> Response:
     """The server's timed jobs, newest first: kind, ref, status, attempts, last error, due time (virtual),
     lease owner and lease end (wall clock), interval of a recurring job (D125-D127). ``?status=``,
     ``?kind=`` filter; ``limit`` 1..1000. Transaction expiries have no job row and are not listed."""
-    context = get_context(request)
     if not 1 <= limit <= 1000:
         raise APIProblem.invalid_field("limit", "must be between 1 and 1000")
     if status is not None and status not in _JOB_STATUSES:
         raise APIProblem.invalid_field("status", "must be one of " + ", ".join(_JOB_STATUSES))
-    rows = await context.run(lambda session: jobs.listing(session, status=status, kind=kind, limit=limit))
+    rows = await db.run(jobs.listing, db.session, status=status, kind=kind, limit=limit)
     return _json([_dump(row) for row in rows])
 
 
 @router.get("/requests")
-async def list_requests(request: Request, limit: int = 200, path: str | None = None) -> Response:
+async def list_requests(db: Db, limit: int = 200, path: str | None = None) -> Response:
     """The last public requests (``limit`` 1..1000), secrets masked, oldest first."""
-    context = get_context(request)
     if not 1 <= limit <= 1000:
         raise APIProblem.invalid_field("limit", "must be between 1 and 1000")
-    rows = await context.run(sandbox.request_log, limit, path)
+    rows = await db.run(sandbox.request_log, db.session, limit, path)
     return _json([_dump(row) for row in rows])
 
 
 @router.get("/events")
 async def events(
-    request: Request, path: str | None = None, status: str | None = None, uid: str | None = None
+    request: Request, db: Db, path: str | None = None, status: str | None = None, uid: str | None = None
 ) -> Response:
     """The live feed (Server-Sent Events, :mod:`paysdk.server.events`, decisions D115-D118): request log
     entries, callback attempts and job runs; ``Last-Event-ID`` resumes; a ``stream_cut`` fault drops
     the connection after N events."""
     from paysdk.server.adapters.uvicorn import abort_connection
 
-    context = get_context(request)
+    context = db.context
     statuses = FeedFilter.parse_status(status)
     if statuses is None:
         raise APIProblem.invalid_field("status", "must be a status like 500 or a class like 4xx (comma list)")
     if path is not None and not path.strip():
         raise APIProblem.invalid_field("path", "must not be empty")
-    cut = await context.run(faults.take_stream_fault, request.method, request.url.path)
+    cut = await db.run(faults.take_stream_fault, db.session, request.method, request.url.path)
     return feed_stream(
         context.events,
         FeedFilter(path=path, status=statuses, uid=uid or None),
@@ -231,30 +220,23 @@ async def events(
 
 
 @router.post("/faults")
-async def create_fault(request: Request) -> Response:
+async def create_fault(request: Request, db: Db) -> Response:
     """Inject a fault (latency, error, rate_limit, drop, duplicate_callback)."""
-    context = get_context(request)
     spec = validate(FaultCreate, await read_json_object(request))
 
-    def create(session: Session) -> Any:
-        return _dump(faults.create(session, spec, context.clock.now(session)))
-
-    created = await context.run(create)
-    return _json(created, 201)
+    return _json(_dump(await db.run(faults.create, db.session, spec, db.now)), 201)
 
 
 @router.get("/faults")
-async def list_faults(request: Request) -> Response:
+async def list_faults(db: Db) -> Response:
     """Every fault, oldest first, with the uses left."""
-    context = get_context(request)
-    return _json([_dump(fault) for fault in await context.run(faults.list_all)])
+    return _json([_dump(fault) for fault in await db.run(faults.list_all, db.session)])
 
 
 @router.delete("/faults")
-async def delete_faults(request: Request) -> Response:
+async def delete_faults(db: Db) -> Response:
     """Remove every fault."""
-    context = get_context(request)
-    deleted = await context.run(faults.delete_all)
+    deleted = await db.run(faults.delete_all, db.session)
     return _json({"deleted": deleted})
 
 

@@ -12,7 +12,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
-from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from paysdk.contracts.backoffice import (
@@ -21,8 +20,8 @@ from paysdk.contracts.backoffice import (
     SandboxPartnerCreate,
 )
 from paysdk.server.bodies import read_json_object, validate
-from paysdk.server.context import get_context
 from paysdk.server.errors import APIProblem, JSONResponse
+from paysdk.server.routers._transactions import Db
 from paysdk.server.services import backoffice
 
 __all__ = ["router"]
@@ -47,60 +46,40 @@ def _merchant(value: str | None) -> str:
 
 
 @router.post("/operators")
-async def create_operator(request: Request) -> Response:
+async def create_operator(request: Request, db: Db) -> Response:
     """A backoffice operator of a merchant (D185); a generated password is shown once."""
-    context = get_context(request)
     spec = validate(SandboxOperatorCreate, await read_json_object(request))
 
-    def work(session: Session) -> Any:
-        return backoffice.create_operator(session, context.clock.now(session), spec)
-
-    return _answer(await context.run(work), 201)
+    return _answer(await db.run(backoffice.create_operator, db.session, db.now, spec), 201)
 
 
 @router.get("/operators")
-async def list_operators(request: Request, merchant: str | None = None) -> Response:
+async def list_operators(db: Db, merchant: str | None = None) -> Response:
     """The merchant's operators, oldest first (never a password)."""
-    context = get_context(request)
     slug = _merchant(merchant)
 
-    def work(session: Session) -> Any:
-        return backoffice.list_operators(session, slug)
-
-    return _answer(await context.run(work))
+    return _answer(await db.run(backoffice.list_operators, db.session, slug))
 
 
 @router.post("/partners")
-async def create_partner(request: Request) -> Response:
+async def create_partner(request: Request, db: Db) -> Response:
     """A partner of a merchant (D185): ``partnerId`` generated when omitted."""
-    context = get_context(request)
     spec = validate(SandboxPartnerCreate, await read_json_object(request))
 
-    def work(session: Session) -> Any:
-        return backoffice.create_partner(session, context.clock.now(session), spec)
-
-    return _answer(await context.run(work), 201)
+    return _answer(await db.run(backoffice.create_partner, db.session, db.now, spec), 201)
 
 
 @router.get("/partners")
-async def list_partners(request: Request, merchant: str | None = None) -> Response:
+async def list_partners(db: Db, merchant: str | None = None) -> Response:
     """The merchant's partners, oldest first."""
-    context = get_context(request)
     slug = _merchant(merchant)
 
-    def work(session: Session) -> Any:
-        return backoffice.list_partners(session, slug)
-
-    return _answer(await context.run(work))
+    return _answer(await db.run(backoffice.list_partners, db.session, slug))
 
 
 @router.post("/partners/{partner_id}/cardholders")
-async def enroll_cardholder(partner_id: str, request: Request) -> Response:
+async def enroll_cardholder(partner_id: str, request: Request, db: Db) -> Response:
     """An existing wallet user of the merchant becomes the partner's cardholder (D200)."""
-    context = get_context(request)
     spec = validate(SandboxPartnerCardholderCreate, await read_json_object(request))
 
-    def work(session: Session) -> Any:
-        return backoffice.sandbox_enroll(session, context.clock.now(session), partner_id, spec)
-
-    return _answer(await context.run(work), 201)
+    return _answer(await db.run(backoffice.sandbox_enroll, db.session, db.now, partner_id, spec), 201)

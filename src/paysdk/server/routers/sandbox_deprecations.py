@@ -10,14 +10,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from paysdk.contracts.deprecations import DeprecationSet
 from paysdk.server import deprecations
 from paysdk.server.bodies import read_json_object, validate
-from paysdk.server.context import get_context
 from paysdk.server.errors import JSONResponse
+from paysdk.server.routers._transactions import Db
 
 __all__ = ["router"]
 
@@ -40,31 +39,25 @@ def _dump(model: Any) -> dict[str, Any]:
 
 
 @router.put("/deprecations")
-async def put_deprecation(request: Request) -> Response:
+async def put_deprecation(request: Request, db: Db) -> Response:
     """Mark an operation deprecated (again: replace its mark)."""
-    context = get_context(request)
     spec = validate(DeprecationSet, await read_json_object(request))
     known = _operations(request)
 
-    def work(session: Session) -> dict[str, Any]:
-        return _dump(deprecations.put(session, context.clock.now(session), spec, known))
-
-    return JSONResponse(await context.run(work))
+    return JSONResponse(_dump(await db.run(deprecations.put, db.session, db.now, spec, known)))
 
 
 @router.delete("/deprecations")
 async def clear_deprecations(
-    request: Request, operation: Annotated[str | None, Query(max_length=300)] = None
+    request: Request, db: Db, operation: Annotated[str | None, Query(max_length=300)] = None
 ) -> Response:
     """Remove one operation's mark, or all of them."""
-    context = get_context(request)
-    removed = await context.run(deprecations.clear, operation, _operations(request))
+    removed = await db.run(deprecations.clear, db.session, operation, _operations(request))
     return JSONResponse({"removed": removed})
 
 
 @router.get("/deprecations")
-async def list_deprecations(request: Request) -> Response:
+async def list_deprecations(db: Db) -> Response:
     """Every marked operation."""
-    context = get_context(request)
-    marks = await context.run(deprecations.list_all)
+    marks = await db.run(deprecations.list_all, db.session)
     return JSONResponse([_dump(mark) for mark in marks])

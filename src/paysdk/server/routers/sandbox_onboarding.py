@@ -11,13 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from paysdk.contracts.sandbox import SandboxClientCreate
 from paysdk.server.bodies import read_json_object, validate
-from paysdk.server.context import get_context
 from paysdk.server.errors import JSONResponse
+from paysdk.server.routers._transactions import Db
 from paysdk.server.services import onboarding
 
 __all__ = ["router"]
@@ -31,31 +30,24 @@ def _dump(model: Any) -> dict[str, Any]:
 
 
 @router.get("/leads/{leadId}")
-async def get_lead(leadId: str, request: Request) -> Response:
+async def get_lead(leadId: str, db: Db) -> Response:
     """The lead with its documents and decision."""
-    context = get_context(request)
-    return JSONResponse(_dump(await context.run(onboarding.get_lead, leadId)))
+    return JSONResponse(_dump(await db.run(onboarding.get_lead, db.session, leadId)))
 
 
 @router.post("/leads/{leadId}/approve")
-async def approve_lead(leadId: str, request: Request) -> Response:
+async def approve_lead(leadId: str, request: Request, db: Db) -> Response:
     """Approve: a new client with sandbox credentials (``POST /_sandbox/clients``'s answer)."""
-    context = get_context(request)
     spec = validate(SandboxClientCreate, await read_json_object(request, allow_empty=True))
 
-    def work(session: Session) -> dict[str, Any]:
-        return _dump(onboarding.approve(session, context.clock.now(session), leadId, spec))
-
-    return JSONResponse(await context.run(work), status_code=201)
+    return JSONResponse(
+        _dump(await db.run(onboarding.approve, db.session, db.now, leadId, spec)), status_code=201
+    )
 
 
 @router.post("/leads/{leadId}/reject")
-async def reject_lead(leadId: str, request: Request) -> Response:
+async def reject_lead(leadId: str, request: Request, db: Db) -> Response:
     """Reject with ``{reason}``."""
-    context = get_context(request)
     raw = await request.body()
 
-    def work(session: Session) -> dict[str, Any]:
-        return _dump(onboarding.reject(session, context.clock.now(session), leadId, raw))
-
-    return JSONResponse(await context.run(work))
+    return JSONResponse(_dump(await db.run(onboarding.reject, db.session, db.now, leadId, raw)))

@@ -19,9 +19,9 @@ from starlette.responses import Response
 from paysdk.contracts.subscriptions import PlanCreate, SandboxSubscriptionsCreate
 from paysdk.contracts.wallet import validate_email
 from paysdk.server.bodies import read_json_object, validate
-from paysdk.server.context import get_context
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem, JSONResponse
+from paysdk.server.routers._transactions import Db
 from paysdk.server.services import subscriptions
 
 __all__ = ["router"]
@@ -34,35 +34,29 @@ def _answer(value: BaseModel, status: int = 200) -> Response:
 
 
 @router.post("/plans")
-async def create_plan(request: Request) -> Response:
+async def create_plan(request: Request, db: Db) -> Response:
     """A plan of a client (D141): amount, currency, interval, term and the retry settings."""
-    context = get_context(request)
     spec = validate(PlanCreate, await read_json_object(request))
 
-    def work(session: Session) -> Any:
-        return subscriptions.create_plan(session, spec, context.clock.now(session))
-
-    return _answer(await context.run(work), 201)
+    return _answer(await db.run(subscriptions.create_plan, db.session, spec, db.now), 201)
 
 
 @router.get("/plans/{plan_id}")
-async def get_plan(plan_id: str, request: Request) -> Response:
+async def get_plan(plan_id: str, db: Db) -> Response:
     """A plan by its ``planId``."""
-    context = get_context(request)
+    return _answer(await db.run(_plan_view, db.session, plan_id))
 
-    def work(session: Session) -> Any:
-        plan = subscriptions.load_plan(session, plan_id)
-        client = session.get(ClientRow, plan.client_id)
-        assert client is not None
-        return subscriptions.plan_view(plan, client.slug)
 
-    return _answer(await context.run(work))
+def _plan_view(session: Session, plan_id: str) -> Any:
+    plan = subscriptions.load_plan(session, plan_id)
+    client = session.get(ClientRow, plan.client_id)
+    assert client is not None
+    return subscriptions.plan_view(plan, client.slug)
 
 
 @router.post("/subscriptions")
-async def create_subscriptions(request: Request) -> Response:
+async def create_subscriptions(request: Request, db: Db) -> Response:
     """``count`` (1..100,000) active subscriptions of a plan at once, one bulk insert (D142)."""
-    context = get_context(request)
     spec = validate(SandboxSubscriptionsCreate, await read_json_object(request))
     if spec.email is not None:
         try:
@@ -71,18 +65,14 @@ async def create_subscriptions(request: Request) -> Response:
             raise APIProblem.invalid_field("email", str(exc)) from None
         spec = spec.model_copy(update={"email": email})
 
-    def work(session: Session) -> Any:
-        return subscriptions.create_subscriptions(session, context.clock, spec)
-
-    return _answer(await context.run(work), 201)
+    return _answer(await db.run(subscriptions.create_subscriptions, db.session, db.context.clock, spec), 201)
 
 
 @router.get("/subscriptions/{sub_uid}")
-async def get_subscription(sub_uid: str, request: Request) -> Response:
+async def get_subscription(sub_uid: str, db: Db) -> Response:
     """One subscription with its plan, client, timezone, schedule, attempts and every charge (D142)."""
-    context = get_context(request)
+    return _answer(await db.run(_subscription_view, db.session, sub_uid))
 
-    def work(session: Session) -> Any:
-        return subscriptions.sandbox_view(session, subscriptions.load(session, sub_uid))
 
-    return _answer(await context.run(work))
+def _subscription_view(session: Session, sub_uid: str) -> Any:
+    return subscriptions.sandbox_view(session, subscriptions.load(session, sub_uid))

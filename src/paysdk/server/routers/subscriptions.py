@@ -10,11 +10,9 @@ Answers are ``{"success": true, "message", "data"}`` (spec 2.6, D139); errors D1
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
-from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from paysdk.contracts.subscriptions import (
@@ -24,10 +22,9 @@ from paysdk.contracts.subscriptions import (
     VerifyCard,
     VerifyCardRequest,
 )
-from paysdk.server.context import ServerContext
-from paysdk.server.routers._common import authed, enveloped, only, route, webview_url
+from paysdk.server.routers._bearer import WalletApplicationDb
+from paysdk.server.routers._common import enveloped, only, route, webview_url
 from paysdk.server.services import subscription_api
-from paysdk.server.services.wallet_tokens import Principal
 
 __all__ = ["SUBSCRIPTION_ERRORS", "router"]
 
@@ -62,17 +59,14 @@ def _shown(subscription: Subscription) -> dict[str, Any]:
         errors=only(SUBSCRIPTION_ERRORS, 400, 404),
     ),
 )
-async def verify_card(request: Request) -> Response:
+async def verify_card(request: Request, db: WalletApplicationDb) -> Response:
     """A card-verification transaction (``0.00``, 24 h) whose hosted checkout is ``URL`` (D140); with
     ``shouldCreateSubscription`` true the subscription ``subUid`` is created ``active`` once the card
     verifies."""
     body = subscription_api.parse_body(VerifyCardRequest, await request.body())
     checkout = webview_url(request)
 
-    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> object:
-        return subscription_api.verify_card(session, now, app, body, checkout)
-
-    result = await authed(request, work, kind="application")
+    result = await db.run(subscription_api.verify_card, db.session, db.now, db.caller, body, checkout)
     return enveloped(result, "Card verification created: complete it on the hosted checkout.", 201)
 
 
@@ -86,13 +80,12 @@ async def verify_card(request: Request) -> Response:
         errors=only(SUBSCRIPTION_ERRORS, 404, 409),
     ),
 )
-async def cancel(request: Request, subUid: str) -> Response:
+async def cancel(subUid: str, db: WalletApplicationDb) -> Response:
     """``active`` becomes ``cancelled`` at once; a ``cancelled`` one answers unchanged (D152)."""
-
-    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> Subscription:
-        return subscription_api.cancel(session, now, app, subUid)
-
-    return enveloped(_shown(await authed(request, work, kind="application")), "Subscription cancelled.")
+    return enveloped(
+        _shown(await db.run(subscription_api.cancel, db.session, db.now, db.caller, subUid)),
+        "Subscription cancelled.",
+    )
 
 
 @router.put(
@@ -106,16 +99,13 @@ async def cancel(request: Request, subUid: str) -> Response:
         errors=only(SUBSCRIPTION_ERRORS, 400, 404),
     ),
 )
-async def update_email(request: Request) -> Response:
+async def update_email(request: Request, db: WalletApplicationDb) -> Response:
     """Body exactly ``{subscriptionId, email}``: any other field is ``400`` naming it (D151)."""
     body = subscription_api.parse_body(
         SubscriptionEmailUpdate, await request.body(), allowed=subscription_api.EMAIL_UPDATE_FIELDS
     )
 
-    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> Subscription:
-        return subscription_api.update_email(session, now, app, body)
-
-    subscription = await authed(request, work, kind="application")
+    subscription = await db.run(subscription_api.update_email, db.session, db.now, db.caller, body)
     return enveloped(_shown(subscription), "Notification email updated.")
 
 
@@ -131,12 +121,11 @@ async def update_email(request: Request) -> Response:
     ),
 )
 async def payment_history(
-    request: Request,
+    db: WalletApplicationDb,
     subscriptionId: str | None = Query(default=None, description="The subscription (its subUid)."),
 ) -> Response:
     """Every charge of the subscription, oldest first, a flat array without paging (D150)."""
-
-    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> object:
-        return subscription_api.payment_history(session, app, subscriptionId)
-
-    return enveloped(await authed(request, work, kind="application"), "Payment history.")
+    return enveloped(
+        await db.run(subscription_api.payment_history, db.session, db.caller, subscriptionId),
+        "Payment history.",
+    )

@@ -13,8 +13,8 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from paysdk.contracts.terminal import TerminalPayment, TerminalPaymentCreate, TerminalPaymentUpdate
-from paysdk.server.context import get_context
-from paysdk.server.routers._common import answer, credentials, route
+from paysdk.server.routers._common import answer, route
+from paysdk.server.routers._transactions import Db, MerchantToken
 from paysdk.server.services import terminal
 
 __all__ = ["TERMINAL_ERRORS", "router"]
@@ -41,14 +41,12 @@ TERMINAL_ERRORS: dict[int, str] = {
         errors={400: TERMINAL_ERRORS[400], 409: TERMINAL_ERRORS[409]},
     ),
 )
-async def create_terminal_payment(request: Request) -> Response:
+async def create_terminal_payment(request: Request, db: Db, merchant: MerchantToken) -> Response:
     """Authorize (and, with ``captureMode`` ``automatic``, capture) a card read at a terminal (D190). A
     declined card answers ``201`` with status ``declined``."""
-    context = get_context(request)
+    context = db.context
     raw = await request.body()
-    payment = await context.run(
-        terminal.create, context.clock, context.environment, credentials(request), raw
-    )
+    payment = await db.run(terminal.create, db.session, context.clock, context.environment, merchant, raw)
     return answer(payment, 201)
 
 
@@ -62,11 +60,9 @@ async def create_terminal_payment(request: Request) -> Response:
         errors=TERMINAL_ERRORS,
     ),
 )
-async def update_terminal_payment(id: str, request: Request) -> Response:
+async def update_terminal_payment(id: str, request: Request, db: Db, merchant: MerchantToken) -> Response:
     """``{action: capture | void | refund, amount?}`` (D191)."""
-    context = get_context(request)
+    context = db.context
     raw = await request.body()
-    payment = await context.run(
-        terminal.update, context.clock, context.environment, credentials(request), id, raw
-    )
+    payment = await db.run(terminal.update, db.session, context.clock, context.environment, merchant, id, raw)
     return answer(payment)

@@ -10,16 +10,13 @@ Every request is logged by the request-log middleware like any public request (r
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from fastapi import APIRouter, Request
-from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from paysdk.contracts.wallet import AppLoginRequest, Jwks, RefreshRequest, TokenPair
-from paysdk.server.context import ServerContext
-from paysdk.server.errors import APIProblem, JSONResponse
-from paysdk.server.routers._common import WALLET_ERRORS, data, only, raise_problem, route, unauthed
+from paysdk.server.errors import JSONResponse
+from paysdk.server.routers._common import WALLET_ERRORS, data, only, raise_problem, route
+from paysdk.server.routers._transactions import Db
 from paysdk.server.services import wallet_tokens
 from paysdk.server.services.wallet_common import parse_wallet_body
 
@@ -39,14 +36,11 @@ router = APIRouter(tags=["wallet: authentication"])
         errors=only(WALLET_ERRORS, 400, 401),
     ),
 )
-async def app_login(request: Request) -> Response:
+async def app_login(request: Request, db: Db) -> Response:
     """Log the application in with the Ed25519 signature of its slug (D36)."""
     body = parse_wallet_body(AppLoginRequest, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime) -> TokenPair:
-        return wallet_tokens.app_login(session, context, now, body)
-
-    return data(await unauthed(request, work))
+    return data(await db.run(wallet_tokens.app_login, db.session, db.context, db.now, body))
 
 
 @router.post(
@@ -60,27 +54,27 @@ async def app_login(request: Request) -> Response:
         errors=only(WALLET_ERRORS, 400, 401),
     ),
 )
-async def app_refresh(request: Request) -> Response:
+async def app_refresh(request: Request, db: Db) -> Response:
     """Rotate the application's refresh token (D35)."""
     body = parse_wallet_body(RefreshRequest, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime) -> TokenPair | APIProblem:
-        return wallet_tokens.refresh(session, context, now, body.refresh_token, "application")
-
-    return data(raise_problem(await unauthed(request, work)))
+    return data(
+        raise_problem(
+            await db.run(
+                wallet_tokens.refresh, db.session, db.context, db.now, body.refresh_token, "application"
+            )
+        )
+    )
 
 
 @router.get(
     "/.well-known/jwks.json",
     **route("The wallet's public signing keys (JWKS)", auth="none", answer=Jwks, errors={}),
 )
-async def jwks(request: Request) -> Response:
+async def jwks(db: Db) -> Response:
     """The environment's Ed25519 public key as a bare JWKS (D33)."""
 
-    def work(session: Session, context: ServerContext, now: datetime) -> Jwks:
-        return wallet_tokens.jwks(session, context)
-
-    keys = await unauthed(request, work)
+    keys = await db.run(wallet_tokens.jwks, db.session, db.context)
     return JSONResponse(
         keys.model_dump(by_alias=True, mode="python"), headers={"Cache-Control": "max-age=300"}
     )

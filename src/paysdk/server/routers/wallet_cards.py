@@ -1,7 +1,7 @@
 """Wallet cards, funds, transfers, CVV and permissions under ``/rest`` (spec 2.5, 4.3; D37, D40-D44).
 
 HTTP only: bodies are parsed raw (:func:`~paysdk.server.services.wallet_common.parse_wallet_body`), the
-bearer is verified and the service runs in the same transaction (:func:`~._wallet.authed`); the rules
+bearer is verified and the service runs in the same transaction (:data:`~._bearer.WalletDb`); the rules
 live in :mod:`paysdk.server.services.wallet_cards` (cards), :mod:`~paysdk.server.services.wallet_funds`
 (funds, transfers) and :mod:`~paysdk.server.services.wallet_permissions`. Path and query values are
 taken as strings and checked by the service, so no input reaches FastAPI's own validation (and its 422
@@ -10,11 +10,9 @@ shape).
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
-from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from paysdk.contracts.wallet import (
@@ -35,23 +33,14 @@ from paysdk.contracts.wallet import (
     TransferRequest,
     TransferResult,
 )
-from paysdk.server.context import ServerContext, get_context
+from paysdk.server.context import get_context
 from paysdk.server.ledger_batches import ledger_batches
-from paysdk.server.routers._common import (
-    WALLET_ERRORS,
-    authed,
-    bearer,
-    data,
-    header,
-    lane,
-    only,
-    route,
-)
+from paysdk.server.routers._bearer import WalletDb, wallet_db
+from paysdk.server.routers._common import WALLET_ERRORS, bearer, data, header, lane, only, route
 from paysdk.server.services import wallet_cards as cards
 from paysdk.server.services import wallet_funds, wallet_permissions
 from paysdk.server.services import wallet_ledger as ledger
 from paysdk.server.services.wallet_common import parse_date, parse_wallet_body
-from paysdk.server.services.wallet_tokens import Principal
 
 __all__ = ["router"]
 
@@ -79,13 +68,9 @@ _CARD_ERRORS = only(WALLET_ERRORS, 400, 403, 404, 409)
         errors=only(WALLET_ERRORS, 403, 404),
     ),
 )
-async def list_cards(request: Request, user_id: UserId) -> Response:
+async def list_cards(user_id: UserId, db: WalletDb) -> Response:
     """The cards the user holds (an authorized user sees those it may ``getCards``)."""
-
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> list[Card]:
-        return cards.list_cards(session, who, user_id)
-
-    return data(await authed(request, work))
+    return data(await db.run(cards.list_cards, db.session, db.caller, user_id))
 
 
 @router.get(
@@ -99,7 +84,7 @@ async def list_cards(request: Request, user_id: UserId) -> Response:
     ),
 )
 async def card_summary(
-    request: Request, user_id: UserId, start_date: StartDate = None, end_date: EndDate = None
+    user_id: UserId, db: WalletDb, start_date: StartDate = None, end_date: EndDate = None
 ) -> Response:
     """Opening and closing balance, credits, debits and movement count per card; both dates required."""
     start = parse_date(start_date, "startDate", required=True)
@@ -107,10 +92,7 @@ async def card_summary(
     assert start is not None
     assert end is not None
 
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> CardSummary:
-        return cards.summary(session, who, user_id, start, end)
-
-    return data(await authed(request, work))
+    return data(await db.run(cards.summary, db.session, db.caller, user_id, start, end))
 
 
 @router.post(
@@ -125,15 +107,15 @@ async def card_summary(
     ),
 )
 async def link_card(
-    request: Request, user_id: UserId, client_id: Annotated[str | None, Query(alias="clientId")] = None
+    request: Request,
+    user_id: UserId,
+    db: WalletDb,
+    client_id: Annotated[str | None, Query(alias="clientId")] = None,
 ) -> Response:
     """Give an unassigned physical card a holder (application token; ``clientId`` required)."""
     body = parse_wallet_body(LinkCardRequest, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
-        return cards.link_stock(session, now, who, user_id, client_id, body)
-
-    return data(await authed(request, work))
+    return data(await db.run(cards.link_stock, db.session, db.now, db.caller, user_id, client_id, body))
 
 
 @router.post(
@@ -149,14 +131,11 @@ async def link_card(
         errors=only(WALLET_ERRORS, 400, 404),
     ),
 )
-async def issue_virtual(request: Request, user_id: UserId) -> Response:
+async def issue_virtual(request: Request, user_id: UserId, db: WalletDb) -> Response:
     """A new active virtual card with balance 0 (application token)."""
     body = parse_wallet_body(IssueVirtualCardRequest, await request.body(), allow_empty=True)
 
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
-        return cards.issue_virtual(session, now, who, user_id, body)
-
-    return data(await authed(request, work), 201)
+    return data(await db.run(cards.issue_virtual, db.session, db.now, db.caller, user_id, body), 201)
 
 
 @router.post(
@@ -171,14 +150,11 @@ async def issue_virtual(request: Request, user_id: UserId) -> Response:
         errors=only(WALLET_ERRORS, 400, 403, 404),
     ),
 )
-async def link_external(request: Request, user_id: UserId) -> Response:
+async def link_external(request: Request, user_id: UserId, db: WalletDb) -> Response:
     """Link an external card (application token or the user's own session)."""
     body = parse_wallet_body(LinkExternalCardRequest, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
-        return cards.link_external(session, now, who, user_id, body)
-
-    return data(await authed(request, work), 201)
+    return data(await db.run(cards.link_external, db.session, db.now, db.caller, user_id, body), 201)
 
 
 # ------------------------------------------------------------------------------ permissions (4.3)
@@ -196,14 +172,17 @@ async def link_external(request: Request, user_id: UserId) -> Response:
         errors=only(WALLET_ERRORS, 400, 403, 404),
     ),
 )
-async def update_permissions(request: Request, permission_id: Annotated[str, Path(alias="id")]) -> Response:
+async def update_permissions(
+    request: Request, permission_id: Annotated[str, Path(alias="id")], db: WalletDb
+) -> Response:
     """Replace the permission set of a record (application or the card's holder)."""
     body = parse_wallet_body(PermissionGrant, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> PermissionRecord:
-        return wallet_permissions.update_permissions(session, now, who, permission_id, body)
-
-    return data(await authed(request, work))
+    return data(
+        await db.run(
+            wallet_permissions.update_permissions, db.session, db.now, db.caller, permission_id, body
+        )
+    )
 
 
 @router.get(
@@ -217,15 +196,9 @@ async def update_permissions(request: Request, permission_id: Annotated[str, Pat
         errors=only(WALLET_ERRORS, 403, 404),
     ),
 )
-async def user_permissions(request: Request, user_id: AuthUserId) -> Response:
+async def user_permissions(user_id: AuthUserId, db: WalletDb) -> Response:
     """Every permission record granted to the user (application or that user)."""
-
-    def work(
-        session: Session, context: ServerContext, now: datetime, who: Principal
-    ) -> list[PermissionRecord]:
-        return wallet_permissions.list_user_permissions(session, who, user_id)
-
-    return data(await authed(request, work))
+    return data(await db.run(wallet_permissions.list_user_permissions, db.session, db.caller, user_id))
 
 
 @router.get(
@@ -239,15 +212,9 @@ async def user_permissions(request: Request, user_id: AuthUserId) -> Response:
         errors=only(WALLET_ERRORS, 403, 404),
     ),
 )
-async def card_permissions(request: Request, card_id: CardId) -> Response:
+async def card_permissions(card_id: CardId, db: WalletDb) -> Response:
     """Every permission record of the card (application or the card's holder)."""
-
-    def work(
-        session: Session, context: ServerContext, now: datetime, who: Principal
-    ) -> list[PermissionRecord]:
-        return wallet_permissions.list_card_permissions(session, who, card_id)
-
-    return data(await authed(request, work))
+    return data(await db.run(wallet_permissions.list_card_permissions, db.session, db.caller, card_id))
 
 
 @router.post(
@@ -262,16 +229,13 @@ async def card_permissions(request: Request, card_id: CardId) -> Response:
         errors=only(WALLET_ERRORS, 400, 403, 404),
     ),
 )
-async def grant_permissions(request: Request, card_id: CardId, user_id: AuthUserId) -> Response:
+async def grant_permissions(request: Request, card_id: CardId, user_id: AuthUserId, db: WalletDb) -> Response:
     """Grant (or replace) a user's permissions on the card: ``201`` created, ``200`` replaced."""
     body = parse_wallet_body(PermissionGrant, await request.body())
 
-    def work(
-        session: Session, context: ServerContext, now: datetime, who: Principal
-    ) -> tuple[PermissionRecord, bool]:
-        return wallet_permissions.grant_permissions(session, now, who, card_id, user_id, body)
-
-    record, created = await authed(request, work)
+    record, created = await db.run(
+        wallet_permissions.grant_permissions, db.session, db.now, db.caller, card_id, user_id, body
+    )
     return data(record, 201 if created else 200)
 
 
@@ -286,15 +250,11 @@ async def grant_permissions(request: Request, card_id: CardId, user_id: AuthUser
         errors=only(WALLET_ERRORS, 403, 404),
     ),
 )
-async def one_permissions(request: Request, card_id: CardId, user_id: AuthUserId) -> Response:
+async def one_permissions(card_id: CardId, user_id: AuthUserId, db: WalletDb) -> Response:
     """The user's record on the card (application, the holder or that user)."""
-
-    def work(
-        session: Session, context: ServerContext, now: datetime, who: Principal
-    ) -> list[PermissionRecord]:
-        return wallet_permissions.list_one_permissions(session, who, card_id, user_id)
-
-    return data(await authed(request, work))
+    return data(
+        await db.run(wallet_permissions.list_one_permissions, db.session, db.caller, card_id, user_id)
+    )
 
 
 # ------------------------------------------------------------------------------------------- cards
@@ -310,13 +270,9 @@ async def one_permissions(request: Request, card_id: CardId, user_id: AuthUserId
         errors=only(WALLET_ERRORS, 403, 404),
     ),
 )
-async def get_card(request: Request, card_id: CardId) -> Response:
+async def get_card(card_id: CardId, db: WalletDb) -> Response:
     """The card with its balance, available balance and pending amounts."""
-
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
-        return cards.get_card(session, who, card_id)
-
-    return data(await authed(request, work))
+    return data(await db.run(cards.get_card, db.session, db.caller, card_id))
 
 
 @router.patch(
@@ -330,53 +286,38 @@ async def get_card(request: Request, card_id: CardId) -> Response:
         errors=_CARD_ERRORS,
     ),
 )
-async def set_alias(request: Request, card_id: CardId) -> Response:
+async def set_alias(request: Request, card_id: CardId, db: WalletDb) -> Response:
     """Set the card's alias."""
     body = parse_wallet_body(AliasUpdate, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
-        return cards.set_alias(session, who, card_id, body)
-
-    return data(await authed(request, work))
+    return data(await db.run(cards.set_alias, db.session, db.caller, card_id, body))
 
 
 @router.post(
     "/cards/{cardId}/block",
     **route("Block a card (updateStatus)", auth="wallet", answer=Card, envelope=True, errors=_CARD_ERRORS),
 )
-async def block(request: Request, card_id: CardId) -> Response:
+async def block(card_id: CardId, db: WalletDb) -> Response:
     """``active`` -> ``blocked`` (D42)."""
-
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
-        return cards.set_status(session, who, card_id, True)
-
-    return data(await authed(request, work))
+    return data(await db.run(cards.set_status, db.session, db.caller, card_id, True))
 
 
 @router.post(
     "/cards/{cardId}/unblock",
     **route("Unblock a card (updateStatus)", auth="wallet", answer=Card, envelope=True, errors=_CARD_ERRORS),
 )
-async def unblock(request: Request, card_id: CardId) -> Response:
+async def unblock(card_id: CardId, db: WalletDb) -> Response:
     """``blocked`` -> ``active`` (D42)."""
-
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
-        return cards.set_status(session, who, card_id, False)
-
-    return data(await authed(request, work))
+    return data(await db.run(cards.set_status, db.session, db.caller, card_id, False))
 
 
 @router.post(
     "/cards/{cardId}/activation",
     **route("Activate a card (activation)", auth="wallet", answer=Card, envelope=True, errors=_CARD_ERRORS),
 )
-async def activation(request: Request, card_id: CardId) -> Response:
+async def activation(card_id: CardId, db: WalletDb) -> Response:
     """``inactive`` -> ``active`` (D42)."""
-
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
-        return cards.activate(session, who, card_id)
-
-    return data(await authed(request, work))
+    return data(await db.run(cards.activate, db.session, db.caller, card_id))
 
 
 @router.put(
@@ -390,14 +331,11 @@ async def activation(request: Request, card_id: CardId) -> Response:
         errors=_CARD_ERRORS,
     ),
 )
-async def set_pin(request: Request, card_id: CardId) -> Response:
+async def set_pin(request: Request, card_id: CardId, db: WalletDb) -> Response:
     """Set a 4-digit PIN (only its hash is kept)."""
     body = parse_wallet_body(PinRequest, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Card:
-        return cards.set_pin(session, who, card_id, body)
-
-    return data(await authed(request, work))
+    return data(await db.run(cards.set_pin, db.session, db.caller, card_id, body))
 
 
 @router.get(
@@ -412,16 +350,13 @@ async def set_pin(request: Request, card_id: CardId) -> Response:
     ),
 )
 async def movements(
-    request: Request, card_id: CardId, start_date: StartDate = None, end_date: EndDate = None
+    card_id: CardId, db: WalletDb, start_date: StartDate = None, end_date: EndDate = None
 ) -> Response:
     """Movements oldest first, optionally within ``startDate``..``endDate`` (inclusive)."""
     start = parse_date(start_date, "startDate", required=False)
     end = parse_date(end_date, "endDate", required=False)
 
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> list[Movement]:
-        return cards.list_movements(session, who, card_id, start, end)
-
-    return data(await authed(request, work))
+    return data(await db.run(cards.list_movements, db.session, db.caller, card_id, start, end))
 
 
 @router.post(
@@ -435,7 +370,7 @@ async def movements(
         errors=only(WALLET_ERRORS, 400, 404, 409, 422),
     ),
 )
-async def funds(request: Request, card_id: CardId) -> Response:
+async def funds(request: Request, card_id: CardId, db: WalletDb) -> Response:
     """Atomic add, or a withdrawal guarded by the available balance (``422 / 7303``).
 
     \f
@@ -448,15 +383,12 @@ async def funds(request: Request, card_id: CardId) -> Response:
     if not isinstance(fast, ledger.Slow):
         return data(fast)
 
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> FundsResult:
-        return wallet_funds.funds(session, now, who, card_id, body)
-
-    return data(await authed(request, work))
+    return data(await db.run(wallet_funds.funds, db.session, db.now, db.caller, card_id, body))
 
 
 async def funds_lane(request: Request) -> Response:
     """:func:`funds` as the middleware's parametrized fast lane calls it (the card from the path)."""
-    return await funds(request, request.path_params["cardId"])
+    return await funds(request, request.path_params["cardId"], await wallet_db(request))
 
 
 lane(funds, funds_lane)
@@ -474,14 +406,11 @@ lane(funds, funds_lane)
         errors=only(WALLET_ERRORS, 400, 403, 404, 409, 422),
     ),
 )
-async def transfer(request: Request, card_id: CardId) -> Response:
+async def transfer(request: Request, card_id: CardId, db: WalletDb) -> Response:
     """Move money between two cards of the same currency: both legs in one transaction."""
     body = parse_wallet_body(TransferRequest, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> TransferResult:
-        return wallet_funds.transfer(session, now, who, card_id, body)
-
-    return data(await authed(request, work), 201)
+    return data(await db.run(wallet_funds.transfer, db.session, db.now, db.caller, card_id, body), 201)
 
 
 @router.post(
@@ -494,13 +423,9 @@ async def transfer(request: Request, card_id: CardId) -> Response:
         errors=_CARD_ERRORS,
     ),
 )
-async def cvv_view_token(request: Request, card_id: CardId) -> Response:
+async def cvv_view_token(card_id: CardId, db: WalletDb) -> Response:
     """A single-use token valid 60 seconds (D44); application tokens get ``403 / 7502``."""
-
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> CvvViewToken:
-        return cards.cvv_view_token(session, now, who, card_id)
-
-    return data(await authed(request, work))
+    return data(await db.run(cards.cvv_view_token, db.session, db.now, db.caller, card_id))
 
 
 @router.get(
@@ -509,13 +434,10 @@ async def cvv_view_token(request: Request, card_id: CardId) -> Response:
         "Read the CVV once (X-View-Token)", auth="wallet", answer=Cvv, envelope=True, errors=_CARD_ERRORS
     ),
 )
-async def read_cvv(request: Request, card_id: CardId) -> Response:
+async def read_cvv(request: Request, card_id: CardId, db: WalletDb) -> Response:
     """The CVV, with the same user's bearer and the view token in ``X-View-Token`` (D44)."""
     view_token = header(request, "x-view-token")
 
-    def work(session: Session, context: ServerContext, now: datetime, who: Principal) -> Cvv:
-        return cards.read_cvv(session, now, who, card_id, view_token)
-
-    response = data(await authed(request, work))
+    response = data(await db.run(cards.read_cvv, db.session, db.now, db.caller, card_id, view_token))
     response.headers["Cache-Control"] = "no-store"
     return response

@@ -7,10 +7,7 @@ they changed (an attempt count, a revoked family) before answering an error.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from fastapi import APIRouter, Request
-from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from paysdk.contracts.wallet import (
@@ -25,12 +22,10 @@ from paysdk.contracts.wallet import (
     UserLoginRequest,
     UserRefreshRequest,
 )
-from paysdk.server.context import ServerContext
-from paysdk.server.errors import APIProblem
-from paysdk.server.routers._common import WALLET_ERRORS, authed, data, header, only, raise_problem, route
+from paysdk.server.routers._bearer import WalletApplicationDb
+from paysdk.server.routers._common import WALLET_ERRORS, data, header, only, raise_problem, route
 from paysdk.server.services import wallet_users
 from paysdk.server.services.wallet_common import parse_wallet_body
-from paysdk.server.services.wallet_tokens import Principal
 
 __all__ = ["router"]
 
@@ -48,17 +43,14 @@ router = APIRouter(prefix="/users", tags=["wallet: users"])
         errors=only(WALLET_ERRORS, 400, 429),
     ),
 )
-async def user_login(request: Request) -> Response:
+async def user_login(request: Request, db: WalletApplicationDb) -> Response:
     """Log a cardholder in with username and password; 5 wrong passwords in a row lock the username
     (``429 / 7108`` with ``Retry-After``, D381)."""
     body = parse_wallet_body(UserLoginRequest, await request.body())
 
-    def work(
-        session: Session, context: ServerContext, now: datetime, app: Principal
-    ) -> TokenPair | APIProblem:
-        return wallet_users.user_login(session, context, now, app, body)
-
-    return data(raise_problem(await authed(request, work, kind="application")))
+    return data(
+        raise_problem(await db.run(wallet_users.user_login, db.session, db.context, db.now, db.caller, body))
+    )
 
 
 @router.post(
@@ -72,16 +64,15 @@ async def user_login(request: Request) -> Response:
         errors=only(WALLET_ERRORS, 400),
     ),
 )
-async def user_refresh(request: Request) -> Response:
+async def user_refresh(request: Request, db: WalletApplicationDb) -> Response:
     """Rotate a user's refresh token, optionally with other lifetimes (D34, D35)."""
     body = parse_wallet_body(UserRefreshRequest, await request.body())
 
-    def work(
-        session: Session, context: ServerContext, now: datetime, app: Principal
-    ) -> TokenPair | APIProblem:
-        return wallet_users.user_refresh(session, context, now, app, body)
-
-    return data(raise_problem(await authed(request, work, kind="application")))
+    return data(
+        raise_problem(
+            await db.run(wallet_users.user_refresh, db.session, db.context, db.now, db.caller, body)
+        )
+    )
 
 
 @router.post(
@@ -94,14 +85,11 @@ async def user_refresh(request: Request) -> Response:
         errors=only(WALLET_ERRORS),
     ),
 )
-async def logout(request: Request) -> Response:
+async def logout(request: Request, db: WalletApplicationDb) -> Response:
     """End the session of the user access token in ``X-User-Token`` (D38). No body."""
     user_token = header(request, "x-user-token")
 
-    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> LogoutResult:
-        return wallet_users.logout(session, context, now, app, user_token)
-
-    return data(await authed(request, work, kind="application"))
+    return data(await db.run(wallet_users.logout, db.session, db.context, db.now, db.caller, user_token))
 
 
 @router.post(
@@ -115,14 +103,11 @@ async def logout(request: Request) -> Response:
         errors=only(WALLET_ERRORS, 400),
     ),
 )
-async def request_otp(request: Request) -> Response:
+async def request_otp(request: Request, db: WalletApplicationDb) -> Response:
     """Send a 6-digit code to the user's email (the sandbox outbox); always ``sent`` (D39)."""
     body = parse_wallet_body(OtpRequest, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> OtpSent:
-        return wallet_users.request_otp(session, now, app, body)
-
-    return data(await authed(request, work, kind="application"))
+    return data(await db.run(wallet_users.request_otp, db.session, db.now, db.caller, body))
 
 
 @router.put(
@@ -136,16 +121,11 @@ async def request_otp(request: Request) -> Response:
         errors=only(WALLET_ERRORS, 400, 429),
     ),
 )
-async def verify_otp(request: Request) -> Response:
+async def verify_otp(request: Request, db: WalletApplicationDb) -> Response:
     """Verify a code; ``purpose = password_reset`` answers a reset token (D39)."""
     body = parse_wallet_body(OtpVerifyRequest, await request.body())
 
-    def work(
-        session: Session, context: ServerContext, now: datetime, app: Principal
-    ) -> OtpVerified | APIProblem:
-        return wallet_users.verify_otp(session, now, app, body)
-
-    return data(raise_problem(await authed(request, work, kind="application")))
+    return data(raise_problem(await db.run(wallet_users.verify_otp, db.session, db.now, db.caller, body)))
 
 
 @router.post(
@@ -159,11 +139,8 @@ async def verify_otp(request: Request) -> Response:
         errors=only(WALLET_ERRORS, 400),
     ),
 )
-async def reset_password(request: Request) -> Response:
+async def reset_password(request: Request, db: WalletApplicationDb) -> Response:
     """Set a new password; every session of the user ends (D39)."""
     body = parse_wallet_body(PasswordResetRequest, await request.body())
 
-    def work(session: Session, context: ServerContext, now: datetime, app: Principal) -> PasswordResetResult:
-        return wallet_users.reset_password(session, now, app, body)
-
-    return data(await authed(request, work, kind="application"))
+    return data(await db.run(wallet_users.reset_password, db.session, db.now, db.caller, body))

@@ -20,8 +20,8 @@ from paysdk.contracts.processor_webhooks import (
     SettlementNotification,
     SettlementResult,
 )
-from paysdk.server.context import get_context
 from paysdk.server.routers._common import answer, header, route
+from paysdk.server.routers._transactions import Db
 from paysdk.server.services import processor_webhooks
 
 __all__ = ["FEED_PATH", "SETTLEMENTS_PATH", "WEBHOOK_ERRORS", "router"]
@@ -65,18 +65,14 @@ def _declaration(summary: str, body: Any, result: Any, errors: dict[int, str]) -
         WEBHOOK_ERRORS,
     ),
 )
-async def receive_settlement(request: Request) -> Response:
+async def receive_settlement(request: Request, db: Db) -> Response:
     """One payment settled or paid out (D193): applied at most once; ``applied: false`` with the reason
     in ``ignored`` for a repeat or a transition the payment's state does not allow."""
-    context = get_context(request)
     raw = await request.body()
     signature = header(request, SIGNATURE_HEADER)
-
-    def work(session: Any) -> SettlementResult:
-        now = context.clock.now(session)
-        return processor_webhooks.receive_settlement(session, context, now, raw, signature)
-
-    return answer(await context.run(work))
+    return answer(
+        await db.run(processor_webhooks.receive_settlement, db.session, db.context, db.now, raw, signature)
+    )
 
 
 @router.post(
@@ -88,15 +84,11 @@ async def receive_settlement(request: Request) -> Response:
         {status: text for status, text in WEBHOOK_ERRORS.items() if status != 404},
     ),
 )
-async def receive_feed(request: Request) -> Response:
+async def receive_feed(request: Request, db: Db) -> Response:
     """Up to 1,000 events applied in order, each at most once (D193); unknown payments, repeats and
     refused transitions are listed in ``ignored``."""
-    context = get_context(request)
     raw = await request.body()
     signature = header(request, SIGNATURE_HEADER)
-
-    def work(session: Any) -> FeedResult:
-        now = context.clock.now(session)
-        return processor_webhooks.receive_feed(session, context, now, raw, signature)
-
-    return answer(await context.run(work))
+    return answer(
+        await db.run(processor_webhooks.receive_feed, db.session, db.context, db.now, raw, signature)
+    )

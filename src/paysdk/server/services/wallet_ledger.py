@@ -23,7 +23,7 @@ way to the database differs:
   end of the batch (one multi-row ``INSERT``).
 * Anything out of the ordinary (no bearer, a token that does not verify, the server's key not yet
   loaded) returns :data:`SLOW`: the router then serves the request the ordinary way
-  (:func:`paysdk.server.routers._common.authed` + :func:`.wallet_funds.funds`), which gives the exact
+  (:data:`paysdk.server.routers._bearer.WalletDb` + :func:`.wallet_funds.funds`), which gives the exact
   refusal (``7102``, ``7106``, ``7107``...).
 """
 
