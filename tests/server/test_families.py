@@ -24,6 +24,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from starlette.responses import JSONResponse, Response
 
 from paysdk.server import create_app
+from paysdk.server.app import is_control_path
 from paysdk.server.clock import Clock
 from paysdk.server.context import get_context
 from paysdk.server.core_tables import Base, JobRow
@@ -35,7 +36,6 @@ from paysdk.server.families import (
     honours_idempotency_key,
     route_paths,
 )
-from paysdk.server.middleware import is_control_path
 
 
 class _TestBase(DeclarativeBase):
