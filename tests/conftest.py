@@ -338,14 +338,14 @@ def hold_first_request(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], HeldR
     """See the module docstring: a request still in progress, for the idempotency tests (D17)."""
     import asyncio
 
-    from paysdk.server.middleware import ServerMiddleware
+    from paysdk.server.asgi.idempotency import Idempotency
 
-    original = ServerMiddleware._dispatch
+    original = Idempotency.forward
 
     def hold(path: str) -> HeldRequest:
         held = HeldRequest(path)
 
-        async def dispatch(self: ServerMiddleware, scope: Any, receive: Any, send: Any) -> None:
+        async def dispatch(self: Idempotency, scope: Any, receive: Any, send: Any) -> None:
             if scope["path"] != path or held.entered.is_set():
                 await original(self, scope, receive, send)
                 return
@@ -356,7 +356,7 @@ def hold_first_request(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], HeldR
             finally:
                 held.finished.set()
 
-        monkeypatch.setattr(ServerMiddleware, "_dispatch", dispatch)
+        monkeypatch.setattr(Idempotency, "forward", dispatch)
         return held
 
     return hold

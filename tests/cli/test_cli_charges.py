@@ -634,14 +634,14 @@ class HeldAnswers:
 @pytest.fixture
 def hold_answer(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], HeldAnswers]:
     """``hold_answer(n)``: the n-th upload request (from 1) is processed, then its answer waits."""
-    from paysdk.server.middleware import ServerMiddleware
+    from paysdk.server.asgi.idempotency import Idempotency
 
-    original = ServerMiddleware._dispatch
+    original = Idempotency.forward
 
     def hold(nth: int) -> HeldAnswers:
         held = HeldAnswers(nth)
 
-        async def dispatch(self: ServerMiddleware, scope: Any, receive: Any, send: Any) -> None:
+        async def dispatch(self: Idempotency, scope: Any, receive: Any, send: Any) -> None:
             if scope.get("path") != UPLOAD:
                 await original(self, scope, receive, send)
                 return
@@ -656,7 +656,7 @@ def hold_answer(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], HeldAnswers]
 
             await original(self, scope, receive, held_send)
 
-        monkeypatch.setattr(ServerMiddleware, "_dispatch", dispatch)
+        monkeypatch.setattr(Idempotency, "forward", dispatch)
         return held
 
     return hold

@@ -15,7 +15,7 @@ import pytest
 from paysdk import _files, _redact
 from paysdk._pipeline import redact_headers
 from paysdk._secret import Secret
-from paysdk.server.middleware import mask_query
+from paysdk.server.asgi.request_log import mask_query
 from paysdk_cli._output import mask
 
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -9,8 +9,8 @@ import sqlalchemy
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from paysdk.server import middleware
 from paysdk.server.adapters.sqlalchemy import bind_processors
+from paysdk.server.asgi import idempotency as middleware
 
 VERSION = f"SQLAlchemy {sqlalchemy.__version__}"
 

@@ -24,6 +24,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from starlette.responses import JSONResponse, Response
 
 from paysdk.server import create_app
+from paysdk.server.app import is_control_path
 from paysdk.server.clock import Clock
 from paysdk.server.context import get_context
 from paysdk.server.core_tables import Base, JobRow
@@ -38,7 +39,6 @@ from paysdk.server.families import (
     route_paths,
     tables_of,
 )
-from paysdk.server.middleware import is_control_path
 from paysdk.server.services import subscription_api
 
 

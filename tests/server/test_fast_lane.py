@@ -1,6 +1,6 @@
-"""The fast lane of :class:`paysdk.server.middleware.ServerMiddleware`: the hot public creates handed to
-their route handlers without FastAPI's routing must answer exactly as through FastAPI (status, headers,
-body) in every case, and leave the OpenAPI document unchanged."""
+"""The fast lanes (:mod:`paysdk.server.hotpath.lanes`): the hot public creates served by their route
+handlers as plain Starlette routes ahead of FastAPI's must answer exactly as through FastAPI's routes
+(status, headers, body) in every case, and leave the OpenAPI document unchanged."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 
 import httpx
 import pytest
@@ -18,7 +18,7 @@ from starlette.types import Receive, Scope, Send
 
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
-from paysdk.server.middleware import ServerMiddleware
+from paysdk.server.hotpath.lanes import LANE_NAME
 from paysdk.server.routers import alternative_payments, payment_links, sandbox
 
 LINKS = "/transactions"
@@ -30,12 +30,11 @@ _REQUEST_ID = re.compile(r"req_[0-9a-f]{32}")
 
 
 def _without_fast_lane(app: FastAPI) -> FastAPI:
-    """``app`` with the fast lane off: every request goes through FastAPI's routing (before its first
-    request, when the middleware stack is built)."""
-    (layer,) = app.user_middleware
-    assert cast(object, layer.cls) is ServerMiddleware
-    assert layer.kwargs["fast_lane"]
-    layer.kwargs["fast_lane"] = {}
+    """``app`` with the fast lanes off: every request goes to FastAPI's own routes."""
+    routes = app.router.routes
+    lanes = [route for route in routes if getattr(route, "name", None) == LANE_NAME]
+    assert lanes
+    routes[:] = [route for route in routes if route not in lanes]
     return app
 
 
@@ -168,13 +167,14 @@ async def test_both_apps_log_the_same_requests(
 
 @contextlib.asynccontextmanager
 async def _probed(app: FastAPI) -> AsyncIterator[tuple[httpx.AsyncClient, list[Any]]]:
-    """A client of ``app`` and the endpoint FastAPI's routing chose for each of its requests, in order
-    (``None``: routing never ran)."""
+    """A client of ``app`` and the endpoint FastAPI's own routes chose for each of its requests, in order
+    (``None``: a fast lane answered)."""
     seen: list[Any] = []
 
     async def probe(scope: Scope, receive: Receive, send: Send) -> None:
         await app(scope, receive, send)
-        seen.append(scope.get("endpoint"))
+        # FastAPI's routes put themselves in the scope (``route``); a lane, a plain Starlette route, does not.
+        seen.append(None if scope.get("route") is None else scope.get("endpoint"))
 
     transport = httpx.ASGITransport(app=probe)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
@@ -182,7 +182,7 @@ async def _probed(app: FastAPI) -> AsyncIterator[tuple[httpx.AsyncClient, list[A
 
 
 async def _endpoints(app: FastAPI, merchant: SandboxClient) -> list[Any]:
-    """The endpoint FastAPI's routing chose for a request to each create (``None``: routing never ran)."""
+    """The endpoint FastAPI's routes chose for a request to each create (``None``: a fast lane answered)."""
     async with _probed(app) as (client, seen):
         await client.post(LINKS, content=dumps(link_body(merchant)), headers=auth(merchant))
         await client.post(ALTERNATIVES, content=b"{}", headers=auth(merchant))
@@ -196,7 +196,7 @@ async def test_fastapi_routes_the_fast_lane_requests_to_the_same_handlers(
     handlers = [payment_links.create_payment_link, alternative_payments.create_alternative_payment]
     routed = await _endpoints(routed_app, merchant)
     assert routed[:2] == handlers
-    # With the fast lane, FastAPI's routing never sees them (only what the lane does not take).
+    # With the fast lanes, FastAPI's routes never see them (only what the lanes do not take).
     fast = await _endpoints(app, merchant)
     assert fast == [None, None, routed[2]]
 
@@ -222,13 +222,13 @@ async def test_the_reset_takes_the_fast_lane_and_answers_as_routed(
     routed, routed_endpoint = await _resets(routed_app, merchant)
     assert fast == routed
     assert [status for status, _, _ in fast] == [200, 415, 405]
-    assert fast_endpoint is None  # with the lane, FastAPI's routing never saw the reset
+    assert fast_endpoint is None  # with the lane, FastAPI's route never saw the reset
     assert routed_endpoint is sandbox.reset
 
 
 async def _resets(app: FastAPI, merchant: SandboxClient) -> tuple[list[Any], Any]:
     """The answers to a reset, one with a body of no JSON type (415) and a ``GET`` (405), and the endpoint
-    FastAPI's routing chose for the reset (``None``: routing never ran)."""
+    FastAPI's routes chose for the reset (``None``: a fast lane answered)."""
     async with _probed(app) as (client, seen):
         await client.post(LINKS, content=dumps(link_body(merchant)), headers=auth(merchant))
         reset = await client.post("/_sandbox/reset")

@@ -322,7 +322,7 @@ async def test_a_lost_batch_runs_every_call_and_log_entry_again(
 async def test_a_log_entry_that_cannot_be_written_loses_no_other(
     app: FastAPI, asgi_client: httpx.AsyncClient, merchant: SandboxClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from paysdk.server import middleware
+    from paysdk.server.asgi import request_log as middleware
 
     original = middleware.mask_headers
 

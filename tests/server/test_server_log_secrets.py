@@ -17,7 +17,7 @@ from uvicorn.logging import AccessFormatter
 
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
-from paysdk.server.middleware import mask_query
+from paysdk.server.asgi.request_log import mask_query
 
 QUERY = (
     "token=abc-query-secret&amount=1&Access_Token=at-secret&%74oken=encoded-secret&currencyCode=GTQ&code=c0de"

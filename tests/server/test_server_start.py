@@ -23,10 +23,10 @@ from sqlalchemy.orm import Session
 
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import jobs
-from paysdk.server.app import create_app
+from paysdk.server.app import _IncludeRouters, create_app
 from paysdk.server.clock import Clock
 from paysdk.server.families import FAMILIES
-from paysdk.server.middleware import ServerMiddleware
+from paysdk.server.hotpath.lanes import LANE_NAME
 from paysdk.server.refs import is_ref, resolve
 from paysdk.server.services import callbacks, cardholders, renewals, terminal, wallet_sandbox
 
@@ -98,18 +98,19 @@ async def test_a_lazy_app_serves_as_an_eager_one(tmp_path: Path, callback_sink: 
             )
             assert again.status_code == 200
             # The routers no request needed yet are included REST_AFTER seconds after the first request
-            # (D610); the next request hands the lanes of every family to the middleware.
-            layer = _server_layer(lazy)
+            # (D610); the next request runs the route checks and installs every family's lanes.
+            layer = _include_layer(lazy)
             deadline = time.monotonic() + 120
-            while layer._routers is not None and layer._routers._pending:  # type: ignore[attr-defined]
+            while layer.routers is not None and layer.routers._pending:
                 assert time.monotonic() < deadline, "the other routers were never included"
                 await asyncio.sleep(0.05)
             assert (await client.get("/_sandbox/health")).status_code == 200
-            assert layer._routers is None
+            assert layer.routers is None
             # Both lanes were built when the routers loaded: the hot creates and the routes with path
             # parameters (POST /rest/cards/{cardId}/funds, D261).
-            assert ("POST", "/transactions") in layer._fast_lane
-            assert any(route.path.endswith("/funds") for _, _, route, _ in layer._param_lane)
+            lanes = [r for r in lazy.router.routes if getattr(r, "name", None) == LANE_NAME]
+            assert any(getattr(route, "path", None) == "/transactions" for route in lanes)
+            assert any(getattr(route, "path", "").endswith("/funds") for route in lanes)
             # A control-plane route of a router included late (not in /openapi.json).
             assert body(await client.get("/_sandbox/deprecations")) == []
             lazy_document = (await client.get("/openapi.json")).json()
@@ -123,10 +124,10 @@ async def test_a_lazy_app_serves_as_an_eager_one(tmp_path: Path, callback_sink: 
         eager.state.paysdk.db.dispose()
 
 
-def _server_layer(app: Any) -> ServerMiddleware:
-    """The app's one middleware layer, from its built stack."""
+def _include_layer(app: Any) -> _IncludeRouters:
+    """The lazily started app's router-including layer, from its built stack."""
     layer = app.middleware_stack
-    while not isinstance(layer, ServerMiddleware):
+    while not isinstance(layer, _IncludeRouters):
         layer = layer.app
     return layer
 

@@ -22,10 +22,22 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, FastAPI
+from starlette.convertors import StringConvertor
 from starlette.routing import Match
-from starlette.types import Scope
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from paysdk.server import faults
 from paysdk.server.addresses import ServerAddresses
+from paysdk.server.asgi import control_forms
+from paysdk.server.asgi import is_control_path as _is_control_path
+from paysdk.server.asgi.body_bounds import BodyBoundsLayer
+from paysdk.server.asgi.deprecation import Deprecation
+from paysdk.server.asgi.faults import Faults
+from paysdk.server.asgi.hook_cors import HookCors
+from paysdk.server.asgi.host_guard import HostGuard
+from paysdk.server.asgi.idempotency import Idempotency, idempotent_paths
+from paysdk.server.asgi.request_id import RequestId
+from paysdk.server.asgi.request_log import RequestLog, install_access_log_filter
 from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, MAX_UPLOAD_BYTES, UPLOAD_TIMEOUT, BodyBounds
 from paysdk.server.boot import serve
 from paysdk.server.clock import Clock
@@ -34,10 +46,18 @@ from paysdk.server.context import ServerContext
 from paysdk.server.control_token import ControlPlaneAccess
 from paysdk.server.db import Database
 from paysdk.server.errors import install_error_handlers
-from paysdk.server.families import FAMILIES, Family, check_families, fast_lane_of, route_paths, under
+from paysdk.server.families import (
+    FAMILIES,
+    LANE_ATTRIBUTE,
+    Family,
+    check_families,
+    fast_lane_of,
+    route_paths,
+    under,
+)
 from paysdk.server.families import job_handlers as family_job_handlers
+from paysdk.server.hotpath.lanes import Endpoint, install_lanes
 from paysdk.server.jobs import LEASE
-from paysdk.server.middleware import Endpoint, ServerMiddleware, install_access_log_filter
 from paysdk.server.openapi import install_openapi
 from paysdk.server.refs import resolve
 from paysdk.server.scheduler import JobHandler, Scheduler
@@ -45,7 +65,7 @@ from paysdk.server.scheduler import JobHandler, Scheduler
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["KEEP_ALIVE_TIMEOUT", "REST_AFTER", "create_app", "serve"]
+__all__ = ["KEEP_ALIVE_TIMEOUT", "REST_AFTER", "control_prefixes", "create_app", "is_control_path", "serve"]
 
 log = logging.getLogger("paysdk.server")
 
@@ -187,43 +207,84 @@ def create_app(
     app.state.paysdk = context
     install_error_handlers(app)
     routers = _Routers(app, families)
-    fast_lane = routers.include_imported() if lazy_routers else routers.include_all()
-    install_openapi(app, body_bounds, addresses, families)  # what the layer below adds, on every operation
-    # One layer: allowed host and control-plane checks (D91, D92) -> hook CORS -> request log -> faults
-    # -> idempotency -> fast lane or FastAPI routing.
-    app.add_middleware(
-        ServerMiddleware,
-        context=context,
-        fast_lane=fast_lane,
-        routers=routers if lazy_routers else None,
-        exception_handlers=app.exception_handlers,
-        body_bounds=body_bounds,
-        families=families,
-    )
+    if lazy_routers:
+        routers.include_imported()
+        app.add_middleware(_IncludeRouters, routers=routers)  # just outside the routing (D303)
+    else:
+        routers.include_all()
+    install_openapi(app, body_bounds, addresses, families)  # what the layers add, on every operation
+    _add_layers(app, context, body_bounds, families)
     return app
+
+
+def control_prefixes(families: Iterable[Family] = FAMILIES) -> tuple[str, ...]:
+    """The prefixes of the families that are not public (the control plane), as ``prefix`` and
+    ``prefix/`` (:func:`paysdk.server.asgi.control_forms`)."""
+    return control_forms(p for f in families if not f.public for p in f.prefixes)
+
+
+def is_control_path(path: str, control: tuple[str, ...] | None = None) -> bool:
+    """Whether ``path`` is on the control plane of ``control`` (default: the control plane of
+    :data:`~paysdk.server.families.FAMILIES`) or the API docs: never logged, faulted or idempotent."""
+    return _is_control_path(path, control_prefixes() if control is None else control)
+
+
+def _add_layers(app: FastAPI, context: ServerContext, bounds: BodyBounds, families: Sequence[Family]) -> None:
+    """The middlewares of :mod:`paysdk.server.asgi`, in the order its docstring gives and explains (each
+    ``add_middleware`` wraps the ones added before it: the last added is the outermost). What each needs
+    to know of the families comes from their registrations (:class:`~paysdk.server.families.Family`)."""
+    control = control_prefixes(families)
+    idempotent = idempotent_paths(
+        [p for f in families if f.public and f.idempotent_posts for p in f.prefixes]
+    )
+    database_key = faults.database_key(context.db.engine.url)
+    app.add_middleware(Idempotency, context=context, paths=idempotent)
+    app.add_middleware(Faults, context=context, database_key=database_key, control=control)
+    app.add_middleware(RequestLog, context=context, control=control)
+    app.add_middleware(HookCors, paths=[p for f in families for p in f.cors_paths])
+    app.add_middleware(HostGuard, addresses=context.addresses, access=context.control)
+    app.add_middleware(BodyBoundsLayer, bounds=bounds)
+    app.add_middleware(Deprecation, context=context, database_key=database_key, control=control)
+    app.add_middleware(RequestId)
+
+
+class _IncludeRouters:
+    """The layer of a lazily started app (D303): includes the families' routers not included at start on
+    the first request that needs them (:meth:`_Routers.needed`), once, on the event loop."""
+
+    def __init__(self, app: ASGIApp, routers: _Routers) -> None:
+        self.app = app
+        self.routers: _Routers | None = routers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        routers = self.routers
+        if routers is not None and scope["type"] == "http" and routers.needed(scope):
+            routers.include_all()
+            self.routers = None
+        await self.app(scope, receive, send)
 
 
 class _Routers:
     """Includes the families' routers in ``app``: all at once (:meth:`include_all`), or those already
     imported first (:meth:`include_imported`) and the others when a request needs them (:meth:`needed`,
-    called by the middleware, D303). Registration order is kept either way (the imported ones are the
-    control plane's first router, which comes before its other routers)."""
+    called by the :class:`_IncludeRouters` layer, D303). Registration order is kept either way (the
+    imported ones are the control plane's first router, which comes before its other routers)."""
 
     def __init__(self, app: FastAPI, families: Sequence[Family]) -> None:
         self._app = app
         self._families = families
         self._pending = [(family, mount, router) for family in families for mount, router in family.routers]
         self._pages = {p for p in (app.openapi_url, app.docs_url, app.swagger_ui_oauth2_redirect_url) if p}
-        #: Whether :meth:`include_all` has handed the fast lane of every family to the middleware.
+        #: Whether :meth:`include_all` has run (every router included, the routes checked, the lanes in).
         self._handed = False
         self._rest: asyncio.TimerHandle | None = None
 
     def _include(self, family: Family, mount: str, router: APIRouter | str) -> None:
         self._app.include_router(resolve(router), prefix=mount, include_in_schema=family.public)
 
-    def include_imported(self) -> dict[tuple[str, str], Endpoint]:
-        """Include the routers given as objects (imported with the registrations); the fast lane of the
-        families all of whose routers and fast-lane handlers are."""
+    def include_imported(self) -> None:
+        """Include the routers given as objects (imported with the registrations), and the fast lanes
+        (:mod:`paysdk.server.hotpath.lanes`) of the families all of whose routers and lanes are."""
         rest: list[tuple[Family, str, APIRouter | str]] = []
         for family, mount, router in self._pending:
             if isinstance(router, str):
@@ -237,18 +298,18 @@ class _Routers:
             if not any(isinstance(r, str) for _, r in family.routers)
             and not any(isinstance(h, str) for h in family.fast_lane)
         ]
-        return _fast_lane(ready)
+        install_lanes(self._app.router, _lanes(ready))
 
-    def include_all(self) -> dict[tuple[str, str], Endpoint]:
+    def include_all(self) -> None:
         """Import and include every router not yet included, check the routes (``ValueError`` as
-        :func:`check_families`) and return the fast lane of every family."""
+        :func:`check_families`) and install every family's fast lanes."""
         self._include_pending()
         if self._rest is not None:
             self._rest.cancel()
         self._handed = True
         check_families(self._families)
+        install_lanes(self._app.router, _lanes(self._families))
         self._app.openapi_schema = None  # a document made before would lack the routes just included
-        return _fast_lane(self._families)
 
     def needed(self, scope: Scope) -> bool:
         """Whether all the routers not yet included must be before ``scope`` is answered: it asks for the
@@ -257,7 +318,7 @@ class _Routers:
         that answers it (the others of the server stay pending: a first request pays for its own family's
         routers only, D610)."""
         if not self._pending:
-            return not self._handed  # all included (REST_AFTER): the lanes are still to hand over
+            return not self._handed  # all included (REST_AFTER): the checks and lanes are still to come
         if scope["path"] in self._pages:
             return True
         if self._answered(scope):
@@ -285,7 +346,7 @@ class _Routers:
     def _include_rest_later(self) -> None:
         """Include the routers still pending from :data:`REST_AFTER` seconds from now, on the event loop
         (off the first request's path), one per loop turn so requests in between wait for one router's
-        import at most; the next request then hands the fast lane of every family to the middleware
+        import at most; the next request then installs the fast lanes of every family
         (:meth:`needed`, :meth:`include_all`), which runs the route checks."""
         if self._rest is None:
             self._rest = asyncio.get_running_loop().call_later(REST_AFTER, self._include_next)
@@ -303,15 +364,25 @@ class _Routers:
         self._rest = asyncio.get_running_loop().call_later(0, self._include_next)
 
 
-def _fast_lane(families: Sequence[Family]) -> dict[tuple[str, str], Endpoint]:
-    """``(method, path) -> handler`` of the routes the families register in their ``fast_lane`` (the hot
-    public creates), as FastAPI declares them (the tests check that FastAPI routes each such request to
-    that same handler)."""
-    lane: dict[tuple[str, str], Endpoint] = {}
+def _lanes(families: Sequence[Family]) -> list[tuple[str, str, Endpoint]]:
+    """``(method, path as served, handler)`` of the fast lanes (:mod:`paysdk.server.hotpath.lanes`): the
+    routes the families register in their ``fast_lane`` (the hot public creates, without path
+    parameters), then the routes whose handler names a lane (:func:`paysdk.server.routers._common.lane`:
+    a hot route with string path parameters, ``POST /rest/cards/{cardId}/funds``, D261)."""
+    if not families:
+        return []
+    exact: list[tuple[str, str, Endpoint]] = []
+    parametrized: list[tuple[str, str, Endpoint]] = []
     for family in families:
+        hot = fast_lane_of(family)
         for method, path, route in route_paths(family):
-            if route.endpoint in fast_lane_of(family):
+            if route.endpoint in hot:
                 if route.param_convertors:
                     raise ValueError(f"{family.name}: fast-lane route {method} {path} has path parameters")
-                lane[(method, path)] = route.endpoint
-    return lane
+                exact.append((method, path, route.endpoint))
+            lane = getattr(route.endpoint, LANE_ATTRIBUTE, None)
+            if lane is not None:
+                if not all(isinstance(c, StringConvertor) for c in route.param_convertors.values()):
+                    raise ValueError(f"{family.name}: lane route {route.path} has non-string parameters")
+                parametrized.append((method, path, lane))
+    return [*exact, *parametrized]

@@ -8,7 +8,7 @@ its camelCase wire name (D3). Strings holding NUL characters and values nested m
 it would reject (which would otherwise be a 500).
 
 Bounds while the body streams (D85), on every route: :class:`BoundedReceive` wraps the ASGI ``receive``
-of each request (:class:`paysdk.server.middleware.ServerMiddleware` installs it, from its
+of each request (:class:`paysdk.server.asgi.body_bounds.BodyBoundsLayer` installs it, from its
 :class:`BodyBounds`). A declared ``Content-Length`` above :data:`MAX_BODY_BYTES` is ``413`` before any
 byte is read (:func:`declared_too_large`); a body that grows past it is cut off with ``413``; a body
 not complete within :data:`BODY_TIMEOUT` seconds of its first read is ``408`` (within a second more).

@@ -39,7 +39,8 @@ __all__ = [
 
 log = logging.getLogger("paysdk.server")
 
-#: The ASGI scope key under which ServerMiddleware keeps the request's id (D65, ``X-Request-Id``).
+#: The ASGI scope key under which :class:`paysdk.server.asgi.request_id.RequestId` keeps the request's
+#: id (D65, ``X-Request-Id``).
 REQUEST_ID_SCOPE_KEY = "paysdk.request_id"
 
 #: The header that carries the request's id (D65) on every answer.
@@ -188,7 +189,7 @@ def install_error_handlers(app: FastAPI) -> None:
         if not isinstance(exc, ConnectionDropped):
             # Only the method and path: headers and bodies may hold credentials.
             log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-        # Sent by Starlette's outermost layer, around ServerMiddleware: the request id comes from the scope.
+        # Sent by Starlette's outermost layer, around the middlewares: the request id comes from the scope.
         request_id = request.scope.get(REQUEST_ID_SCOPE_KEY)
         headers = {"X-Request-Id": request_id} if isinstance(request_id, str) else None
         return JSONResponse(error_body(None, "Internal server error."), status_code=500, headers=headers)

@@ -288,7 +288,7 @@ async def feed_chunks(
 
 
 def _attempts_of(session: Session, event_id: str, count: int) -> list[dict[str, Any]]:
-    from paysdk.server.middleware import mask_query
+    from paysdk.server.asgi.request_log import mask_query
 
     rows = list(
         session.scalars(

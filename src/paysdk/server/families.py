@@ -3,12 +3,13 @@
 A :class:`Family` says everything the server-wide parts need to know about a family, and they read it
 from here (nothing registers itself as a side effect of being imported):
 
-* :func:`paysdk.server.app.create_app` mounts its ``routers``, hands its ``fast_lane`` endpoints to the
-  middleware, creates and resets its ``tables`` (:class:`paysdk.server.db.Database`), gives its ``jobs``
-  to the :class:`paysdk.server.scheduler.Scheduler` and, before serving anything, refuses (``ValueError``,
+* :func:`paysdk.server.app.create_app` mounts its ``routers``, serves its ``fast_lane`` endpoints as fast
+  lanes, hands its ``cors_paths`` to the hook CORS layer, creates and resets its ``tables``
+  (:class:`paysdk.server.db.Database`), gives its ``jobs`` to the
+  :class:`paysdk.server.scheduler.Scheduler` and, before serving anything, refuses (``ValueError``,
   :func:`check_families`) a registration that does not hold together: a route outside the family's
   ``prefixes``, two families claiming one prefix or job kind, a table no family registers;
-* :class:`paysdk.server.middleware.ServerMiddleware` makes a ``POST`` with ``Idempotency-Key``
+* :class:`paysdk.server.asgi.idempotency.Idempotency` makes a ``POST`` with ``Idempotency-Key``
   idempotent (D17) exactly under the prefixes of the families whose ``idempotent_posts`` is true
   (:func:`honours_idempotency_key`), which ``/openapi.json`` documents; a family with ``public`` false
   (the control plane) is never logged, faulted or idempotent;
@@ -114,10 +115,12 @@ class Family:
     never emptied.
     ``jobs``: job kind (at most 16 characters) -> handler. ``idempotent_posts``: its ``POST`` routes honour
     ``Idempotency-Key`` (D17). ``public``: in ``/openapi.json``, logged and faulted (the control plane is
-    not). ``fast_lane``: route handlers the middleware calls without FastAPI's routing (hot creates
-    without path parameters). ``sdk_resources`` / ``cli_groups``: the client attributes and ``paysdk``
-    command groups that serve it. ``operations``: ``"METHOD /path"`` (as in ``/openapi.json``) ->
-    :class:`Reach`.
+    not). ``fast_lane``: route handlers served as fast lanes, plain Starlette routes ahead of FastAPI's
+    (:mod:`paysdk.server.hotpath.lanes`; hot creates without path parameters). ``cors_paths``: paths
+    called from web pages (CORS for any origin, preflight answered:
+    :class:`paysdk.server.asgi.hook_cors.HookCors`, D14). ``sdk_resources`` / ``cli_groups``: the client
+    attributes and ``paysdk`` command groups that serve it. ``operations``: ``"METHOD /path"`` (as in
+    ``/openapi.json``) -> :class:`Reach`.
 
     ``security_schemes``: the ``components.securitySchemes`` of ``/openapi.json`` its routes name beside
     the core's ``merchantToken`` (:mod:`paysdk.server.openapi`, D131). ``hooks``: hook name (one of
@@ -141,6 +144,7 @@ class Family:
     idempotent_posts: bool = True
     public: bool = True
     fast_lane: tuple[Callable[..., Any] | str, ...] = ()
+    cors_paths: tuple[str, ...] = ()
     sdk_resources: tuple[str, ...] = ()
     cli_groups: tuple[str, ...] = ()
     operations: Mapping[str, Reach] = field(default_factory=dict)
@@ -159,6 +163,7 @@ PAYMENT_LINKS = Family(
         "callback": "paysdk.server.services.callbacks:deliver_job",
         "expire": "paysdk.server.services.payments:expire_job",
     },
+    cors_paths=("/transactions-hook",),
     sdk_resources=("payment_links",),
     cli_groups=("links",),
     operations={

@@ -1,7 +1,7 @@
-"""``/openapi.json`` completed with what the server's one ASGI layer adds to every operation.
+"""``/openapi.json`` completed with what the server's ASGI layers add to every operation.
 
 FastAPI documents each route from its declaration; the answers of
-:class:`paysdk.server.middleware.ServerMiddleware` are added here, once, to every operation of the
+the layers of :mod:`paysdk.server.asgi` are added here, once, to every operation of the
 generated document (the control plane is not in it):
 
 * ``X-Request-Id`` on every response (D65), pattern :data:`REQUEST_ID_PATTERN`;

@@ -9,7 +9,7 @@ Hooks:
 - :func:`bind_processors`: a compiled statement's ``_bind_processors`` (the bound value processors of
   its parameters, by name), which SQLAlchemy builds once per compiled statement. The idempotency claim on
   PostgreSQL runs its compiled SQL on the driver's cursor and processes its values with them
-  (:func:`paysdk.server.middleware._claimed`).
+  (``paysdk.server.asgi.idempotency._claimed``).
 
 The public ``driver_connection`` and a compiled statement's ``positiontup``/``binds`` are SQLAlchemy 2
 API and are used where they are needed, not here.

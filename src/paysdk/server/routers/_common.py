@@ -167,8 +167,8 @@ def webview_url(request: Request) -> str:
 
 def lane(handler: Callable[..., Any], fast: Callable[[Request], Any]) -> None:
     """Serve the route of ``handler`` (which has path parameters) through ``fast(request) -> Response``
-    without FastAPI's routing: ``fast`` reads its parameters from ``request.path_params`` and must answer
-    exactly as ``handler`` does (:class:`paysdk.server.middleware.ServerMiddleware`, D261)."""
+    as a fast lane: ``fast`` reads its parameters from ``request.path_params`` and must answer exactly as
+    ``handler`` does (:mod:`paysdk.server.hotpath.lanes`, D261)."""
     setattr(handler, LANE_ATTRIBUTE, fast)
 
 

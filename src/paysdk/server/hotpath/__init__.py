@@ -1,0 +1,3 @@
+"""The reference server's speed machinery, behind one seam: what makes the hot routes fast and nothing
+else. :mod:`.lanes`: the fast lanes, the hot routes served as plain Starlette routes ahead of FastAPI's.
+"""
