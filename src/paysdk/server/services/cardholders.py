@@ -42,7 +42,6 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from sqlalchemy import func, insert, select, update
-from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -78,10 +77,11 @@ from paysdk.server.cardholder_tables import (
     CardholderFileChunkRow,
 )
 from paysdk.server.clock import Clock
-from paysdk.server.context import ServerContext, Statement
+from paysdk.server.context import ServerContext
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.fanout import FanOut, FeedItem, Snapshot
+from paysdk.server.hotpath import Statement
 from paysdk.server.jobs import ClaimedJob, LeaseLost
 from paysdk.server.multipart import ReceivedFile, receive_file_part
 from paysdk.server.services.wallet_common import new_id
@@ -140,7 +140,8 @@ _CARD_COLUMNS = tuple(WalletCardRow.__table__.columns)
 
 def _insert_statement(table: Any, exclude: tuple[str, ...] = ()) -> Statement:
     """A precompiled ``INSERT`` of the columns of ``table`` but ``exclude`` (multi-row on SQLite, as
-    :class:`~paysdk.server.context.Statement` runs the hot path's)."""
+    :class:`~paysdk.server.hotpath.Statement` runs the hot path's, each column's value processed
+    once per distinct object)."""
     columns = [column.key for column in table.columns if column.key not in exclude]
     return Statement(insert(table), columns=columns)
 
@@ -149,46 +150,6 @@ _USERS = _insert_statement(WalletUserRow.__table__)
 _MEMBERS = _insert_statement(BatchCardholderRow.__table__, exclude=("id",))
 _ENROLLED = _insert_statement(PartnerEnrollmentRow.__table__)
 _CARDS = _insert_statement(WalletCardRow.__table__)
-
-
-def _run_many(statement: Statement, connection: Connection, params: Sequence[dict[str, Any]]) -> None:
-    """:meth:`Statement.run_many`, with each column's bound value processed once per distinct object on
-    SQLite: a chunk's rows share their ``created_at`` (and ``client_id`` ...), so the datetime processing
-    runs once per chunk instead of once per row and table."""
-    if connection.dialect.name != "sqlite" or len(params) < 2:
-        statement.run_many(connection, params)
-        return
-    compiled = statement._compile(connection.dialect)
-    names, binds = compiled.names, compiled.binds
-    last: list[tuple[object, object]] = [(_UNSET, None)] * len(names)
-    rows: list[list[Any]] = []
-    for item in params:
-        row: list[Any] = []
-        for index, name in enumerate(names):
-            value = item[name] if name in item else compiled.defaults[name]
-            process = binds[index]
-            if process is None or value is None:
-                row.append(value)
-                continue
-            seen, processed = last[index]
-            if seen is not value:
-                processed = process(value)
-                last[index] = (value, processed)
-            row.append(processed)
-        rows.append(row)
-    raw = connection.connection.driver_connection
-    assert raw is not None
-    head, group = compiled.many
-    if not group:  # pragma: no cover - every statement here is a plain INSERT
-        raw.executemany(compiled.sql, rows)
-        return
-    per_chunk = max(1, 999 // max(1, len(names)))
-    for start in range(0, len(rows), per_chunk):
-        chunk = rows[start : start + per_chunk]
-        raw.execute(head + ", ".join([group] * len(chunk)), [value for row in chunk for value in row])
-
-
-_UNSET = object()
 
 
 def file_problem(message: str, field: str = "file") -> APIProblem:
@@ -750,15 +711,14 @@ def _insert(session: Session, cursor: _Cursor, rows: Sequence[CardholderRow], no
     users, holders, cards = _records(cursor, rows, now)
     connection = session.connection()
     if users:
-        _run_many(_USERS, connection, users)
-        _run_many(_MEMBERS, connection, holders)
-        _run_many(
-            _ENROLLED,
+        _USERS.run_many(connection, users)
+        _MEMBERS.run_many(connection, holders)
+        _ENROLLED.run_many(
             connection,
             [{"user_id": user["id"], "partner_pk": cursor.partner_pk, "created_at": now} for user in users],
         )
     if cards:
-        _run_many(_CARDS, connection, cards)
+        _CARDS.run_many(connection, cards)
     return len(cards)
 
 
