@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 import psycopg
+from cardholder_kit import Backoffice, csv_file, person, xlsx_file
 from fastapi import FastAPI
 from server_helpers import auth, dumps, link_body
 from sqlalchemy import MetaData, select
@@ -39,7 +40,7 @@ _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-
 #: Drawn at random or from the clock: ids (``txn_...``, uuids), references (``PL-...``), hex strings.
 _DRAWN = re.compile(
     r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-    r"|\b[A-Z]{2,4}-[A-Z0-9]{8,}\b|\b[A-Za-z]{2,10}_[A-Za-z0-9_-]{6,}|\b[0-9a-f]{16,}\b"
+    r"|\bop-[0-9a-f]{8}@|\b[A-Z]{2,4}-[A-Z0-9]{8,}\b|\b[A-Za-z]{2,10}_[A-Za-z0-9_-]{6,}|\b[0-9a-f]{16,}\b"
 )
 _VOLATILE = (
     "token",
@@ -250,6 +251,20 @@ async def _batch_charges(client: httpx.AsyncClient, app: FastAPI) -> list[Any]:
     ]
 
 
+async def _cardholders(client: httpx.AsyncClient, _app: FastAPI) -> list[Any]:
+    office = Backoffice(client, await _merchant(client, "equivalence-cardholders"))
+    partner = await office.partner("ptn_equivalence")
+    rows = [person(index, card=index % 2 == 0) for index in range(1, 41)]
+    rows[5][2] = rows[4][2]  # an email twice: that row fails
+    answers = []
+    for content, name in ((csv_file(rows), "people.csv"), (xlsx_file([*rows, person(41)]), "more.xlsx")):
+        answer = await office.upload(partner, content, name)
+        answers.append(_answer(answer))
+        events = await office.progress(partner, answer.json()["data"]["batchId"])
+        answers.append([(event.event, _norm(event.data)) for event in events if event.event != "progress"])
+    return answers
+
+
 async def _renewals(client: httpx.AsyncClient, app: FastAPI) -> list[Any]:
     merchant = await _merchant(client, "equivalence-renewals")
     plan = await client.post(
@@ -304,3 +319,10 @@ async def test_batch_charges_answer_and_store_alike(db_url: str, tmp_path: Path)
 async def test_renewals_answer_and_store_alike(db_url: str, tmp_path: Path) -> None:
     answers = await _equivalent(db_url, tmp_path, _renewals)
     assert [status for status, _ in answers][:3] == [201, 201, 201]
+
+
+async def test_cardholder_uploads_answer_and_store_alike(db_url: str, tmp_path: Path) -> None:
+    answers = await _equivalent(db_url, tmp_path, _cardholders)
+    assert [answers[0][0], answers[2][0]] == [202, 202]
+    assert answers[1][-1][0] == "done"
+    assert answers[1][-1][1]["created"] == 39

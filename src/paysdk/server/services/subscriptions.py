@@ -44,7 +44,7 @@ from paysdk.server.clock import Clock
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.db import from_cents, to_cents
 from paysdk.server.errors import APIProblem
-from paysdk.server.hotpath import Statement
+from paysdk.server.hotpath import STATEMENTS, Statement
 from paysdk.server.hotpath.driver import copy_rows
 from paysdk.server.renewal_dates import local_date, local_midnight, renewal_date
 from paysdk.server.services.test_cards import (
@@ -253,8 +253,9 @@ def _values(
 
 def _bulk_insert(connection: Connection, rows: list[dict[str, object]]) -> None:
     """Insert subscription rows fast: ``COPY`` on PostgreSQL (psycopg's executemany sends one statement
-    per row), the compiled multi-row ``INSERT`` of :class:`Statement` elsewhere (SQLite)."""
-    if connection.dialect.name == "postgresql":
+    per row), the compiled multi-row ``INSERT`` of :class:`Statement` elsewhere (SQLite; Core's
+    ``executemany`` on the plain path, the hot path switched off)."""
+    if connection.dialect.name == "postgresql" and not STATEMENTS.switched_off(connection.dialect):
         columns = _INSERT_SUBSCRIPTION_COLUMNS
         copy_rows(
             connection,
