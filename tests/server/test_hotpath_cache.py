@@ -7,10 +7,11 @@ ledger's two (its guarded updates' SQL and result processors) and the idempotenc
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import httpx
 from server_helpers import auth, dumps, link_body
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Table, bindparam, select, update
 from wallet.kit import Kit
 
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
@@ -21,7 +22,7 @@ from paysdk.server.db import Database
 from paysdk.server.hotpath import STATEMENTS, Statement
 from paysdk.server.services import sandbox, wallet_ledger
 
-_CLIENTS = ClientRow.__table__
+_CLIENTS = cast(Table, ClientRow.__table__)
 _SLUG = Statement(select(_CLIENTS.c.slug, _CLIENTS.c.created_at).where(_CLIENTS.c.slug == bindparam("slug")))
 _RENAME = Statement(
     update(_CLIENTS)
