@@ -104,6 +104,9 @@ def _rows(database: Database) -> dict[str, list[str]]:
             rows = [
                 json.dumps(_norm({c: v for c, v in row._mapping.items()}), sort_keys=True, default=str)
                 for row in connection.execute(select(table))
+                # A cardholder batch runs in chunks bounded by time: how many progress events it writes
+                # depends on the machine's load, not on the path.
+                if not (name == "cardholder_events" and row._mapping["event"] == "progress")
             ]
             found[name] = sorted(rows)
     return found
@@ -150,6 +153,12 @@ async def _equivalent(db_url: str, tmp_path: Path, scenario: Scenario) -> list[A
     hot_answers, hot_rows = await _run(db_url, tmp_path, scenario, hot=True)
     plain_answers, plain_rows = await _run(db_url, tmp_path, scenario, hot=False)
     assert hot_answers == plain_answers
+    differing = {
+        table: (sorted(set(rows) - set(plain_rows[table])), sorted(set(plain_rows[table]) - set(rows)))
+        for table, rows in hot_rows.items()
+        if rows != plain_rows.get(table)
+    }
+    assert not differing, differing  # table: (rows only the hot path stored, rows only the plain path stored)
     assert hot_rows == plain_rows
     return hot_answers
 

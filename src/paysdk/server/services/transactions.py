@@ -26,10 +26,10 @@ from paysdk.contracts.alternative_payments import AlternativePaymentCreate
 from paysdk.contracts.payment_links import PaymentLinkCreate, TransactionStatus
 from paysdk.contracts.sandbox import SandboxTransaction
 from paysdk.server.clock import Clock
-from paysdk.server.context import Statement, batch_cached, deferring
 from paysdk.server.core_tables import ClientRow, ClockRow, TransactionRow
 from paysdk.server.db import from_cents
 from paysdk.server.errors import APIProblem
+from paysdk.server.hotpath import Statement, batch_cached, deferring
 from paysdk.server.services.common import check_against_client
 
 __all__ = [
