@@ -127,7 +127,9 @@ class StatementCache:
     def compiled(self, statement: Statement, dialect: Dialect) -> Compiled | None:
         """``statement`` compiled for ``dialect`` (made on first use), or ``None`` when the hot path is
         switched off for ``dialect``."""
-        per = self._of(dialect)
+        per = self._dialects.get(id(dialect))
+        if per is None or per.dialect is not dialect:
+            per = self._of(dialect)
         if per.plain:
             return None
         entry = per.entries.get(statement)
@@ -188,7 +190,14 @@ class Statement:
         if compiled is None:
             return [tuple(row) for row in connection.execute(self.statement, dict(params or {}))]
         cursor = dbapi(connection).execute(compiled.sql, compiled.values(params or {}))
-        return [compiled.row(raw) for raw in cursor.fetchall()]
+        results = compiled.results
+        return [
+            tuple(
+                value if process is None else process(value)
+                for value, process in zip(raw, results, strict=True)
+            )
+            for raw in cursor.fetchall()
+        ]
 
     def first(
         self, connection: Connection, params: Mapping[str, Any] | None = None
