@@ -1,5 +1,5 @@
 """The fast path of the public endpoints: the process-wide fault registry, the grouped request log and
-the Core/DBAPI statements (:class:`paysdk.server.context.Statement`) must not change any behaviour."""
+the Core/DBAPI statements (:class:`paysdk.server.hotpath.Statement`) must not change any behaviour."""
 
 from __future__ import annotations
 
@@ -289,18 +289,18 @@ async def test_a_lost_batch_runs_every_call_and_log_entry_again(
     app: FastAPI, asgi_client: httpx.AsyncClient, merchant: SandboxClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert app.state.paysdk.db.dialect == "sqlite"
-    from paysdk.server import context as context_module
+    from paysdk.server.hotpath import driver, group_commit
 
     failures = {"left": 2}  # the batch of the 20 creates, then the batch of their 20 log entries
-    original = context_module._run_together
+    original = group_commit._run_together
 
     def broken(connection: Any, calls: Any) -> bool:
         if failures["left"] > 0:
             failures["left"] -= 1
-            raise context_module._Broken()  # the batch transaction is lost: nothing of it commits
+            raise driver.SavepointBroken()  # the batch transaction is lost: nothing of it commits
         return original(connection, calls)
 
-    monkeypatch.setattr(context_module, "_run_together", broken)
+    monkeypatch.setattr(group_commit, "_run_together", broken)
     answers = await asyncio.gather(
         *(
             asgi_client.post(

@@ -22,9 +22,9 @@ from sqlalchemy.orm import Session
 
 from paysdk._secret import constant_time_equals
 from paysdk.contracts.common import OwnCode
-from paysdk.server.context import Statement, batch_cached
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
+from paysdk.server.hotpath import Statement, batch_cached
 
 __all__ = [
     "Credentials",

@@ -39,6 +39,9 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeDecorator
 
+from paysdk.server.hotpath.driver import dbapi, execute_script
+from paysdk.server.hotpath.statements import STATEMENTS
+
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
@@ -247,7 +250,9 @@ class Database:
     :data:`paysdk.server.families.FAMILIES`, read when the schema is created or reset).
     """
 
-    def __init__(self, url: str | None, families: Sequence[Family] | None = None) -> None:
+    def __init__(
+        self, url: str | None, families: Sequence[Family] | None = None, *, hotpath: bool = True
+    ) -> None:
         self._families = None if families is None else tuple(families)
         #: The default families (:data:`paysdk.server.families.FAMILIES`), whose schema and reset order
         #: :mod:`paysdk.server.schema_snapshot` holds.
@@ -292,6 +297,12 @@ class Database:
         self._reset_connection: Connection | None = None
         self._reset_sql: tuple[str, ...] | None = None
         self._occupied: str | None = None
+        #: Whether the speed machinery (:mod:`paysdk.server.hotpath`) serves this database: compiled
+        #: statements on the DBAPI cursor, group commits, the ledger's fast path. ``False`` runs the plain
+        #: path (SQLAlchemy's ordinary execution, a transaction per call): the equivalence tests' other side.
+        self.hotpath = hotpath
+        if not hotpath:
+            STATEMENTS.switch_off(self.engine.dialect)
 
     def exclusive(self, call: Callable[[], T]) -> T:
         """``call()`` holding :attr:`lock` (what the SQLite worker thread runs)."""
@@ -422,9 +433,7 @@ class Database:
         kept = self._batch_connection
         if kept is None or kept.closed or kept.invalidated:
             kept = self._batch_connection = self.engine.connect()
-            driver = kept.connection.driver_connection
-            assert driver is not None
-            driver.execute("PRAGMA wal_autocheckpoint=0")
+            execute_script(kept, ["PRAGMA wal_autocheckpoint=0"])
         with kept.begin():
             yield kept
         self._batches += 1
@@ -436,9 +445,7 @@ class Database:
         """Copy the WAL into the database file (``PASSIVE``: never waits for or blocks the writers)."""
         try:
             with self.engine.connect() as connection:
-                driver = connection.connection.driver_connection
-                assert driver is not None
-                driver.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                dbapi(connection).execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         except Exception:  # a later checkpoint, or SQLite's automatic one on another connection, catches up
             log.debug("WAL checkpoint failed", exc_info=True)
 
@@ -461,12 +468,9 @@ class Database:
         if self.executor is not None:
             self._reset_sqlite(statements)
         else:
-            with self.engine.begin() as connection:
-                driver = connection.connection.driver_connection
-                assert driver is not None
-                with driver.cursor() as cursor:
-                    for sql in statements:
-                        cursor.execute(sql)
+            with self.engine.begin() as connection, dbapi(connection).cursor() as cursor:
+                for sql in statements:
+                    cursor.execute(sql)
         _run_reset_hooks()
 
     def _reset_statements(self) -> tuple[str, ...]:
@@ -498,14 +502,11 @@ class Database:
         kept = self._reset_connection
         if kept is None or kept.closed or kept.invalidated:
             kept = self._reset_connection = self.engine.connect()
-            driver = kept.connection.driver_connection
-            assert driver is not None
             # Outside any transaction (foreign_keys is a no-op inside one): this connection only resets.
-            driver.execute("PRAGMA foreign_keys=OFF")
-            driver.execute("PRAGMA secure_delete=FAST")
-            driver.execute("PRAGMA wal_autocheckpoint=0")
-        driver = kept.connection.driver_connection
-        assert driver is not None
+            execute_script(
+                kept, ["PRAGMA foreign_keys=OFF", "PRAGMA secure_delete=FAST", "PRAGMA wal_autocheckpoint=0"]
+            )
+        driver = dbapi(kept)
         driver.execute("BEGIN IMMEDIATE")
         try:
             # Only the tables holding rows: a DELETE rewrites the root page of an empty table and of
@@ -566,4 +567,4 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_begin(connection: Any) -> None:
         # Straight on the DBAPI connection: exec_driver_sql would add SQLAlchemy's execution overhead
         # (several times SQLite's own cost) to every transaction.
-        connection.connection.driver_connection.execute("BEGIN IMMEDIATE")
+        dbapi(connection).execute("BEGIN IMMEDIATE")

@@ -1,7 +1,7 @@
 """Batched commits of the wallet ledger (D258): concurrent fund operations applied in one transaction.
 
-:class:`LedgerBatches` is a :class:`paysdk.server.context.GroupCommit` of its own (one per server
-instance, :func:`ledger_batches`) that only fund operations use
+:class:`LedgerBatches` is a :class:`paysdk.server.hotpath.LockingGroupCommit` of its own (one per
+server instance, :func:`ledger_batches`) that only fund operations use
 (:func:`paysdk.server.services.wallet_ledger.fund`). Everything the group commit guarantees holds: the
 operations that arrive together run in arrival order in ONE transaction, each caller awaits the commit
 of its batch and gets its own result or its own error, an operation that is refused has written nothing,
@@ -12,7 +12,8 @@ What it adds is the order of row locks on PostgreSQL. A batch updates several ca
 order, its row locks could cross those of a transfer (which locks its two cards in card-id order, D43)
 and deadlock, and PostgreSQL would then abort either transaction: possibly the transfer, a request that
 never asked to be batched. So every batch starts by locking all the cards it will touch, in card-id
-order (``SELECT ... ORDER BY id FOR UPDATE``), the same order as transfers: no cycle can form. On SQLite
+order (``SELECT ... ORDER BY id FOR UPDATE``, the lock call this module hands the group commit), the same
+order as transfers: no cycle can form. On SQLite
 the batch holds the database's single write lock and there is nothing to order.
 
 On PostgreSQL a batch of its own, rather than a seat in the server's main group commit (request log,
@@ -23,7 +24,6 @@ main group commit (:meth:`LedgerBatches.fund`).
 
 from __future__ import annotations
 
-import asyncio
 import weakref
 from typing import Any, cast
 
@@ -31,7 +31,8 @@ from sqlalchemy import Table, bindparam, select
 from sqlalchemy.engine import Connection
 
 from paysdk.contracts.wallet import FundsRequest, FundsResult
-from paysdk.server.context import GroupCommit, ServerContext, _Call
+from paysdk.server.context import ServerContext
+from paysdk.server.hotpath import LockingGroupCommit
 from paysdk.server.services import wallet_ledger
 from paysdk.server.wallet_tables import WalletCardRow
 
@@ -46,50 +47,34 @@ _LOCK = (
 )
 
 
-def _lock_cards(connection: Connection, ids: list[str]) -> None:
+def _lock_cards(connection: Connection, ids: list[Any]) -> None:
     """Lock the batch's cards in card-id order (PostgreSQL; SQLite's write lock is already held)."""
     if connection.dialect.name != "sqlite" and ids:
         connection.execute(_LOCK, {"ids": sorted(set(ids))}).all()
 
 
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()  # the lock's own outcome is nobody's answer: the operations report theirs
-
-
-class LedgerBatches(GroupCommit):
+class LedgerBatches(LockingGroupCommit):
     """The group commit of fund operations (see the module docstring)."""
 
     def __init__(self, context: ServerContext) -> None:
-        super().__init__(context)
-        self._context = context
+        super().__init__(context, _lock_cards, context.group_commit)
+        self._server = context
 
     async def fund(
         self, token: str | None, card_id: str, body: FundsRequest
     ) -> FundsResult | wallet_ledger.Slow:
-        """:func:`paysdk.server.services.wallet_ledger.fund` in the next batch; its result or its error.
+        """:func:`paysdk.server.services.wallet_ledger.fund` in the next batch; its result or its error;
+        :data:`~paysdk.server.services.wallet_ledger.SLOW` when the database's hot path is off.
 
         On SQLite the operations join the server's main group commit instead (one writer holds the
         database: there is no lock order to keep, and one batch for the request log, the idempotency keys
         and the operations is one ``COMMIT`` fewer per turn)."""
-        if self._context.db.executor is not None:
-            args = (self._context, token, card_id, body)
-            result: FundsResult | wallet_ledger.Slow = await self._context.group_commit.call(
-                wallet_ledger.fund, *args
-            )
-            return result
-        loop = asyncio.get_running_loop()
-        pending = self._batch(loop)
-        if not pending.calls:  # a new batch: its first call locks every card of the batch, in id order
-            lock: asyncio.Future[Any] = loop.create_future()
-            lock.add_done_callback(_retrieved)
-            pending.calls.append(_Call(_lock_cards, ([],), lock))
-        ids = pending.calls[0].args[0]
-        assert pending.calls[0].fn is _lock_cards
-        ids.append(card_id)
-        done: asyncio.Future[FundsResult | wallet_ledger.Slow] = loop.create_future()
-        pending.calls.append(_Call(wallet_ledger.fund, (self._context, token, card_id, body), done))
-        return await done
+        if not self._server.db.hotpath:
+            return wallet_ledger.SLOW
+        result: FundsResult | wallet_ledger.Slow = await self.call_keyed(
+            card_id, wallet_ledger.fund, self._server, token, card_id, body
+        )
+        return result
 
 
 _BATCHES: weakref.WeakKeyDictionary[ServerContext, LedgerBatches] = weakref.WeakKeyDictionary()

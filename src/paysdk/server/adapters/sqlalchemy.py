@@ -7,12 +7,13 @@ private part used here is gone or changed.
 Hooks:
 
 - :func:`bind_processors`: a compiled statement's ``_bind_processors`` (the bound value processors of
-  its parameters, by name), which SQLAlchemy builds once per compiled statement. The idempotency claim on
-  PostgreSQL runs its compiled SQL on the driver's cursor and processes its values with them
-  (``paysdk.server.asgi.idempotency._claimed``).
+  its parameters, by name), which SQLAlchemy builds once per compiled statement. The server has no caller
+  left (D591): the hot path's one statement cache (:mod:`paysdk.server.hotpath.statements`) takes the
+  same processors from the public ``TypeEngine.dialect_impl(...).bind_processor``, which
+  ``tests/server/test_adapter_sqlalchemy.py`` shows equal to these.
 
-The public ``driver_connection`` and a compiled statement's ``positiontup``/``binds`` are SQLAlchemy 2
-API and are used where they are needed, not here.
+The public ``driver_connection`` is used in :mod:`paysdk.server.hotpath.driver` only, and a compiled
+statement's ``positiontup``/``binds`` in :mod:`paysdk.server.hotpath.statements` (SQLAlchemy 2 API).
 """
 
 from __future__ import annotations

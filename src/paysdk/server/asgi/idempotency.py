@@ -21,7 +21,6 @@ from sqlalchemy.engine import Connection
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from paysdk.server.adapters.sqlalchemy import bind_processors
 from paysdk.server.asgi._scope import header
 from paysdk.server.bodies import BodyRefused
 from paysdk.server.context import ServerContext, Statement, virtual_now
@@ -112,31 +111,17 @@ _DONE = Statement(
 )
 
 
-_PG_CLAIM: dict[int, tuple[Any, str, dict[str, Any]]] = {}
-
-
 def _claimed(connection: Connection, params: dict[str, Any]) -> bool:
     """``INSERT ... ON CONFLICT DO NOTHING`` of a new key: whether this request inserted it. SQLite's row
     count; PostgreSQL's ``RETURNING`` (psycopg's row count of an upsert is not reliable), run on psycopg's
-    cursor with the statement compiled once (what :class:`Statement` does on SQLite)."""
+    cursor with the statement compiled once (:meth:`Statement.first`)."""
     dialect = connection.dialect
     claim = _claim_statement(dialect.name)
     if claim is None:  # pragma: no cover - the server runs on SQLite or PostgreSQL
         raise RuntimeError(f"no idempotency claim for {dialect.name}")
     if dialect.name == "sqlite":
         return claim.run(connection, params) == 1
-    cached = _PG_CLAIM.get(id(dialect))
-    if cached is None or cached[0] is not dialect:
-        compiled = claim.statement.compile(dialect=dialect, column_keys=list(_NEW_KEY_COLUMNS))
-        cached = _PG_CLAIM[id(dialect)] = (dialect, str(compiled), bind_processors(compiled))
-    _dialect, sql, processors = cached
-    values = {
-        name: processors[name](value) if name in processors and value is not None else value
-        for name, value in params.items()
-    }
-    raw = connection.connection.driver_connection
-    assert raw is not None
-    return raw.execute(sql, values).fetchone() is not None
+    return claim.first(connection, params) is not None
 
 
 def _begin(connection: Connection, context: ServerContext, scope_hash: str, body_hash: str) -> _Stored:

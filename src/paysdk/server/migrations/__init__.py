@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table, delete, insert, select
 from sqlalchemy.exc import DBAPIError
 
+from paysdk.server.hotpath.driver import dbapi
+
 if TYPE_CHECKING:
     from alembic.script import ScriptDirectory
     from sqlalchemy.engine import Connection
@@ -155,8 +157,7 @@ def prepare(database: Database) -> Step:
     engine = database.engine
     sqlite = engine.dialect.name == "sqlite"
     with engine.connect() as connection:
-        driver = connection.connection.driver_connection
-        assert driver is not None
+        driver = dbapi(connection)
         if sqlite:  # outside any transaction (the pragma is a no-op inside one)
             driver.execute("PRAGMA foreign_keys=OFF")
         try:

@@ -34,9 +34,9 @@ from sqlalchemy.orm import Session
 
 from paysdk.contracts.charges_csv import BATCH_MAX_ROWS, ChargeRow, CsvFileError, CsvScan, scan
 from paysdk.contracts.subscriptions import BatchChargeResult, BatchChargeRowResult
-from paysdk.server.context import Statement
 from paysdk.server.db import to_cents
 from paysdk.server.errors import APIProblem
+from paysdk.server.hotpath import Statement
 from paysdk.server.multipart import receive_file_part
 from paysdk.server.services import subscriptions
 from paysdk.server.services.subscriptions import ChargeRequest
@@ -94,7 +94,7 @@ _SUBS: Table = SubscriptionRow.__table__  # type: ignore[assignment]
 _PLANS: Table = PlanRow.__table__  # type: ignore[assignment]
 
 #: The file's rows stored, written as one bulk insert (a multi-row ``INSERT`` per chunk on SQLite, an
-#: ``executemany`` elsewhere: :class:`paysdk.server.context.Statement`), compiled once.
+#: ``executemany`` elsewhere: :class:`paysdk.server.hotpath.Statement`), compiled once.
 _INSERT_BATCH_ROWS = Statement(
     insert(_BATCH_ROWS),
     ("client_id", "reference", "fingerprint", "sub_uid", "status", "charge_id", "error", "created_at"),

@@ -77,10 +77,11 @@ from paysdk.server.cardholder_tables import (
     CardholderFileChunkRow,
 )
 from paysdk.server.clock import Clock
-from paysdk.server.context import ServerContext, Statement
+from paysdk.server.context import ServerContext
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.fanout import FanOut, FeedItem, Snapshot
+from paysdk.server.hotpath import Statement
 from paysdk.server.jobs import ClaimedJob, LeaseLost
 from paysdk.server.multipart import ReceivedFile, receive_file_part
 from paysdk.server.services.wallet_common import new_id
@@ -139,7 +140,8 @@ _CARD_COLUMNS = tuple(WalletCardRow.__table__.columns)
 
 def _insert_statement(table: Any, exclude: tuple[str, ...] = ()) -> Statement:
     """A precompiled ``INSERT`` of the columns of ``table`` but ``exclude`` (multi-row on SQLite, as
-    :class:`~paysdk.server.context.Statement` runs the hot path's)."""
+    :class:`~paysdk.server.hotpath.Statement` runs the hot path's, each column's value processed
+    once per distinct object)."""
     columns = [column.key for column in table.columns if column.key not in exclude]
     return Statement(insert(table), columns=columns)
 

@@ -39,8 +39,9 @@ from sqlalchemy.orm import Session
 from paysdk.contracts.callbacks import SubscriptionCallback
 from paysdk.server import jobs
 from paysdk.server.clock import Clock
-from paysdk.server.context import ServerContext, Statement
+from paysdk.server.context import ServerContext
 from paysdk.server.core_tables import ClientRow
+from paysdk.server.hotpath import Statement
 from paysdk.server.jobs import ClaimedJob
 from paysdk.server.renewal_dates import local_midnight, renewal_date
 from paysdk.server.services import callbacks
@@ -229,7 +230,7 @@ class _Due(NamedTuple):
 
 #: The claim of a batch: the oldest due ``active`` subscriptions the run has not touched, locked
 #: (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), as plain rows; compiled once
-#: (:class:`paysdk.server.context.Statement`).
+#: (:class:`paysdk.server.hotpath.Statement`).
 _CLAIM = Statement(
     select(
         _SUBS.c.id,
@@ -260,7 +261,7 @@ _CLAIM = Statement(
 )
 
 #: The batch's conditional updates (``executemany``), each guarded by the ``(id, period, attempts)`` the
-#: batch read and ``status = 'active'``; compiled once (:class:`paysdk.server.context.Statement`).
+#: batch read and ``status = 'active'``; compiled once (:class:`paysdk.server.hotpath.Statement`).
 _READ = and_(
     _SUBS.c.id == bindparam("b_id"),
     _SUBS.c.period == bindparam("b_period"),

@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy import Table, insert, select
 from sqlalchemy.engine import Connection
@@ -41,10 +41,11 @@ from paysdk.contracts.subscriptions import (
 )
 from paysdk.contracts.wallet import email_key
 from paysdk.server.clock import Clock
-from paysdk.server.context import Statement
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.db import from_cents, to_cents
 from paysdk.server.errors import APIProblem
+from paysdk.server.hotpath import STATEMENTS, Statement
+from paysdk.server.hotpath.driver import copy_rows
 from paysdk.server.renewal_dates import local_date, local_midnight, renewal_date
 from paysdk.server.services.test_cards import (
     Renewal,
@@ -173,7 +174,7 @@ def plan_view(row: PlanRow, client_slug: str) -> Plan:
 # ------------------------------------------------------------------------------------ creation
 
 #: The bulk insert of :func:`create_subscriptions`: compiled once, run through the DBAPI on SQLite
-#: (:class:`paysdk.server.context.Statement`), a multi-row ``INSERT`` per chunk.
+#: (:class:`paysdk.server.hotpath.Statement`), a multi-row ``INSERT`` per chunk.
 _INSERT_SUBSCRIPTION_COLUMNS = (
     "sub_uid",
     "client_id",
@@ -252,14 +253,16 @@ def _values(
 
 def _bulk_insert(connection: Connection, rows: list[dict[str, object]]) -> None:
     """Insert subscription rows fast: ``COPY`` on PostgreSQL (psycopg's executemany sends one statement
-    per row), the compiled multi-row ``INSERT`` of :class:`Statement` elsewhere (SQLite)."""
-    if connection.dialect.name == "postgresql":
+    per row), the compiled multi-row ``INSERT`` of :class:`Statement` elsewhere (SQLite; Core's
+    ``executemany`` on the plain path, the hot path switched off)."""
+    if connection.dialect.name == "postgresql" and not STATEMENTS.switched_off(connection.dialect):
         columns = _INSERT_SUBSCRIPTION_COLUMNS
-        raw: Any = connection.connection.driver_connection
-        sql = f"COPY {SubscriptionRow.__tablename__} ({', '.join(columns)}) FROM STDIN"
-        with raw.cursor() as cursor, cursor.copy(sql) as copy:
-            for row in rows:
-                copy.write_row([_copy_value(row[column]) for column in columns])
+        copy_rows(
+            connection,
+            SubscriptionRow.__tablename__,
+            columns,
+            ([_copy_value(row[column]) for column in columns] for row in rows),
+        )
         return
     for start in range(0, len(rows), 5000):
         _INSERT_SUBSCRIPTION.run_many(connection, rows[start : start + 5000])
@@ -383,7 +386,7 @@ class ChargeResult:
 
 
 #: The charge insert, compiled once; on SQLite one multi-row ``INSERT`` per chunk through the DBAPI
-#: (:class:`paysdk.server.context.Statement`), elsewhere a Core ``executemany``.
+#: (:class:`paysdk.server.hotpath.Statement`), elsewhere a Core ``executemany``.
 _INSERT_CHARGES = Statement(
     insert(cast(Table, SubscriptionChargeRow.__table__)),
     (

@@ -26,10 +26,11 @@ from paysdk.contracts.alternative_payments import AlternativePaymentCreate
 from paysdk.contracts.payment_links import PaymentLinkCreate, TransactionStatus
 from paysdk.contracts.sandbox import SandboxTransaction
 from paysdk.server.clock import Clock
-from paysdk.server.context import Statement, deferring, virtual_now
+from paysdk.server.context import virtual_now
 from paysdk.server.core_tables import ClientRow, TransactionRow
 from paysdk.server.db import from_cents
 from paysdk.server.errors import APIProblem
+from paysdk.server.hotpath import Statement, deferring
 from paysdk.server.services.common import check_against_client
 
 __all__ = [

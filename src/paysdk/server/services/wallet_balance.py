@@ -14,15 +14,17 @@
   leaves both ``pending_debits`` and the balance) is one statement each. A refund is a pending credit
   until cleared.
 
-:mod:`.wallet_ledger` applies the same rule for ``POST /cards/{cardId}/funds`` on its fast path (D256).
+The rule is written once, as SQL conditions (:func:`debit_rule`, :func:`credit_rule`) and one answer to
+"why did the guarded update change nothing" (:func:`funds_refused`): the statements here and the fast
+path of ``POST /cards/{cardId}/funds`` (:mod:`.wallet_ledger`, D256) are built from them.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import update
+from sqlalchemy import ColumnElement, Table, update
 from sqlalchemy.orm import Session
 
 from paysdk.contracts.wallet import Card, Movement, WalletCode
@@ -36,13 +38,48 @@ __all__ = [
     "card_view",
     "clear_pending_credit",
     "credit",
+    "credit_rule",
     "debit",
+    "debit_rule",
+    "funds_refused",
     "hold",
     "movement_view",
     "record_movement",
     "release_hold",
     "reload",
 ]
+
+
+_CARDS = cast(Table, WalletCardRow.__table__)
+
+
+def debit_rule(units: ColumnElement[int] | int) -> tuple[ColumnElement[bool], ...]:
+    """The funds rule of a debit or a hold, as the ``WHERE`` conditions of the guarded ``UPDATE``: the
+    card is active and its available balance (``balance - pending_debits``) covers ``units``."""
+    return (_CARDS.c.status == "active", _CARDS.c.balance - _CARDS.c.pending_debits >= units)
+
+
+def credit_rule(units: ColumnElement[int] | int) -> ColumnElement[bool]:
+    """The funds rule of a credit, as a ``WHERE`` condition: the balance stays within :data:`MAX_UNITS`."""
+    return _CARDS.c.balance + units <= MAX_UNITS
+
+
+def funds_refused(operation: str, status: str) -> APIProblem:
+    """Why a fund operation's guarded update on a card that holds money here changed nothing:
+    ``422 / 7304`` for an add (beyond the maximum balance), else ``409 / 7302`` (the card is not active)
+    or ``422 / 7303`` (insufficient funds)."""
+    if operation == "add":
+        return balance_too_large()
+    if status != "active":
+        return wallet_problem(
+            WalletCode.CARD_NOT_ACTIVE, f"The card is {status}.", "cardId", f"card is {status}"
+        )
+    return wallet_problem(
+        WalletCode.INSUFFICIENT_FUNDS,
+        "Insufficient funds: nothing was withdrawn.",
+        "amount",
+        "exceeds the available balance",
+    )
 
 
 def card_view(card: WalletCardRow) -> Card:
@@ -124,9 +161,7 @@ def debit(session: Session, card_id: str, units: int, *, also_pending: bool = Fa
             WalletCardRow.pending_debits >= units, WalletCardRow.balance >= units
         ).values(balance=WalletCardRow.balance - units, pending_debits=WalletCardRow.pending_debits - units)
     else:
-        statement = statement.where(
-            WalletCardRow.status == "active", WalletCardRow.balance - WalletCardRow.pending_debits >= units
-        ).values(balance=WalletCardRow.balance - units)
+        statement = statement.where(*debit_rule(units)).values(balance=WalletCardRow.balance - units)
     return _returned(
         session.execute(
             statement.returning(WalletCardRow.balance).execution_options(synchronize_session=False)
@@ -137,9 +172,7 @@ def debit(session: Session, card_id: str, units: int, *, also_pending: bool = Fa
 def credit(session: Session, card_id: str, units: int, *, require_active: bool) -> int | None:
     """A credit within the maximum balance (and on an active card when asked); the new balance, or
     ``None`` when refused."""
-    statement = update(WalletCardRow).where(
-        WalletCardRow.id == card_id, WalletCardRow.balance + units <= MAX_UNITS
-    )
+    statement = update(WalletCardRow).where(WalletCardRow.id == card_id, credit_rule(units))
     if require_active:
         statement = statement.where(WalletCardRow.status == "active")
     return _returned(
@@ -155,11 +188,7 @@ def hold(session: Session, card_id: str, units: int) -> bool:
     """Hold a pending debit on an active card whose available balance covers it; whether it held."""
     held = session.execute(
         update(WalletCardRow)
-        .where(
-            WalletCardRow.id == card_id,
-            WalletCardRow.status == "active",
-            WalletCardRow.balance - WalletCardRow.pending_debits >= units,
-        )
+        .where(WalletCardRow.id == card_id, *debit_rule(units))
         .values(pending_debits=WalletCardRow.pending_debits + units)
         .execution_options(synchronize_session=False)
     )

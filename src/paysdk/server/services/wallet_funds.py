@@ -26,6 +26,7 @@ from paysdk.server.services.wallet_balance import (
     card_view,
     credit,
     debit,
+    funds_refused,
     movement_view,
     record_movement,
     reload,
@@ -57,7 +58,7 @@ def funds(
     if body.operation == "add":
         balance = credit(session, card.id, units, require_active=False)
         if balance is None:
-            raise balance_too_large()
+            raise funds_refused(body.operation, card.status)
         movement = record_movement(
             session,
             card,
@@ -71,15 +72,7 @@ def funds(
     else:
         balance = debit(session, card.id, units)
         if balance is None:
-            reload(session, card)
-            if card.status != "active":
-                raise card_not_active(card)
-            raise wallet_problem(
-                WalletCode.INSUFFICIENT_FUNDS,
-                "Insufficient funds: nothing was withdrawn.",
-                "amount",
-                "exceeds the available balance",
-            )
+            raise funds_refused(body.operation, reload(session, card).status)
         movement = record_movement(
             session,
             card,

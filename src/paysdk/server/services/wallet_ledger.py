@@ -1,7 +1,9 @@
 """The fast path of the wallet ledger: ``POST /cards/{cardId}/funds`` in Core, in group commits (D256-D259).
 
-The rules are those of :func:`paysdk.server.services.wallet_funds.funds` (D40-D43), unchanged; only the
-way to the database differs:
+The rules are those of :func:`paysdk.server.services.wallet_funds.funds` (D40-D43), written once: the
+guarded updates are built from :func:`.wallet_balance.debit_rule` and :func:`.wallet_balance.credit_rule`
+and a refusal is named by :func:`.wallet_balance.funds_refused`, as on the ordinary path; only the way to
+the database differs:
 
 * One conditional statement decides and applies: ``UPDATE wallet_cards SET balance = balance + :d WHERE
   id = :card AND client_id = :client AND type <> 'linked' AND <the rule holds> RETURNING <the card>``. A
@@ -12,15 +14,15 @@ way to the database differs:
   The movement is written in the same transaction with the ``balance`` the statement returned as its
   ``balanceAfter``: a card's balance is always the sum of its movements.
 * No ORM session, no read-modify-write: the token's session row and the clock offset are read (once per
-  batch) with small Core statements (:class:`paysdk.server.context.Statement`, compiled once,
-  run on the DBAPI cursor on SQLite), and the signature of a token already seen is not verified again
-  (:data:`paysdk.server.services.wallet_tokens.VERIFIED`, D257).
-* Group commit (D258): every fund operation is one call of the server's
-  :class:`paysdk.server.context.GroupCommit`, on SQLite and on PostgreSQL alike, so the operations that
-  arrive together are applied in arrival order in ONE transaction (one ``COMMIT``, one ``fsync``), each
-  in its own savepoint when they must run one by one; each caller gets its own answer or its own error,
-  and a failing operation rolls back alone. The movement inserts are collected and written together at the
-  end of the batch (one multi-row ``INSERT``).
+  batch) with small Core statements (:class:`paysdk.server.hotpath.Statement`, compiled once, run on
+  the DBAPI cursor on SQLite; the guarded update on PostgreSQL too), and the signature of a token already
+  seen is not verified again (:data:`paysdk.server.services.wallet_tokens.VERIFIED`, D257).
+* Group commit (D258): every fund operation is one call of a group commit
+  (:class:`paysdk.server.hotpath.LockingGroupCommit`, :mod:`paysdk.server.ledger_batches`), on SQLite and
+  on PostgreSQL alike, so the operations that arrive together are applied in arrival order in ONE
+  transaction (one ``COMMIT``, one ``fsync``), each in its own savepoint when they must run one by one;
+  each caller gets its own answer or its own error, and a failing operation rolls back alone. The
+  movement inserts are collected and written together at the end of the batch (one multi-row ``INSERT``).
 * Anything out of the ordinary (no bearer, a token that does not verify, the server's key not yet
   loaded) returns :data:`SLOW`: the router then serves the request the ordinary way
   (:data:`paysdk.server.routers._bearer.WalletDb` + :func:`.wallet_funds.funds`), which gives the exact
@@ -31,20 +33,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, cast
+from typing import Final, cast
 
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql import Update
 
 from paysdk import _jwt
 from paysdk.contracts.wallet import ACCESS_TOKEN_TYP, Card, FundsRequest, FundsResult, Movement, WalletCode
-from paysdk.server.context import ServerContext, Statement, batch_cached
+from paysdk.server.context import ServerContext
 from paysdk.server.errors import APIProblem
+from paysdk.server.hotpath import Statement, batch_cached
 from paysdk.server.services import wallet_tokens
 from paysdk.server.services.transactions import virtual_now
+from paysdk.server.services.wallet_balance import credit_rule, debit_rule, funds_refused
 from paysdk.server.services.wallet_common import (
-    MAX_UNITS,
     from_units,
     new_id,
     to_units,
@@ -107,15 +109,13 @@ _OURS = (
 )
 _CREDIT = (
     update(_CARDS)
-    .where(*_OURS, _CARDS.c.balance + bindparam("units") <= MAX_UNITS)
+    .where(*_OURS, credit_rule(bindparam("units")))
     .values(balance=_CARDS.c.balance + bindparam("units"))
     .returning(*_RETURNED)
 )
 _DEBIT = (
     update(_CARDS)
-    .where(
-        *_OURS, _CARDS.c.status == "active", _CARDS.c.balance - _CARDS.c.pending_debits >= bindparam("units")
-    )
+    .where(*_OURS, *debit_rule(bindparam("units")))
     .values(balance=_CARDS.c.balance - bindparam("units"))
     .returning(*_RETURNED)
 )
@@ -135,60 +135,10 @@ _MOVEMENT_COLUMNS = (
 _INSERT_MOVEMENT = Statement(insert(_MOVEMENTS), _MOVEMENT_COLUMNS)
 
 
-class _Returning(Statement):
-    """A guarded ``UPDATE ... RETURNING`` run on the DBAPI cursor (compiled once by SQLAlchemy for the
-    connection's dialect, as :class:`~paysdk.server.context.Statement` does on SQLite; on PostgreSQL too),
-    its returned values processed as SQLAlchemy would (aware UTC datetimes)."""
-
-    def __init__(self, statement: Update) -> None:
-        super().__init__(statement)
-        self._update = statement
-        self._processors: dict[int, tuple[Any, tuple[Any, ...]]] = {}
-        self._pg: dict[int, tuple[Any, str, Any]] = {}
-
-    def _results(self, dialect: Any) -> tuple[Any, ...]:
-        cached = self._processors.get(id(dialect))
-        if cached is not None and cached[0] is dialect:
-            return cached[1]
-        columns = self._update.returning_column_descriptions
-        processors = tuple(
-            column["expr"].type.dialect_impl(dialect).result_processor(dialect, None) for column in columns
-        )
-        self._processors[id(dialect)] = (dialect, processors)
-        return processors
-
-    def _named(self, dialect: Any) -> tuple[str, Any]:
-        cached = self._pg.get(id(dialect))
-        if cached is not None and cached[0] is dialect:
-            return cached[1], cached[2]
-        compiled = self._update.compile(dialect=dialect)
-        self._pg[id(dialect)] = (dialect, str(compiled), compiled)
-        return str(compiled), compiled
-
-    def returned(self, connection: Connection, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        """The one row the update returned, or ``None`` when its condition did not hold."""
-        dialect = connection.dialect
-        raw = connection.connection.driver_connection
-        assert raw is not None
-        if dialect.name == "postgresql":  # psycopg's cursor, named parameters (it adapts the values)
-            sql, compiled_pg = self._named(dialect)
-            found = raw.execute(sql, compiled_pg.construct_params(params)).fetchone()
-        elif dialect.name == "sqlite":
-            compiled = self._compile(dialect)
-            found = raw.execute(compiled.sql, self._values(compiled, params)).fetchone()
-        else:  # pragma: no cover - the server runs on SQLite or PostgreSQL
-            row = connection.execute(self.statement, params).first()
-            return tuple(row) if row is not None else None
-        if found is None:
-            return None
-        return tuple(
-            value if process is None or value is None else process(value)
-            for value, process in zip(found, self._results(dialect), strict=True)
-        )
-
-
-_CREDIT_STATEMENT = _Returning(_CREDIT)
-_DEBIT_STATEMENT = _Returning(_DEBIT)
+#: The guarded updates, run on the DBAPI cursor (:meth:`Statement.first`), their returned values processed
+#: as SQLAlchemy would (aware UTC datetimes).
+_CREDIT_STATEMENT = Statement(_CREDIT)
+_DEBIT_STATEMENT = Statement(_DEBIT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,10 +179,6 @@ def _not_found() -> APIProblem:
     return wallet_problem(WalletCode.CARD_NOT_FOUND, "Card not found.", "cardId", "not found")
 
 
-def _not_active(status: str) -> APIProblem:
-    return wallet_problem(WalletCode.CARD_NOT_ACTIVE, f"The card is {status}.", "cardId", f"card is {status}")
-
-
 def fund(
     connection: Connection, context: ServerContext, token: str | None, card_id: str, body: FundsRequest
 ) -> FundsResult | Slow:
@@ -256,7 +202,7 @@ def fund(
     units = to_units(body.amount)
     params = {"card": card_id, "client": caller.client_id, "units": units}
     adding = body.operation == "add"
-    returned = (_CREDIT_STATEMENT if adding else _DEBIT_STATEMENT).returned(connection, params)
+    returned = (_CREDIT_STATEMENT if adding else _DEBIT_STATEMENT).first(connection, params)
     if returned is None:  # nothing changed: say why, in the ordinary path's order of checks
         found = _CARD.rows(connection, {"card": card_id})
         if not found or found[0][0] != caller.client_id:
@@ -268,21 +214,7 @@ def fund(
                 "A linked third-party card holds no funds in the wallet.",
                 "cardId",
             )
-        if adding:
-            raise wallet_problem(
-                WalletCode.INVALID_AMOUNT,
-                "The amount would take the balance beyond the maximum.",
-                "amount",
-                "too large",
-            )
-        if status != "active":
-            raise _not_active(status)
-        raise wallet_problem(
-            WalletCode.INSUFFICIENT_FUNDS,
-            "Insufficient funds: nothing was withdrawn.",
-            "amount",
-            "exceeds the available balance",
-        )
+        raise funds_refused(body.operation, status)
     type_name, direction = ("fund", "credit") if adding else ("withdrawal", "debit")
     (
         balance,
