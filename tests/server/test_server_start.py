@@ -39,6 +39,9 @@ _PROBE = textwrap.dedent(
     def loaded():
         return sorted(m for m in sys.modules if m.startswith("paysdk.server.routers."))
 
+    def tables():
+        return sorted(m for m in sys.modules if m.startswith("paysdk.server.") and m.endswith("_tables"))
+
     async def main():
         app = create_app(sys.argv[1], start_ticker=False, lazy_routers=True)
         seen = {"start": loaded()}
@@ -48,8 +51,10 @@ _PROBE = textwrap.dedent(
             seen["after_health"] = loaded()
             seen["client"] = (await client.post("/_sandbox/clients", json={})).status_code
             seen["after_client"] = loaded()
+            seen["tables_after_client"] = tables()
             seen["docs"] = (await client.get("/openapi.json")).status_code
             seen["after_docs"] = loaded()
+            seen["tables_after_docs"] = tables()
         print(json.dumps(seen))
 
     asyncio.run(main())
@@ -72,9 +77,21 @@ def test_a_lazy_start_imports_no_family_router_until_needed(tmp_path: Path) -> N
     # The first real request includes its own family's routers up to the one that answers it (D610).
     assert seen["client"] == 201
     assert seen["after_client"] == ["paysdk.server.routers.sandbox"]
+    # Nor the other families' tables (D613): the core's, the deprecation marks the middleware reads, and
+    # the wallet's (a new client gets its wallet keys).
+    assert seen["tables_after_client"] == [
+        "paysdk.server.core_tables",
+        "paysdk.server.deprecation_tables",
+        "paysdk.server.wallet_tables",
+    ]
     assert seen["docs"] == 200
     every = {ref.partition(":")[0] for f in FAMILIES for _, ref in f.routers if isinstance(ref, str)}
     assert every <= set(seen["after_docs"])
+    # Once every router is included, the registrations' table checks have run (they import every table).
+    every_table = {
+        ref.partition(":")[0] for f in FAMILIES for ref in (*f.tables, *f.kept_tables) if isinstance(ref, str)
+    }
+    assert every_table <= set(seen["tables_after_docs"])
 
 
 async def test_a_lazy_app_serves_as_an_eager_one(tmp_path: Path, callback_sink: Any) -> None:

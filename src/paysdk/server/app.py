@@ -136,8 +136,8 @@ def create_app(
     ``/_sandbox/health``); a request no included route answers includes the pending routers of its own
     family up to the one that answers it, and the others follow :data:`REST_AFTER` seconds later (one
     per turn of the event loop; a request for ``/openapi.json``, ``/docs`` or a path no family's routers
-    answer includes them all at once) (:func:`serve` does, D303, D610); the route checks run once all
-    are included. Default: everything at once, checked before anything is served.
+    answer includes them all at once) (:func:`serve` does, D303, D610); the route and table checks run once
+    all are included (D613). Default: everything at once, checked before anything is served.
     ``families``: the API families served (default :data:`paysdk.server.families.FAMILIES`; tests add one).
     ``database``: an already opened :class:`~paysdk.server.db.Database` to serve (``database_url`` is
     then not read; :func:`serve` opens it first to check the schema, D310); the app disposes of it.
