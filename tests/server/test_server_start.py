@@ -36,8 +36,11 @@ _PROBE = textwrap.dedent(
     import httpx
     from paysdk.server.app import create_app
 
-    def loaded():
-        return sorted(m for m in sys.modules if m.startswith("paysdk.server.routers."))
+    def loaded():  # the family routers (not the routers' shared helpers, _common, _transactions...)
+        return sorted(
+            m for m in sys.modules
+            if m.startswith("paysdk.server.routers.") and not m.rpartition(".")[2].startswith("_")
+        )
 
     def tables():
         return sorted(m for m in sys.modules if m.startswith("paysdk.server.") and m.endswith("_tables"))
