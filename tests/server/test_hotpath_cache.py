@@ -15,7 +15,8 @@ from sqlalchemy import Table, bindparam, select, update
 from wallet.kit import Kit
 
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
-from paysdk.server import create_app, middleware
+from paysdk.server import create_app
+from paysdk.server.asgi import idempotency
 from paysdk.server.clock import Clock
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.db import Database
@@ -96,7 +97,7 @@ async def test_every_hot_statement_of_a_request_comes_from_the_one_cache(db_url:
             withdrawn = await kit.fund(card["cardId"], "4", "withdraw")
             assert withdrawn.status_code == 200, withdrawn.text
             assert withdrawn.json()["data"]["card"]["balance"] == 6
-        claim = middleware._claim_statement(dialect.name)
+        claim = idempotency._claim_statement(dialect.name)
         assert claim is not None
         for statement in (claim, wallet_ledger._CREDIT_STATEMENT, wallet_ledger._DEBIT_STATEMENT):
             assert STATEMENTS.holds(statement, dialect) is not None
