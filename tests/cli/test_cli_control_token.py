@@ -131,6 +131,7 @@ def test_listen_sandbox_client_gets_the_full_header_value_through_reveal(
         f"{exposed}/_sandbox/clients",
         json={"slug": "acme", "callbackHeaderValue": "cb-shared-sandbox-value"},
         headers={"Paysdk-Control-Token": TOKEN},
+        timeout=60,  # the server's first real answer, on a loaded machine too
     )
     assert created.status_code == 201
     with start_listener(
