@@ -226,6 +226,9 @@ def _second_server(db_url: str) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(http_ok(url + "/_sandbox/health"), what="the second server", process=process)
+        # Over a database that has its tables, the probe is answered before the full server is loaded
+        # (D310): wait for that too, so the test's own requests are not the ones that pay for it.
+        wait_ready(http_ok(url + "/_sandbox/clock"), what="the second server (full)", process=process)
         yield url
     finally:
         process.terminate()
