@@ -20,9 +20,11 @@ services:
 demo: $(STAMP)
 	@bash scripts/demo.sh
 
-## Every test, none skipped, against real PostgreSQL, Redis and Chromium.
+## Every test, none skipped, against real PostgreSQL, Redis and Chromium, on $(TEST_WORKERS) parallel workers
+## (pytest-xdist; each worker has its own PostgreSQL database; D540). `make test TEST_WORKERS=0`: one process.
+TEST_WORKERS ?= 4
 test: $(STAMP) services
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup
 
 ## ruff (lint and format, generated code included), mypy --strict, the import layers, the generated sync code, the schema snapshot,
 ## docs/coverage.md and docs/cli.md's command overview are up to date, and the docs site builds with no broken link or reference

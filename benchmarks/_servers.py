@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
+from paysdk.testing._ready import serve_process
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -134,27 +132,16 @@ def serve(
         "warning",
         "--no-access-log",
     ]
-    proc = subprocess.Popen(
+    url = f"http://127.0.0.1:{port}"
+    with serve_process(
         cmd,
+        url=url,
+        what=f"the {kind} server",
         env=env,
         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         preexec_fn=_pin(SERVER_CPU),
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url + "/", timeout=1)
-                break
-            except httpx.TransportError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{kind} server did not start") from None
-                time.sleep(0.1)
+    ):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def reference_app() -> Any:

@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 
 from benchmarks._servers import SERVER_CPU, _pin, free_port
+from paysdk.testing._ready import http_ok, wait_ready
 
 ROWS = 50_000
 JSON_TYPE = {"Content-Type": "application/json"}
@@ -153,15 +154,9 @@ def bench_cardholders(rows: int = ROWS) -> dict[str, float]:
     server = subprocess.Popen(command, env=env, cwd=root, preexec_fn=_pin(SERVER_CPU))
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url + "/_sandbox/health", timeout=1)
-                break
-            except httpx.TransportError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the reference server did not start") from None
-                time.sleep(0.1)
+        wait_ready(
+            http_ok(url + "/_sandbox/health", any_status=True), what="the reference server", process=server
+        )
         with httpx.Client(base_url=url, timeout=120) as client:
             token, partner = _operator_token(client)
             cpu_before = _cpu_seconds(server.pid)

@@ -3,8 +3,9 @@
 Fixtures (other test packages use these names):
 
 * ``db_url`` -- parametrized ``sqlite`` / ``postgresql``: a fresh SQLite file per test, or a PostgreSQL
-  database created for this test session (``paysdk_test_<pid>_<hex>``, dropped at the end) whose tables
-  are emptied before each test. PostgreSQL down is a failure, never a skip.
+  database created for this test session or xdist worker (``paysdk_test_<worker>_<pid>``, dropped at
+  the end; one left by a killed run is dropped by the next) whose tables are emptied before each test.
+  PostgreSQL down is a failure, never a skip.
 * ``app`` -- ``create_app(db_url, start_ticker=False)``; its wall clock is the real one unless the test
   parametrizes ``wall_clock`` with an aware ``datetime`` (``@pytest.mark.parametrize("wall_clock", [...])``):
   then the server's wall clock starts at that instant and runs on at the real pace (:class:`PinnedWall`),
@@ -26,8 +27,9 @@ Fixtures (other test packages use these names):
 
 from __future__ import annotations
 
+import contextlib
 import os
-import secrets
+import re
 import socket
 import threading
 import time
@@ -49,6 +51,7 @@ from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
 from paysdk.server import create_app
 from paysdk.server.clock import Clock
 from paysdk.server.connections import KEEP_ALIVE_TIMEOUT, uvicorn_connection_options
+from paysdk.testing._ready import wait_ready
 from sdk_coverage import covers_check, report_collected  # the covers marker's checks (tests/sdk_coverage.py)
 
 #: The control plane takes JSON bodies only (D92).
@@ -62,15 +65,43 @@ def _pg_url_for(database: str) -> str:
     return f"{base}/{database}"
 
 
+#: The test sessions' PostgreSQL databases: ``paysdk_test_<worker>_<pid>`` (worker: ``master`` or ``gwN``).
+_PG_NAME = re.compile(r"paysdk_test_(?:master|gw\d+)_(?P<pid>\d+)")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def _drop_leftover_databases(admin: psycopg.Connection[Any]) -> None:
+    """Drop the databases of test sessions on this machine that were killed before their clean-up
+    (their process is gone); other live sessions (other workers, other checkouts) keep theirs."""
+    for (name,) in admin.execute("SELECT datname FROM pg_database").fetchall():
+        match = _PG_NAME.fullmatch(name)
+        if match is not None and not _pid_alive(int(match["pid"])):
+            with contextlib.suppress(psycopg.Error):  # another session may be dropping it too
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture(scope="session")
-def _postgres_database() -> Iterator[str]:
-    """A PostgreSQL database of this test session (created once, dropped at the end)."""
-    name = f"paysdk_test_{os.getpid()}_{secrets.token_hex(4)}"
+def _postgres_database(worker_id: str) -> Iterator[str]:
+    """The PostgreSQL database of this test session, or of this xdist worker under ``pytest -n``
+    (``paysdk_test_<worker>_<pid>``: created once, dropped at the end; databases left by killed runs
+    are dropped first)."""
+    name = f"paysdk_test_{worker_id}_{os.getpid()}"
     try:
         admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
     except psycopg.OperationalError as exc:
         pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN_URL}: {exc}", pytrace=False)
     with admin:
+        _drop_leftover_databases(admin)
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{name}"')
         try:
             yield _pg_url_for(name)
@@ -201,11 +232,7 @@ def live_server(db_url: str, server_recorder: Recorder | None) -> Iterator[str]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="live-server")
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the live server did not start")
-        time.sleep(0.02)
+    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -303,7 +330,7 @@ class CallbackSink:
         self._server = None
         self._thread = None
 
-    def wait_for(self, count: int, timeout: float = 10.0) -> list[ReceivedCallback]:
+    def wait_for(self, count: int, timeout: float = 60.0) -> list[ReceivedCallback]:
         """Block until ``count`` callbacks arrived (for tests against the live server's ticker)."""
         deadline = time.monotonic() + timeout
         while len(self.received) < count:

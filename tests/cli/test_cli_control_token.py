@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from paysdk.testing._ready import http_ok, wait_ready
 
 from .conftest import MemoryKeyring, run_cli, subprocess_env
 from .test_cli_listen import callback_body, free_port, start_listener
@@ -47,15 +48,7 @@ def exposed(config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(url + "/_sandbox/health", timeout=5)
-                break
-            except httpx.TransportError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        wait_ready(http_ok(url + "/_sandbox/health", any_status=True), what="paysdk serve", process=proc)
         monkeypatch.setenv("PAYSDK_BASE_URL", url)
         yield url
     finally:
@@ -138,6 +131,7 @@ def test_listen_sandbox_client_gets_the_full_header_value_through_reveal(
         f"{exposed}/_sandbox/clients",
         json={"slug": "acme", "callbackHeaderValue": "cb-shared-sandbox-value"},
         headers={"Paysdk-Control-Token": TOKEN},
+        timeout=60,  # the server's first real answer, on a loaded machine too
     )
     assert created.status_code == 201
     with start_listener(

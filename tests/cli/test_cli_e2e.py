@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from paysdk.testing._ready import READY_TIMEOUT
+
 from .conftest import TOKEN, run_cli, subprocess_env
 from .test_cli_listen import free_port, start_listener
 
@@ -193,7 +195,7 @@ def test_unreachable_server_exits_7(monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.stderr.startswith(f"Error: could not connect to http://127.0.0.1:{port}: ")
 
 
-def _wait_for_attempts(uid: str, count: int, timeout: float = 20.0) -> list[dict[str, Any]]:
+def _wait_for_attempts(uid: str, count: int, timeout: float = 60.0) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout
     while True:
         attempts: list[dict[str, Any]] = _json_ok("sandbox", "callbacks", "--uid", uid)
@@ -281,7 +283,7 @@ def test_serve_starts_the_reference_server(config_dir: Path, tmp_path: Path) -> 
         env=env,
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + READY_TIMEOUT  # the server's start-up, on a loaded machine too
         while True:
             health = subprocess.run(
                 [

@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ import httpx
 import pytest
 
 from paysdk._json import dumps
+from paysdk.testing._ready import READY_TIMEOUT, http_ok, wait_ready
 
 from .conftest import run_cli, subprocess_env
 
@@ -66,27 +66,17 @@ class Listener:
         headers = {"Content-Type": "application/json"}
         if value is not None:
             headers[name] = value
-        return httpx.post(self.url, content=body, headers=headers, timeout=10)
+        return httpx.post(self.url, content=body, headers=headers, timeout=60)
 
     def stop(self, sig: int = signal.SIGINT) -> tuple[int, str, str]:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-        out, err = self.proc.communicate(timeout=20)
+        out, err = self.proc.communicate(timeout=READY_TIMEOUT)
         return self.proc.returncode, out, err
 
 
 def _wait_until_listening(proc: subprocess.Popen[str], url: str) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            _, err = proc.communicate()
-            raise AssertionError(f"listener exited {proc.returncode}: {err}")
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.TransportError:
-            time.sleep(0.05)
-    raise AssertionError("listener did not start")
+    wait_ready(http_ok(url, any_status=True), what="paysdk callbacks listen", process=proc)
 
 
 @contextmanager
@@ -198,7 +188,7 @@ def test_max_events_exits_0_and_timeout_without_enough_events_exits_1(config_dir
             answer = listener.post(callback_body())
             assert answer.status_code == 200
             assert answer.json()["outcome"] == "processed"
-            assert listener.proc.wait(timeout=20) == 0
+            assert listener.proc.wait(timeout=READY_TIMEOUT) == 0
             out = listener.proc.communicate()[0]
         assert len(out.splitlines()) == 1
 
@@ -219,7 +209,7 @@ def test_max_events_exits_0_and_timeout_without_enough_events_exits_1(config_dir
         capture_output=True,
         text=True,
         env=subprocess_env(config_dir, PAYSDK_CALLBACK_HEADER_VALUE=HEADER_VALUE),
-        timeout=30,
+        timeout=READY_TIMEOUT,
     )
     assert proc.returncode == 1
     assert "timed out after 0.5 s with 0 of 1 events" in proc.stderr
@@ -425,7 +415,7 @@ def test_a_redirect_from_the_control_plane_exits_7_with_a_hint(config_dir: Path)
             capture_output=True,
             text=True,
             env=subprocess_env(config_dir, PAYSDK_BASE_URL=f"http://127.0.0.1:{server.server_address[1]}"),
-            timeout=30,
+            timeout=READY_TIMEOUT,
         )
     finally:
         server.shutdown()

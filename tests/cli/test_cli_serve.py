@@ -12,14 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from paysdk.server.db import Database
+from paysdk.testing._ready import http_ok, wait_ready
 
 from .conftest import subprocess_env
 
@@ -83,16 +82,7 @@ def test_sigterm_is_a_clean_stop_with_exit_0(config_dir: Path, tmp_path: Path) -
         port = probe.getsockname()[1]
     proc = _serve(config_dir, "--port", str(port), "--db", f"sqlite:///{tmp_path / 's.db'}")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_sandbox/health", timeout=5) as answer:
-                    assert answer.status == 200
-                    break
-            except OSError:
-                assert proc.poll() is None, proc.communicate()[1]
-                assert time.monotonic() < deadline, "the server never answered /_sandbox/health"
-                time.sleep(0.2)
+        wait_ready(http_ok(f"http://127.0.0.1:{port}/_sandbox/health"), what="paysdk serve", process=proc)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+
+from paysdk.testing._ready import wait_ready
 
 from .conftest import run_cli, subprocess_env
 from .test_cli_listen import free_port
@@ -56,15 +57,9 @@ def test_public_url_and_allowed_host_over_a_real_socket(config_dir: Path, tmp_pa
     )
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    client.get("/_sandbox/health")
-                    break
-                except httpx.TransportError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise
-                    time.sleep(0.2)
+            wait_ready(
+                lambda: client.get("/_sandbox/health"), what="paysdk serve --allowed-host", process=proc
+            )
             created = client.post(
                 "/_sandbox/clients", content=b"{}", headers={"Content-Type": "application/json"}
             )

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from fastapi import FastAPI
 
 from paysdk.server import create_app
 from paysdk.server.events import EventFeed
+from paysdk.testing._ready import READY_TIMEOUT, wait_ready
 
 from .conftest import subprocess_env
 
@@ -40,11 +40,13 @@ class Live:
         feed: EventFeed = self.app.state.paysdk.events
         return feed
 
-    def wait_for_subscribers(self, count: int = 1) -> None:
-        deadline = time.monotonic() + 20
-        while self.feed.subscribers < count:
-            assert time.monotonic() < deadline, "tail never connected"
-            time.sleep(0.02)
+    def wait_for_subscribers(self, tail: Tail, count: int = 1) -> None:
+        wait_ready(
+            lambda: self.feed.subscribers >= count,
+            what="paysdk sandbox tail (connecting)",
+            process=tail.process,
+            output=tail.stderr_after_kill,
+        )
 
 
 @pytest.fixture
@@ -56,10 +58,7 @@ def live(db_url: str) -> Iterator[Live]:
     server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
+    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
     try:
         yield Live(f"http://127.0.0.1:{sock.getsockname()[1]}", app)
     finally:
@@ -88,18 +87,24 @@ class Tail:
         for text in stream:
             self._lines.put(text.rstrip("\n"))
 
-    def line(self, timeout: float = 20.0) -> str:
+    def stderr_after_kill(self) -> str:
+        """Stop the process and return its stderr (stdout is read by the reader thread)."""
+        self.process.kill()
+        self.process.wait()
+        assert self.process.stderr is not None
+        return "--- stderr ---\n" + self.process.stderr.read()
+
+    def line(self, timeout: float = READY_TIMEOUT) -> str:
         try:
             return self._lines.get(timeout=timeout)
         except queue.Empty:
-            self.process.kill()
-            _, err = self.process.communicate()
-            raise AssertionError(f"no line from tail in {timeout} s; stderr:\n{err}") from None
+            err = self.stderr_after_kill()
+            raise AssertionError(f"no line from tail in {timeout} s; {err}") from None
 
     def interrupt(self) -> tuple[int, str]:
         self.process.send_signal(signal.SIGINT)
         try:
-            self.process.wait(timeout=20)
+            self.process.wait(timeout=READY_TIMEOUT)
         finally:
             if self.process.poll() is None:
                 self.process.kill()
@@ -110,12 +115,12 @@ class Tail:
 @sqlite_only
 def test_tail_prints_ndjson_survives_a_cut_and_stops_quietly_on_ctrl_c(config_dir: Path, live: Live) -> None:
     cut = {"kind": "stream_cut", "route": "/_sandbox/events", "afterEvents": 1}
-    assert httpx.post(live.url + "/_sandbox/faults", json=cut, timeout=10).status_code == 201
+    assert httpx.post(live.url + "/_sandbox/faults", json=cut, timeout=60).status_code == 201
     tail = Tail(config_dir, live.url, "-o", "json", "sandbox", "tail")
-    live.wait_for_subscribers()
+    live.wait_for_subscribers(tail)
     paths = [f"/transactions/tail-{index}" for index in range(3)]
     for path in paths:
-        httpx.get(live.url + path, headers={"Authorization": "secret-value"}, timeout=10)
+        httpx.get(live.url + path, headers={"Authorization": "secret-value"}, timeout=60)
     events = [json.loads(tail.line()) for _ in paths]
     code, stderr = tail.interrupt()
     assert [event["data"]["path"] for event in events] == paths
@@ -133,9 +138,9 @@ def test_tail_prints_ndjson_survives_a_cut_and_stops_quietly_on_ctrl_c(config_di
 @sqlite_only
 def test_tail_lines_for_people_with_filters(config_dir: Path, live: Live) -> None:
     tail = Tail(config_dir, live.url, "-o", "table", "sandbox", "tail", "--status", "4xx", "--path", "/api/")
-    live.wait_for_subscribers()
-    httpx.get(live.url + "/transactions/not-this-path", timeout=10)
-    httpx.get(live.url + "/api/this-one", timeout=10)
+    live.wait_for_subscribers(tail)
+    httpx.get(live.url + "/transactions/not-this-path", timeout=60)
+    httpx.get(live.url + "/api/this-one", timeout=60)
     line = tail.line()
     code, _ = tail.interrupt()
     assert code == 0

@@ -80,7 +80,7 @@ class MerchantReceiver:
         with self._lock:
             self.processed.append(payload)
 
-    def wait_for(self, count: int, timeout: float = 15.0) -> list[CallbackPayload]:
+    def wait_for(self, count: int, timeout: float = 60.0) -> list[CallbackPayload]:
         deadline = time.monotonic() + timeout
         while len(self.processed) < count:
             if time.monotonic() > deadline:

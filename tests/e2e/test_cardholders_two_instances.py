@@ -12,7 +12,6 @@ import itertools
 import logging
 import secrets
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +22,7 @@ import uvicorn
 import paysdk
 from paysdk.resources.cardholders import AFFINITY_WARNING, BatchDoneEvent
 from paysdk.server import create_app
+from paysdk.testing._ready import wait_ready
 
 pytestmark = pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 
@@ -39,11 +39,7 @@ def _serve(db_url: str) -> tuple[uvicorn.Server, threading.Thread, Any, int]:
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive(), "the server did not start"
-        assert time.monotonic() < deadline, "the server did not start in time"
-        time.sleep(0.02)
+    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
     return server, thread, app, sock.getsockname()[1]
 
 

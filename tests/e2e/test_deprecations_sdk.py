@@ -22,6 +22,7 @@ from fastapi import FastAPI
 
 import paysdk
 from paysdk.contracts.deprecations import Deprecation
+from paysdk.testing._ready import http_ok, wait_ready
 
 from . import test_onboarding_sdk as onboarding
 from .test_onboarding_sdk import BUSINESS, CONTACT, PDF, Maker, call
@@ -224,14 +225,10 @@ def _second_server(db_url: str) -> Iterator[str]:
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(url + "/_sandbox/health", timeout=1).status_code == 200:
-                    break
-            assert process.poll() is None, "the second server exited"
-            assert time.monotonic() < deadline, "the second server did not start"
-            time.sleep(0.1)
+        wait_ready(http_ok(url + "/_sandbox/health"), what="the second server", process=process)
+        # Over a database that has its tables, the probe is answered before the full server is loaded
+        # (D310): wait for that too, so the test's own requests are not the ones that pay for it.
+        wait_ready(http_ok(url + "/_sandbox/clock"), what="the second server (full)", process=process)
         yield url
     finally:
         process.terminate()

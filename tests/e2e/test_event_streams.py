@@ -32,6 +32,7 @@ from paysdk.contracts.sandbox_events import CallbackEvent, GapEvent, JobEvent, R
 from paysdk.server import create_app
 from paysdk.server.adapters.uvicorn import abort_connection, remember_connection
 from paysdk.server.events import EventFeed
+from paysdk.testing._ready import wait_ready
 
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -46,11 +47,7 @@ def _serve(app: Any) -> tuple[uvicorn.Server, threading.Thread, str]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive(), "the server did not start"
-        assert time.monotonic() < deadline, "the server did not start in time"
-        time.sleep(0.02)
+    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
     return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 

@@ -12,10 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 import paysdk
+from paysdk.testing._ready import http_ok, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -106,15 +106,9 @@ def test_fastapi_receiver_processes_each_event_once(live_server: str, tmp_path: 
         env={**env, "PAYSDK_CALLBACK_HEADER_VALUE": header_value, "XDG_DATA_HOME": str(tmp_path / "data")},
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
-                break
-            except httpx.TransportError:
-                assert receiver.poll() is None, "receiver exited"
-                assert time.monotonic() < deadline, "receiver did not start"
-                time.sleep(0.1)
+        wait_ready(
+            http_ok(f"http://127.0.0.1:{port}/", any_status=True), what="the receiver", process=receiver
+        )
         env, sandbox = _merchant_env(
             live_server,
             callback_url=f"http://127.0.0.1:{port}/callbacks/paysdk",

@@ -11,7 +11,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import pytest
 import paysdk
 from paysdk.server import create_app
 from paysdk.server.control_token import control_token_digest
+from paysdk.testing._ready import http_ok, wait_ready
 
 HEADER = "Paysdk-Control-Token"
 TOKEN = "sdk-control-5e1d7c2a9b4f4e30"
@@ -145,15 +145,7 @@ def exposed_server(tmp_path: Path) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(url + "/_sandbox/health", timeout=5)
-                break
-            except httpx.TransportError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        wait_ready(http_ok(url + "/_sandbox/health", any_status=True), what="paysdk serve", process=proc)
         yield url
     finally:
         proc.send_signal(2)

@@ -20,12 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-import httpx
 import pytest
 
 import paysdk
 from paysdk._pipeline import Operation
 from paysdk.contracts.sandbox import UploadReceipt
+from paysdk.testing._ready import http_ok, wait_ready
 
 from .conftest import Maker, call
 
@@ -145,16 +145,7 @@ def server_in_a_process(folder: Path, *options: str) -> Iterator[Served]:
     process = subprocess.Popen([*command, *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(url + "/_sandbox/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, "the server process exited"
-            assert time.monotonic() < deadline, "the server process did not start"
-            time.sleep(0.1)
+        wait_ready(http_ok(url + "/_sandbox/health"), what="the server process", process=process)
         yield Served(url, process.pid)
     finally:
         process.terminate()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,6 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from paysdk.server.adapters import uvicorn as adapter
 from paysdk.server.connections import KEEP_ALIVE_TIMEOUT, HeadTimeoutProtocol, uvicorn_connection_options
+from paysdk.testing._ready import wait_ready
 
 VERSION = f"uvicorn {uvicorn.__version__}"
 
@@ -34,11 +34,7 @@ def _serve(app: App, **options: Any) -> tuple[uvicorn.Server, threading.Thread, 
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive(), "the server did not start"
-        assert time.monotonic() < deadline, "the server did not start in time"
-        time.sleep(0.02)
+    wait_ready(lambda: server.started, what="uvicorn", alive=thread.is_alive)
     return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from paysdk.server.bodies import MAX_BODY_BYTES
+from paysdk.testing._ready import http_ok, wait_ready
 
 BODY_TIMEOUT = 2.0
 KEEP_ALIVE = 2.0
@@ -75,16 +76,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/_sandbox/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, stderr.read_text()
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+        wait_ready(
+            http_ok(f"{url}/_sandbox/health"),
+            what="paysdk serve",
+            process=process,
+            output=lambda: "--- stderr ---\n" + stderr.read_text(),
+        )
         yield Server(url, port, process, stderr)
     finally:
         process.terminate()

@@ -33,6 +33,7 @@ from paysdk.server.boot import BootApp
 from paysdk.server.core_tables import Base
 from paysdk.server.db import Database
 from paysdk.server.families import FAMILIES, reset_order, schema_tables
+from paysdk.testing._ready import wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 PAYSDK = str(Path(sys.executable).with_name("paysdk"))
@@ -98,17 +99,14 @@ LOAD_WAIT = 60.0
 
 
 def _wait_healthy(proc: subprocess.Popen[str], base: str) -> httpx.Response:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            answer = httpx.get(f"{base}/_sandbox/health", timeout=2)
-            if answer.status_code == 200:
-                return answer
-        except httpx.TransportError:
-            pass
-        assert proc.poll() is None, proc.communicate()[1]
-        assert time.monotonic() < deadline, "no healthy answer"
-        time.sleep(0.01)
+    answers: list[httpx.Response] = []
+
+    def healthy() -> bool:
+        answers.append(httpx.get(f"{base}/_sandbox/health", timeout=2))
+        return answers[-1].status_code == 200
+
+    wait_ready(healthy, what="paysdk serve", process=proc, interval=0.01)
+    return answers[-1]
 
 
 def _stop(proc: subprocess.Popen[str]) -> str:

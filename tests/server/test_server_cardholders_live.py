@@ -11,7 +11,6 @@ import secrets
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from cardholder_kit import (
 
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server.db import Database
+from paysdk.testing._ready import http_ok, wait_ready
 
 WORKER = Path(__file__).with_name("jobs_worker.py")
 PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -93,18 +93,7 @@ class _Process:
             [sys.executable, str(WORKER), url, str(self.port), "30"], cwd=WORKER.parent
         )
         self.url = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 60
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server process exited with {self.process.returncode}")
-            try:
-                if httpx.get(self.url + "/_sandbox/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the server process did not start")
-            time.sleep(0.2)
+        wait_ready(http_ok(self.url + "/_sandbox/health"), what="the server process", process=self.process)
 
     def stop(self) -> None:
         self.process.terminate()

@@ -10,7 +10,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from paysdk.server.control_token import (
     is_loopback_host,
     startup_control_token,
 )
+from paysdk.testing._ready import http_ok, wait_ready
 
 HEADER = "Paysdk-Control-Token"
 TOKEN = "team-sandbox-7f3c9a1e5b2d4c86"
@@ -81,19 +81,8 @@ def _start(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Ser
         env=env if env is not None else _env(tmp_path),
     )
     served = Served(proc, f"http://127.0.0.1:{port}", [])
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            httpx.get(served.url + "/_sandbox/health", timeout=5).raise_for_status()
-            return served
-        except httpx.TransportError:
-            if proc.poll() is not None:
-                _out, err = proc.communicate()
-                raise AssertionError(f"server exited {proc.returncode}: {err}") from None
-            if time.monotonic() > deadline:
-                served.stop()
-                raise
-            time.sleep(0.2)
+    wait_ready(http_ok(served.url + "/_sandbox/health"), what="paysdk serve", process=proc)
+    return served
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 from server_helpers import JSON_TYPE, dumps
 
 from paysdk.server import create_app
+from paysdk.testing._ready import http_ok, wait_ready
 
 PAYSDK = str(Path(sys.executable).with_name("paysdk"))
 
@@ -110,16 +110,7 @@ def _serving(proc: subprocess.Popen[str], port: int, check: Callable[[], None] =
     still serves (a clean stop removes the WAL), stop; returns stderr."""
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.communicate()[1]
-            try:
-                if httpx.get(f"{base}/_sandbox/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "no healthy answer"
-            time.sleep(0.02)
+        wait_ready(http_ok(f"{base}/_sandbox/health"), what="paysdk serve", process=proc)
         created = httpx.post(f"{base}/_sandbox/clients", content=dumps({}), headers=JSON_TYPE, timeout=30)
         assert created.status_code == 201, created.text
         check()

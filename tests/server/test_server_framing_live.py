@@ -5,23 +5,28 @@ is never answered. The suite's ``live_server`` is uvicorn with ``paysdk serve``'
 
 from __future__ import annotations
 
-import contextlib
 import json
 import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from paysdk.server.db import Database
+from paysdk.testing._ready import wait_ready
 
 #: What a proxy that frames by Content-Length forwards as one body, and h11 (by Transfer-Encoding) reads
 #: as an empty chunked body followed by a second request.
 SMUGGLED = b"0\r\n\r\nGET /_sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+def _accepts(port: int) -> bool:
+    """The port accepts a connection (closed at once, with nothing sent)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
 
 
 def _exchange(url: str, request: bytes) -> bytes:
@@ -106,13 +111,8 @@ def test_paysdk_serve_refuses_it_from_its_first_request(tmp_path: Path) -> None:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:  # listening (the first answer must be the smuggling one's: no probe before it)
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-            assert process.poll() is None, process.communicate()[1]
-            assert time.monotonic() < deadline, "paysdk serve did not listen"
-            time.sleep(0.02)
+        # Listening (the first answer must be the smuggling one's: no HTTP probe before it).
+        wait_ready(lambda: _accepts(port), what="paysdk serve", process=process)
         framing = [f"Content-Length: {len(SMUGGLED)}", "Transfer-Encoding: chunked"]
         answer = _exchange(base, _head("GET", "/_sandbox/health", framing, SMUGGLED))
         assert answer.count(b"HTTP/1.1 ") == 1, answer

@@ -31,6 +31,7 @@ from paysdk.server.clock import Clock
 from paysdk.server.core_tables import CallbackAttemptRow, CallbackEventRow, ClientRow, JobRow
 from paysdk.server.db import Database
 from paysdk.server.services import callbacks
+from paysdk.testing._ready import http_ok, wait_ready
 
 WORKER = Path(__file__).with_name("jobs_worker.py")
 PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -69,16 +70,8 @@ class Worker:
 
     def wait_up(self) -> Worker:
         """Wait until the process answers; returns it."""
-        _wait(self._up, "the server process to start", 60)
+        wait_ready(http_ok(self.url + "/_sandbox/health"), what="the server process", process=self.process)
         return self
-
-    def _up(self) -> bool:
-        if self.process.poll() is not None:
-            raise RuntimeError(f"the server process exited with {self.process.returncode}")
-        try:
-            return httpx.get(self.url + "/_sandbox/health", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
 
     def owns(self, owner: str | None) -> bool:
         """Whether a lease owner name (``host:pid:random``) is this process's."""

@@ -18,6 +18,7 @@ from uvicorn.logging import AccessFormatter
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
 from paysdk.server.asgi.request_log import mask_query
+from paysdk.testing._ready import wait_ready
 
 QUERY = (
     "token=abc-query-secret&amount=1&Access_Token=at-secret&%74oken=encoded-secret&currencyCode=GTQ&code=c0de"
@@ -107,11 +108,7 @@ def access_logged_server(db_url: str) -> Iterator[tuple[str, _Capture]]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive(), "the server did not start"
-        assert time.monotonic() < deadline, "the server did not start in time"
-        time.sleep(0.02)
+    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}", capture
     finally:

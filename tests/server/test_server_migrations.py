@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -45,6 +44,7 @@ from paysdk.server.migrations import Step, plan, prepare
 from paysdk.server.migrations.snapshots import SNAPSHOTS
 from paysdk.server.migrations.versions import v0001_baseline
 from paysdk.server.services.test_cards import TEST_CARDS, saved_card
+from paysdk.testing._ready import http_ok, wait_ready
 
 PAYSDK = str(Path(sys.executable).with_name("paysdk"))
 PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -222,16 +222,7 @@ def _free_port() -> int:
 
 
 def _wait_healthy(proc: subprocess.Popen[str], base: str) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(f"{base}/_sandbox/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert proc.poll() is None, proc.communicate()[1]
-        assert time.monotonic() < deadline, "no healthy answer"
-        time.sleep(0.02)
+    wait_ready(http_ok(f"{base}/_sandbox/health"), what="paysdk serve", process=proc)
 
 
 def _stop(proc: subprocess.Popen[str]) -> str:

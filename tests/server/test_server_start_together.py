@@ -9,7 +9,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 from server_helpers import JSON_TYPE, auth, dumps, link_body
 
 from paysdk.contracts.sandbox import SandboxClient
+from paysdk.testing._ready import http_ok, wait_ready
 
 PAYSDK = str(Path(sys.executable).with_name("paysdk"))
 PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -51,16 +51,6 @@ def _free_ports(count: int) -> list[int]:
     return sorted(ports)
 
 
-def _healthy(proc: subprocess.Popen[str], base: str) -> bool:
-    if proc.poll() is not None:
-        _, err = proc.communicate()
-        raise AssertionError(f"a paysdk serve exited with {proc.returncode}: {err}")
-    try:
-        return httpx.get(f"{base}/_sandbox/health", timeout=2).status_code == 200
-    except httpx.TransportError:
-        return False
-
-
 def test_three_serves_started_at_once_on_a_new_database_all_serve(new_database: str) -> None:
     ports = _free_ports(PROCESSES)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -76,12 +66,8 @@ def test_three_serves_started_at_once_on_a_new_database_all_serve(new_database: 
     ]
     bases = [f"http://127.0.0.1:{port}" for port in ports]
     try:
-        waiting = dict(zip(bases, procs, strict=True))
-        deadline = time.monotonic() + 120
-        while waiting:
-            waiting = {base: proc for base, proc in waiting.items() if not _healthy(proc, base)}
-            assert time.monotonic() < deadline, f"not healthy: {sorted(waiting)}"
-            time.sleep(0.02)
+        for base, proc in zip(bases, procs, strict=True):  # started together, waited on in turn
+            wait_ready(http_ok(f"{base}/_sandbox/health"), what=f"paysdk serve at {base}", process=proc)
         for base in bases:  # each one serves: a merchant and a link of its own
             created = httpx.post(f"{base}/_sandbox/clients", content=dumps({}), headers=JSON_TYPE, timeout=30)
             assert created.status_code == 201, created.text

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from paysdk.server import create_app
+from paysdk.testing._ready import wait_ready
 
 PROBE = "/api/_probe/stream"
 EVENTS_PROBE = "/api/_probe/events"
@@ -60,10 +61,7 @@ def probe_server(db_url: str) -> Iterator[tuple[str, threading.Event]]:
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
+    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}", gate
     finally:
@@ -129,10 +127,7 @@ def test_an_open_event_stream_does_not_hold_the_servers_shutdown(db_url: str) ->
     server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
+    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/_sandbox/events"
     try:
         with httpx.Client(timeout=httpx.Timeout(10.0)) as client, client.stream("GET", url) as response:

@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from paysdk.contracts.seed import SeedError, SeedFile, parse_seed, read_seed
 from paysdk.server.seed import install_seed
 from paysdk.server.wallet_tables import WalletCardRow, WalletMovementRow, WalletUserRow
 from paysdk.testing import SandboxServer
+from paysdk.testing._ready import http_ok, wait_ready
 
 TOKEN = "ab" * 32
 KEY = "GS9iWYId25yxE2URxA0fYb6YbkQi2Hnj80NAUC60jVw="
@@ -288,16 +288,7 @@ def test_serve_loads_the_seed_and_reset_restores_it(tmp_path: Path) -> None:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/_sandbox/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "paysdk serve --seed did not start"
-            time.sleep(0.1)
+        wait_ready(http_ok(f"{base}/_sandbox/health"), what="paysdk serve --seed", process=proc)
         assert httpx.get(f"{base}/_sandbox/clients/shop").json()["sandboxToken"] == TOKEN
         httpx.post(f"{base}/_sandbox/clients", content=b'{"slug": "extra"}', headers=JSON_TYPE)
         assert httpx.post(f"{base}/_sandbox/reset").status_code == 200

@@ -6,7 +6,6 @@ import shutil
 import socket
 import tempfile
 import threading
-import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -19,6 +18,7 @@ from paysdk._version import install_hint
 from paysdk.contracts.sandbox import ClockState, SandboxClient
 from paysdk.contracts.seed import SeedFile, parse_seed, read_seed
 from paysdk.testing._portal import ASGIPortal
+from paysdk.testing._ready import wait_ready
 
 if TYPE_CHECKING:
     from paysdk.resources._base import Parsed
@@ -177,11 +177,10 @@ class SandboxServer:
         )
         self._socket = sock
         self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._uvicorn.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the paysdk sandbox server did not start")
-            time.sleep(0.02)
+        uvicorn_server = self._uvicorn
+        wait_ready(
+            lambda: uvicorn_server.started, what="the paysdk sandbox server", alive=self._thread.is_alive
+        )
         self.url = f"http://127.0.0.1:{port}"
 
     def stop(self) -> None:

@@ -1,0 +1,167 @@
+"""Wait for a server to be ready: one helper for the test suites, the plugin and the benchmarks.
+
+A server started in a subprocess (``paysdk serve``, ``paysdk callbacks listen``, uvicorn) or in a thread
+is waited on until a readiness probe answers, never for a fixed time: the deadline
+(:data:`READY_TIMEOUT`, 120 s, or ``$PAYSDK_READY_TIMEOUT``) only bounds a server that will never
+come up, so a machine under load (load average 8 on two cores) slows a start-up down without
+failing it. When the server dies or the deadline passes, the error names what was waited for, the
+exit status and the process's own output (stdout and stderr), so the cause is in the test report.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+__all__ = ["READY_TIMEOUT", "NotReady", "ServedProcess", "http_ok", "serve_process", "wait_ready"]
+
+#: How long a start-up may take before it counts as failed (seconds): generous, as a bound on a
+#: server that will never come up, not as a measure of a slow one.
+READY_TIMEOUT = float(os.environ.get("PAYSDK_READY_TIMEOUT", "120"))
+
+
+class NotReady(AssertionError):
+    """The server exited, or did not become ready before the deadline; the message has its output."""
+
+
+def http_ok(url: str, *, any_status: bool = False, timeout: float = 5.0) -> Callable[[], bool]:
+    """A readiness probe: ``GET url`` answers 200 (with ``any_status``: answers at all, say a 405 of
+    an endpoint that takes POST only)."""
+
+    def probe() -> bool:
+        status = httpx.get(url, timeout=timeout).status_code
+        return any_status or status == 200
+
+    return probe
+
+
+def _collect_output(process: subprocess.Popen[Any]) -> str:
+    """The output of a process that has exited or is killed now (pipes read to the end)."""
+    if process.poll() is None:
+        process.kill()
+    try:
+        out, err = process.communicate(timeout=10)
+    except (subprocess.TimeoutExpired, ValueError, OSError):  # pipes read elsewhere or closed
+        return "(output not available)"
+    parts = []
+    for name, text in (("stdout", out), ("stderr", err)):
+        if text:
+            decoded = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
+            parts.append(f"--- {name} ---\n{decoded.rstrip()}")
+    return "\n".join(parts) or "(no output)"
+
+
+def wait_ready(
+    ready: Callable[[], object],
+    *,
+    what: str,
+    process: subprocess.Popen[Any] | None = None,
+    alive: Callable[[], bool] | None = None,
+    output: Callable[[], str] | None = None,
+    timeout: float | None = None,
+    interval: float = 0.05,
+) -> float:
+    """Call ``ready()`` until it returns a true value; return the seconds it took.
+
+    A probe that raises a connection error (:class:`httpx.TransportError`, :class:`OSError`) counts as
+    "not yet". ``process``: the subprocess serving (its exit fails the wait at once; on failure it is
+    killed and its piped output reported). ``alive``: the same for a server in a thread. ``output``:
+    what to report instead of the process's pipes (when the caller reads them itself). Raises
+    :class:`NotReady` after ``timeout`` (default :data:`READY_TIMEOUT`).
+    """
+    limit = READY_TIMEOUT if timeout is None else timeout
+    started = time.monotonic()
+    last_error = ""
+    while True:
+        try:
+            if ready():
+                return time.monotonic() - started
+        except (httpx.TransportError, OSError) as exc:
+            last_error = f"{type(exc).__name__}: {exc}"
+        exited = process is not None and process.poll() is not None
+        dead = exited or (alive is not None and not alive())
+        elapsed = time.monotonic() - started
+        if dead or elapsed > limit:
+            if dead:
+                status = f"exited with {process.returncode}" if process is not None else "stopped"
+                reason = f"{what} {status} before it was ready ({elapsed:.1f} s)"
+            else:
+                reason = f"{what} was not ready after {elapsed:.1f} s"
+            if last_error:
+                reason += f"; last probe: {last_error}"
+            if output is not None:
+                reason += "\n" + output()
+            elif process is not None:
+                reason += "\n" + _collect_output(process)
+            raise NotReady(reason)
+        time.sleep(interval)
+
+
+class ServedProcess:
+    """A server subprocess started by :func:`serve_process`: ``.process``, ``.url``, ``.output()``."""
+
+    def __init__(self, process: subprocess.Popen[bytes], url: str, log: IO[bytes]) -> None:
+        self.process = process
+        self.url = url
+        self._log = log
+
+    def output(self) -> str:
+        """Everything the process wrote so far (stdout and stderr, interleaved)."""
+        self._log.flush()
+        return Path(self._log.name).read_bytes().decode(errors="replace")
+
+
+@contextmanager
+def serve_process(
+    cmd: Sequence[str],
+    *,
+    url: str,
+    probe: Callable[[], object] | None = None,
+    what: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    timeout: float | None = None,
+    stop_timeout: float = 15.0,
+    **popen: Any,
+) -> Iterator[ServedProcess]:
+    """Start ``cmd``, wait until ``probe`` (default: ``url`` answers at all) passes, yield, stop it.
+
+    The process's stdout and stderr go to a temporary file (no pipe to fill up), reported in full
+    when it fails to start. At the end it gets SIGTERM, then SIGKILL after ``stop_timeout`` seconds.
+    ``popen``: further :class:`subprocess.Popen` arguments (``preexec_fn``...).
+    """
+    with tempfile.NamedTemporaryFile(prefix="paysdk-served-", suffix=".log") as log:
+        process = subprocess.Popen(  # noqa: S603 (the caller's own command, as for Popen)
+            list(cmd),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            **popen,
+        )
+        served = ServedProcess(process, url, log)
+        try:
+            wait_ready(
+                probe or http_ok(url, any_status=True),
+                what=what or " ".join(str(part) for part in cmd[:4]),
+                process=process,
+                output=lambda: "--- output ---\n" + served.output().rstrip(),
+                timeout=timeout,
+            )
+            yield served
+        finally:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=stop_timeout)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()

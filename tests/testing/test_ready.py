@@ -1,0 +1,78 @@
+"""The one readiness helper of the suites, the plugin and the benchmarks (``paysdk.testing._ready``): a
+server is waited on until it answers; one that dies or never answers fails with its own output."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+
+import httpx
+import pytest
+
+from paysdk.testing._ready import NotReady, http_ok, serve_process, wait_ready
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_serve_process_waits_for_a_real_server_then_stops_it() -> None:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/"
+    cmd = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+    with serve_process(cmd, url=url, what="http.server") as served:
+        assert httpx.get(url, timeout=30).status_code == 200  # ready means it answers now
+        process = served.process
+    assert process.poll() is not None  # stopped at the end of the block
+
+
+def test_a_process_that_exits_fails_at_once_with_its_exit_status_and_output() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; print('boom on stderr', file=sys.stderr); sys.exit(3)"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with pytest.raises(NotReady) as caught:
+        wait_ready(lambda: False, what="the doomed server", process=process, timeout=600)
+    message = str(caught.value)
+    assert "the doomed server exited with 3 before it was ready" in message
+    assert "boom on stderr" in message
+
+
+def test_a_process_never_ready_fails_after_the_deadline_killed_with_its_output() -> None:
+    port = _free_port()  # nothing listens there
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import time; print('still starting', flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with pytest.raises(NotReady) as caught:
+        wait_ready(http_ok(f"http://127.0.0.1:{port}/"), what="the slow server", process=process, timeout=1)
+    message = str(caught.value)
+    assert "the slow server was not ready after" in message
+    assert "last probe: ConnectError" in message  # a refused connection counted as "not yet"
+    assert "still starting" in message
+    assert process.poll() is not None  # killed, not left behind
+
+
+def test_a_server_thread_that_stops_fails_the_wait() -> None:
+    thread = threading.Thread(target=lambda: None)
+    thread.start()
+    thread.join()
+    with pytest.raises(NotReady, match="the threaded server stopped before it was ready"):
+        wait_ready(lambda: False, what="the threaded server", alive=thread.is_alive, timeout=600)
+
+
+def test_http_ok_takes_200_or_with_any_status_any_answer() -> None:
+    port = _free_port()
+    cmd = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+    with serve_process(cmd, url=f"http://127.0.0.1:{port}/"):
+        missing = f"http://127.0.0.1:{port}/no-such-file"
+        assert http_ok(missing)() is False  # a 404 is an answer, not readiness
+        assert http_ok(missing, any_status=True)() is True
