@@ -63,6 +63,7 @@ import typer
 from keyring.backends import fail
 from typer.testing import CliRunner
 
+from paysdk.testing._ready import NotReady, http_ok, wait_ready
 from paysdk_cli._context import CLIENT_OPTIONS
 from paysdk_cli._state import DEFAULT_BASE_URL
 from paysdk_cli.main import app
@@ -538,27 +539,15 @@ class Session:
         self.background.append(started)
         return started
 
-    def _wait_for(self, started: Background, ready: Any, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            if started.process.poll() is not None:
-                pytest.fail(
-                    f"exited {started.process.returncode} at once:\n{started.describe()}", pytrace=False
-                )
-            if time.monotonic() > deadline:
-                pytest.fail(f"not ready after {timeout:.0f} s:\n{started.describe()}", pytrace=False)
-            time.sleep(0.05)
+    def _wait_for(self, started: Background, ready: Any) -> None:
+        """The suite's one readiness wait (D541): fails naming the command and showing its output."""
+        try:
+            wait_ready(ready, what=" ".join(started.argv), process=started.process, output=started.describe)
+        except NotReady as exc:
+            pytest.fail(str(exc), pytrace=False)
 
     def _wait_for_server(self, server: Background) -> None:
-        def healthy() -> bool:
-            try:
-                return (
-                    httpx.get(f"http://127.0.0.1:{server.port}/_sandbox/health", timeout=2).status_code == 200
-                )
-            except httpx.TransportError:
-                return False
-
-        self._wait_for(server, healthy)
+        self._wait_for(server, http_ok(f"http://127.0.0.1:{server.port}/_sandbox/health"))
 
     def _check_listeners(self) -> None:
         """Every callback queued for a doc's listener was delivered and printed by it."""

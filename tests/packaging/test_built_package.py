@@ -30,15 +30,14 @@ import stat
 import subprocess
 import sys
 import tarfile
-import time
 import zipfile
 from email.parser import Parser
 from pathlib import Path
 
 import httpx
-import pytest
 
 from paysdk._version import DISTRIBUTION, __version__
+from paysdk.testing._ready import http_ok, wait_ready
 
 from ._build import INSTALL_TIMEOUT, Dist, clean_env, make_venv
 
@@ -549,19 +548,9 @@ def test_the_testing_install_runs_a_merchants_suite_on_the_plugin(dist: Dist, tm
     _check_sdk_with_and_without_fcntl(venv, tmp_path)
 
 
-def _wait_healthy(server: subprocess.Popen[str], url: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            _, err = server.communicate()
-            pytest.fail(f"paysdk serve exited {server.returncode}: {err[-3000:]}")
-        try:
-            if httpx.get(f"{url}/_sandbox/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    pytest.fail(f"paysdk serve did not become healthy in {timeout:g} s")
+def _wait_healthy(server: subprocess.Popen[str], url: str, timeout: float | None = None) -> None:
+    """The suite's one readiness wait (D541) on ``paysdk serve`` of a clean venv."""
+    wait_ready(http_ok(f"{url}/_sandbox/health"), what="paysdk serve", process=server, timeout=timeout)
 
 
 def test_pipx_runs_the_server_with_no_python_project_around(dist: Dist, tmp_path: Path) -> None:

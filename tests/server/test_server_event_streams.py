@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
 from paysdk.server.events import EventFeed
 from paysdk.server.sse import StreamRegistry
+from paysdk.testing._ready import http_ok, wait_ready
 
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -35,11 +35,9 @@ PAYSDK = str(Path(sys.executable).with_name("paysdk"))
 FORCED = "timeout graceful shutdown exceeded"
 
 
-def _until(condition: Callable[[], bool], what: str, limit: float = 30.0) -> None:
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, f"not in time: {what}"
-        time.sleep(0.02)
+def _until(condition: Callable[[], bool], what: str) -> None:
+    """Wait for ``condition`` with the suite's one readiness helper (a generous deadline, D541)."""
+    wait_ready(condition, what=what, interval=0.02)
 
 
 @dataclass
@@ -74,8 +72,7 @@ def served(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
     server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    _until(lambda: server.started or not thread.is_alive(), "the server starts")
-    assert thread.is_alive(), "the server did not start"
+    wait_ready(lambda: server.started, what="the server", alive=thread.is_alive)
     try:
         yield Served(f"http://127.0.0.1:{sock.getsockname()[1]}", app, server, thread)
     finally:
@@ -230,15 +227,7 @@ def test_paysdk_serve_with_open_streams_stops_on_a_signal(tmp_path: Path, stop: 
     )
     streams: list[RawStream] = []
     try:
-
-        def healthy() -> bool:
-            assert proc.poll() is None, proc.communicate()[1]
-            try:
-                return httpx.get(url + "/_sandbox/health", timeout=2).status_code == 200
-            except httpx.TransportError:
-                return False
-
-        _until(healthy, "paysdk serve is healthy", 90)
+        wait_ready(http_ok(url + "/_sandbox/health"), what="paysdk serve", process=proc)
         streams = [RawStream(url, "/_sandbox/events") for _ in range(3)]
         for stream in streams:
             stream.read_until(b"retry: 1000\n\n")
