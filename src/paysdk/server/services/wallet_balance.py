@@ -66,7 +66,7 @@ def credit_rule(units: ColumnElement[int] | int) -> ColumnElement[bool]:
 
 def funds_refused(operation: str, status: str) -> APIProblem:
     """Why a fund operation's guarded update on a card that holds money here changed nothing:
-    ``422 / 7304`` for an add (beyond the maximum balance), else ``409 / 7302`` (the card is not active)
+    ``400 / 7304`` for an add (beyond the maximum balance), else ``409 / 7302`` (the card is not active)
     or ``422 / 7303`` (insufficient funds)."""
     if operation == "add":
         return balance_too_large()
@@ -231,7 +231,7 @@ def clear_pending_credit(session: Session, card_id: str, units: int) -> int | No
 
 
 def balance_too_large(field: str = "amount") -> APIProblem:
-    """``422``: the amount would take the balance beyond the maximum."""
+    """``400 / 7304``: the amount would take the balance beyond the maximum."""
     return wallet_problem(
         WalletCode.INVALID_AMOUNT, "The amount would take the balance beyond the maximum.", field, "too large"
     )
