@@ -128,6 +128,14 @@ class EventStream(EventSourceResponse):
             shutdown_event=self._shutdown,
         )
 
+    @staticmethod
+    async def _listen_for_exit_signal() -> None:
+        """Never returns: this stream's server is watched by the :class:`StreamRegistry` (D602).
+        sse-starlette's own exit signal is process-wide and never reset once any uvicorn server of the
+        process has handled an exit: every later stream of the process (a second server, an embedding,
+        the next test) would end at once (D604)."""
+        await anyio.sleep_forever()
+
     def stop(self) -> None:
         """Drop the connection: the server shuts down (called by the :class:`StreamRegistry`)."""
         self._dropping = True
