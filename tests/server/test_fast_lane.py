@@ -19,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
 from paysdk.server.hotpath.lanes import LANE_NAME
-from paysdk.server.routers import alternative_payments, payment_links, sandbox
+from paysdk.server.routers import alternative_payments, payment_links, sandbox_first
 
 LINKS = "/transactions"
 ALTERNATIVES = "/api/v1/integrations/transactions"
@@ -223,7 +223,7 @@ async def test_the_reset_takes_the_fast_lane_and_answers_as_routed(
     assert fast == routed
     assert [status for status, _, _ in fast] == [200, 415, 405]
     assert fast_endpoint is None  # with the lane, FastAPI's route never saw the reset
-    assert routed_endpoint is sandbox.reset
+    assert routed_endpoint is sandbox_first.reset
 
 
 async def _resets(app: FastAPI, merchant: SandboxClient) -> tuple[list[Any], Any]:

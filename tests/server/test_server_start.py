@@ -7,12 +7,13 @@ fast lane, jobs whose handlers are imported when they first run).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import subprocess
 import sys
 import textwrap
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,8 @@ _PROBE = textwrap.dedent(
             seen["client"] = (await client.post("/_sandbox/clients", json={})).status_code
             seen["after_client"] = loaded()
             seen["tables_after_client"] = tables()
+            wallet = ("paysdk.contracts.wallet", "paysdk.server.services.wallet_tokens")
+            seen["wallet_after_client"] = sorted(m for m in wallet if m in sys.modules)
             seen["docs"] = (await client.get("/openapi.json")).status_code
             seen["after_docs"] = loaded()
             seen["tables_after_docs"] = tables()
@@ -79,14 +82,12 @@ def test_a_lazy_start_imports_no_family_router_until_needed(tmp_path: Path) -> N
     assert seen["after_health"] == seen["start"]  # the readiness probe's own router answers it
     # The first real request includes its own family's routers up to the one that answers it (D610).
     assert seen["client"] == 201
-    assert seen["after_client"] == ["paysdk.server.routers.sandbox"]
-    # Nor the other families' tables (D613): the core's, the deprecation marks the middleware reads, and
-    # the wallet's (a new client gets its wallet keys).
-    assert seen["tables_after_client"] == [
-        "paysdk.server.core_tables",
-        "paysdk.server.deprecation_tables",
-        "paysdk.server.wallet_tables",
-    ]
+    # Of the control plane, only the router of its first routes (reset, client create, D621).
+    assert seen["after_client"] == ["paysdk.server.routers.sandbox_first"]
+    # Nor the other families' tables (D613): the core's and the deprecation marks the middleware reads; a
+    # new client's wallet keys are written without the wallet's tables (D620).
+    assert seen["tables_after_client"] == ["paysdk.server.core_tables", "paysdk.server.deprecation_tables"]
+    assert seen["wallet_after_client"] == []
     assert seen["docs"] == 200
     every = {ref.partition(":")[0] for f in FAMILIES for _, ref in f.routers if isinstance(ref, str)}
     assert every <= set(seen["after_docs"])
@@ -198,6 +199,64 @@ def test_job_and_fast_lane_references_name_the_services_constants() -> None:
     for family in FAMILIES:
         for handler in family.fast_lane:
             assert callable(resolve(handler))
+
+
+def test_the_client_keys_insert_has_the_mapped_tables_columns() -> None:
+    """A new client's wallet keys are written without the wallet's mapped tables (D620), through a table
+    clause that must stay the mapped table's: same name, columns and column types."""
+    from paysdk.server.services.wallet_client_keys import WALLET_CLIENT_KEYS
+    from paysdk.server.wallet_tables import WalletClientKeyRow
+
+    mapped = WalletClientKeyRow.__table__
+    assert WALLET_CLIENT_KEYS.name == WalletClientKeyRow.__tablename__
+    clause = {c.name: repr(c.type) for c in WALLET_CLIENT_KEYS.columns}
+    assert clause == {c.name: repr(c.type) for c in mapped.columns}
+
+
+async def test_a_new_clients_wallet_keys_are_its_row(app: Any, asgi_client: httpx.AsyncClient) -> None:
+    """The keys a create answers are the row the wallet reads: generated (its private key answered once)
+    and registered (none answered), with the lifetimes given or the defaults."""
+    from nacl.signing import SigningKey
+
+    from paysdk import _jwt
+    from paysdk.server.services import wallet_tokens
+    from paysdk.server.wallet_tables import WalletClientKeyRow
+
+    generated = body(await asgi_client.post("/_sandbox/clients", json={"userAccessTokenTtl": 60}))
+    registered_key = SigningKey.generate()
+    registered = body(
+        await asgi_client.post(
+            "/_sandbox/clients",
+            json={
+                "signingPublicKey": _jwt.public_key_b64(registered_key),
+                "keysExpireAt": "2030-01-02T03:04:05Z",
+            },
+        )
+    )
+    seed = SigningKey(base64.b64decode(generated["signingPrivateKey"]))
+    assert generated["signingPublicKey"] == _jwt.public_key_b64(seed)
+    assert registered["signingPrivateKey"] is None
+    assert registered["signingPublicKey"] == _jwt.public_key_b64(registered_key)
+    with app.state.paysdk.db.session() as session:
+        rows = {
+            row.client_id: row
+            for row in session.query(WalletClientKeyRow).order_by(WalletClientKeyRow.client_id)
+        }
+        assert [row.public_key_b64 for row in rows.values()] == [
+            generated["signingPublicKey"],
+            registered["signingPublicKey"],
+        ]
+        first, second = rows.values()
+        assert (first.user_access_ttl, first.user_refresh_ttl) == (60, wallet_tokens.DEFAULT_USER_REFRESH_TTL)
+        assert first.key_id == _jwt.public_jwk(seed)["kid"]
+        assert first.keys_expire_at is None
+        assert second.keys_expire_at == datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+        assert second.user_access_ttl == wallet_tokens.DEFAULT_USER_ACCESS_TTL
+    for made in (generated, registered):
+        assert (
+            body(await asgi_client.get(f"/_sandbox/clients/{made['slug']}"))["signingPublicKey"]
+            == made["signingPublicKey"]
+        )
 
 
 def test_the_partial_unique_indexes_are_partial_on_each_database(app: Any) -> None:

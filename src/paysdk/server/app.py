@@ -160,7 +160,8 @@ def create_app(
         database = Database(database_url, None if families == FAMILIES else families)
     elif families != FAMILIES:
         raise ValueError("a database given to create_app serves the default families only")
-    database.create_schema()
+    if not database.schema_made:  # serve() made it current before it listened: not checked twice (D622)
+        database.create_schema()
     context = ServerContext(
         database,
         environment,

@@ -280,6 +280,10 @@ class Database:
         else:
             raise ValueError(f"unsupported database {self.dialect!r}: use sqlite:/// or postgresql://")
         self._sessions: sessionmaker[Session] | None = None  # made by the first session (D310)
+        #: Whether this instance saw the database hold this version's schema (:meth:`schema_current`
+        #: answered ``True``, or :meth:`create_schema` made it so): ``create_app`` then does not check it
+        #: again (D622).
+        self.schema_made = False
         # SQLite takes one writer at a time, and a waiting writer sleeps in SQLite's busy handler.
         # Running this instance's transactions on one thread queues them in order instead, with
         # one warm connection. Other processes on the same file still meet the busy timeout.
@@ -341,6 +345,7 @@ class Database:
                 from paysdk.server.migrations import prepare
 
                 prepare(self)
+                self.schema_made = True
                 return
             from paysdk.server.core_tables import Base
 
@@ -353,6 +358,7 @@ class Database:
                 lacking = _lacking(expected, _existing_schema(connection))
         if lacking is not None:
             raise SchemaMismatch(f"the database's tables differ from this server's families: {lacking}")
+        self.schema_made = True
 
     @contextlib.contextmanager
     def _schema_lock(self) -> Iterator[None]:
@@ -393,9 +399,9 @@ class Database:
 
         with self.engine.connect() as connection:
             found = _existing_schema(connection)
-            if read_version(connection, found) != REVISION:
-                return False
-            return _lacking(TABLES, found) is None
+            current = read_version(connection, found) == REVISION and _lacking(TABLES, found) is None
+        self.schema_made = current
+        return current
 
     @contextlib.contextmanager
     def session(self) -> Iterator[Session]:

@@ -461,6 +461,7 @@ CONTROL_PLANE = Family(
     prefixes=("/_sandbox",),
     routers=(
         ("", health.router),  # the core's, imported with the registrations: a lazy start serves it (D303)
+        ("", "paysdk.server.routers.sandbox_first:router"),  # reset, client create: a suite's first (D621)
         ("", "paysdk.server.routers.sandbox:router"),
         ("", "paysdk.server.routers.sandbox_wallet:router"),
         ("", "paysdk.server.routers.sandbox_subscriptions:router"),
@@ -474,7 +475,7 @@ CONTROL_PLANE = Family(
     idempotent_posts=False,
     public=False,
     # A merchant's suite resets before every test (issue 12): no FastAPI routing over every route (D311).
-    fast_lane=("paysdk.server.routers.sandbox:reset",),
+    fast_lane=("paysdk.server.routers.sandbox_first:reset",),
     sdk_resources=("sandbox",),
     cli_groups=("sandbox",),
     hooks={"seed": ("paysdk.server.seed:install_seed",)},  # merchants, wallet users and cards (D552)

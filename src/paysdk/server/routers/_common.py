@@ -46,7 +46,6 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from paysdk.contracts.common import ErrorBody
-from paysdk.contracts.subscriptions import SubscriptionEnvelope
 from paysdk.server.auth import Credentials
 from paysdk.server.context import get_context
 from paysdk.server.errors import APIProblem, JSONResponse
@@ -264,6 +263,8 @@ def _inline(schema: dict[str, Any]) -> dict[str, Any]:
 @functools.cache
 def _subscription_envelope(model: type[BaseModel], many: bool) -> type[BaseModel]:
     """The ``{"success": true, "message", "data": model}`` model documenting a subscription answer (D139)."""
+    from paysdk.contracts.subscriptions import SubscriptionEnvelope  # the subscriptions' routers only
+
     name = f"{model.__name__}{'List' if many else ''}SubscriptionEnvelope"
     inner: Any = list[model] if many else model  # type: ignore[valid-type]
     envelope: type[BaseModel] = create_model(

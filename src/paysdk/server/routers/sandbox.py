@@ -1,6 +1,7 @@
 """The control plane under ``/_sandbox/`` (camelCase JSON, models of :mod:`paysdk.contracts.sandbox`).
 
-``GET /_sandbox/health`` lives in :mod:`paysdk.server.health` (D303). Left out of
+``GET /_sandbox/health`` lives in :mod:`paysdk.server.health` (D303), ``POST /_sandbox/reset`` and
+``POST /_sandbox/clients`` in :mod:`paysdk.server.routers.sandbox_first` (D621). Left out of
 ``/openapi.json``. Never logged, faulted or idempotent. Errors use the same D1 body as the
 public API. ``/pay`` and ``/simulate`` deliver the resulting callback's first attempt before answering,
 so tests are deterministic; ``/clock/advance`` runs every job that falls due, in due order, before it
@@ -22,7 +23,6 @@ from paysdk.contracts.sandbox import (
     ClockState,
     FaultCreate,
     PayRequest,
-    SandboxClientCreate,
     SandboxClientUpdate,
     SimulateRequest,
     TestCard,
@@ -30,7 +30,7 @@ from paysdk.contracts.sandbox import (
 )
 from paysdk.server import faults, jobs
 from paysdk.server.bodies import read_json_object, validate
-from paysdk.server.context import ServerContext, get_context
+from paysdk.server.context import ServerContext
 from paysdk.server.errors import APIProblem, JSONResponse
 from paysdk.server.events import FeedFilter, feed_stream
 from paysdk.server.routers._transactions import Db
@@ -49,26 +49,6 @@ def _json(value: Any, status: int = 200) -> Response:
 def _dump(model: Any) -> dict[str, Any]:
     dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="python")
     return dumped
-
-
-@router.post("/reset")
-async def reset(request: Request) -> Response:
-    """Wipe every client, transaction, callback, job, log entry, fault, idempotency record and the clock."""
-    context = get_context(request)
-    # On the event loop holding the database's lock when SQLite's worker is idle (D311): a trip to a
-    # worker thread that sat idle while a suite filled the database costs more than the reset's DELETEs.
-    await context.brief(context.db.reset)
-    for restore in context.after_reset:  # a seeded server returns to its seed (paysdk.server.seed)
-        await context.run(restore)
-    return _json({"status": "reset"})
-
-
-@router.post("/clients")
-async def create_client(request: Request, db: Db) -> Response:
-    """Create a client; every field optional (defaults in :mod:`paysdk.server.services.sandbox`)."""
-    spec = validate(SandboxClientCreate, await read_json_object(request, allow_empty=True))
-
-    return _json(_dump(await db.run(sandbox.create_client, db.session, spec, db.now)), 201)
 
 
 @router.get("/clients/{slug}")

@@ -32,7 +32,6 @@ from sqlalchemy.orm import Session
 
 from paysdk._redact import MASK
 from paysdk.contracts.alternative_payments import RAILS
-from paysdk.contracts.callbacks import DEFAULT_TIMEZONE
 from paysdk.contracts.common import Channel
 from paysdk.contracts.sandbox import (
     DISPLAY_NAME_MAX,
@@ -45,7 +44,7 @@ from paysdk.server.auth import hook_keys_digest, sha256_hex
 from paysdk.server.core_tables import ClientRow, RequestLogRow
 from paysdk.server.db import from_cents, to_cents
 from paysdk.server.errors import APIProblem
-from paysdk.server.services.callbacks import callback_host_problem
+from paysdk.server.renewal_dates import DEFAULT_TIMEZONE  # the callbacks' (spec 3.3.2 / 8), in the core
 
 __all__ = [
     "DEFAULT_AMOUNT_MAX",
@@ -178,14 +177,18 @@ def create_client(session: Session, spec: SandboxClientCreate, now: datetime) ->
         session.flush()
     except IntegrityError:  # a concurrent create took the slug
         raise APIProblem.conflict(f"A client with slug {slug!r} already exists.", "slug") from None
-    from paysdk.server.services import wallet_tokens  # the wallet family's, imported when used (D303)
+    # The wallet family's, imported when used (D303); it imports no wallet table (D620).
+    from paysdk.server.services.wallet_client_keys import create_client_keys
 
-    wallet = wallet_tokens.create_client_keys(session, row, spec, now)
+    wallet = create_client_keys(session, row.id, spec, now)
     return client_view(row, private_key, wallet)
 
 
 def _check_url(url: str) -> None:
     import httpx  # imported when first used: the server's start does without it (D303)
+
+    # With a callback URL only: a client's creation after a start does without it (D620).
+    from paysdk.server.services.callbacks import callback_host_problem
 
     try:
         parsed = httpx.URL(url)

@@ -40,7 +40,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from paysdk import _jwt
-from paysdk.contracts.sandbox import SandboxClientCreate
 from paysdk.contracts.wallet import (
     ACCESS_TOKEN_TYP,
     REFRESH_TOKEN_TYP,
@@ -56,6 +55,11 @@ from paysdk.server.context import ServerContext
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.db import Database
 from paysdk.server.errors import APIProblem
+from paysdk.server.services.wallet_client_keys import (
+    DEFAULT_USER_ACCESS_TTL,
+    DEFAULT_USER_REFRESH_TTL,
+    register_or_generate,
+)
 from paysdk.server.services.wallet_common import new_id, valid_slug, wallet_problem
 from paysdk.server.wallet_tables import (
     WalletClientKeyRow,
@@ -80,7 +84,6 @@ __all__ = [
     "cached_server_keys",
     "check_claims",
     "client_wallet_settings",
-    "create_client_keys",
     "create_session",
     "invalid_token",
     "issue_pair",
@@ -96,8 +99,6 @@ __all__ = [
 
 APP_ACCESS_TTL = 30 * 60
 APP_REFRESH_TTL = 7 * 86400
-DEFAULT_USER_ACCESS_TTL = 900
-DEFAULT_USER_REFRESH_TTL = 30 * 86400
 AUDIENCE = "wallet"
 #: ``aud`` of the backoffice's tokens (D184): a wallet token is no backoffice token and the reverse.
 BACKOFFICE_AUDIENCE = "paysdk-cms"
@@ -618,55 +619,6 @@ def app_login(
 # ------------------------------------------------------------------------------ client key pairs
 
 
-def _problem_field(field: str, message: str) -> APIProblem:
-    return APIProblem.invalid_field(field, message)
-
-
-def _register_or_generate(public_key: str | None, field: str) -> tuple[str, str | None, str]:
-    """(public base64, private seed base64 or None, key id)."""
-    if public_key is not None:
-        try:
-            verify = _jwt.verify_key_from_b64(public_key)
-        except _jwt.JWTError:
-            raise _problem_field(field, "must be a base64 Ed25519 public key (32 bytes)") from None
-        return _jwt.public_key_b64(verify), None, _jwt.public_jwk(verify)["kid"]
-    signing = nacl.signing.SigningKey.generate()
-    return (
-        _jwt.public_key_b64(signing),
-        base64.b64encode(bytes(signing)).decode("ascii"),
-        _jwt.public_jwk(signing)["kid"],
-    )
-
-
-def create_client_keys(
-    session: Session, client: ClientRow, spec: SandboxClientCreate, now: datetime
-) -> dict[str, Any]:
-    """The wallet settings of a new client (D34, D36); the answer's wallet fields (private key once)."""
-    access = spec.user_access_token_ttl or DEFAULT_USER_ACCESS_TTL
-    refresh_ttl = spec.user_refresh_token_ttl or DEFAULT_USER_REFRESH_TTL
-    if refresh_ttl < access:
-        raise _problem_field("userRefreshTokenTtl", "must be at least userAccessTokenTtl")
-    public, private, key_id = _register_or_generate(spec.signing_public_key, "signingPublicKey")
-    session.add(
-        WalletClientKeyRow(
-            client_id=client.id,
-            public_key_b64=public,
-            key_id=key_id,
-            keys_expire_at=spec.keys_expire_at,
-            user_access_ttl=access,
-            user_refresh_ttl=refresh_ttl,
-            updated_at=now,
-        )
-    )
-    return {
-        "signing_public_key": public,
-        "signing_private_key": private,
-        "keys_expire_at": spec.keys_expire_at,
-        "user_access_token_ttl": access,
-        "user_refresh_token_ttl": refresh_ttl,
-    }
-
-
 def client_wallet_settings(session: Session, client_id: int) -> dict[str, Any]:
     """The wallet fields of a client's control-plane view (never the private key)."""
     row = session.get(WalletClientKeyRow, client_id)
@@ -689,7 +641,7 @@ def rotate_client_keys(
     )
     if client is None:
         raise APIProblem.not_found("Client", "slug")
-    public, private, key_id = _register_or_generate(spec.public_key, "publicKey")
+    public, private, key_id = register_or_generate(spec.public_key, "publicKey")
     row = session.get(WalletClientKeyRow, client.id, with_for_update=True)
     if row is None:
         row = WalletClientKeyRow(
