@@ -432,7 +432,7 @@ def add_fault_operation(
     **options: Unpack[PostCallOptions],
 ) -> Operation[Fault]:
     """Inject a fault (``POST /_sandbox/faults``: ``latency``, ``error``, ``rate_limit``, ``drop``,
-    ``duplicate_callback``, ``stream_cut``).
+    ``duplicate_callback``, ``stream_cut``, ``callback_down``).
 
     ``route`` is ``"METHOD /path"`` or ``"/path"`` (a trailing ``*`` matches a prefix); ``count`` how
     many matching requests it applies to. ``stream_cut`` drops an event stream's connection after
