@@ -130,7 +130,7 @@ class PayStep(_Step):
 
     kind: Literal["pay"]
     uid: str = Field(min_length=1, max_length=200)
-    card: str = Field(min_length=12, max_length=200)
+    card: str = Field(min_length=1, max_length=200)
     #: The 3-D Secure challenge's answer, when the card asks for one.
     three_ds: Literal["approve", "fail"] | None = Field(default=None, alias="threeDS")
     #: The transaction status the payment must end in (``approved``, ``declined``, ``pending``).
