@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
+from conftest import CallbackSink
 from paysdk import _json
-from tests.conftest import CallbackSink
 
 JSON_TYPE = {"Content-Type": "application/json"}
 
@@ -71,7 +71,10 @@ async def test_the_list_names_every_built_in_with_its_promises(asgi_client: http
     assert missing.json()["details"] == [{"field": "name", "message": "not found"}]
 
 
-@pytest.mark.parametrize(("name", "status", "card"), [("payment-approved", "approved", "4242"), ("payment-declined", "declined", "0002")])
+@pytest.mark.parametrize(
+    ("name", "status", "card"),
+    [("payment-approved", "approved", "4242"), ("payment-declined", "declined", "0002")],
+)
 async def test_a_payment_scenario_delivers_its_callback_to_the_receiver(
     asgi_client: httpx.AsyncClient, callback_sink: CallbackSink, name: str, status: str, card: str
 ) -> None:
@@ -80,10 +83,13 @@ async def test_a_payment_scenario_delivers_its_callback_to_the_receiver(
     assert set(report["ids"]) == {"merchant", "uid"}
     assert f"card ending {card}: {status}" in report["steps"][2]["summary"]
     [attempt] = callbacks(report, uid)
-    assert attempt["statusCode"] == 200 and attempt["attempt"] == 1 and attempt["final"]
+    assert attempt["statusCode"] == 200
+    assert attempt["attempt"] == 1
+    assert attempt["final"]
     assert attempt["payload"]["status"] == status
     [received] = callback_sink.received
-    assert received.json()["uid"] == uid and received.json()["status"] == status
+    assert received.json()["uid"] == uid
+    assert received.json()["status"] == status
     assert received.headers["x-event-id"] == attempt["eventId"] == received.json()["eventId"]
     shown = (await asgi_client.get(f"/_sandbox/transactions/{uid}")).json()
     assert shown["status"] == status
@@ -97,8 +103,10 @@ async def test_three_ds_challenge_waits_then_approves_and_a_failed_one_declines(
     assert "pending (three_ds_required)" in report["steps"][2]["summary"]
     [approved] = callbacks(report, uid)
     [declined] = callbacks(report, failed)
-    assert approved["payload"]["status"] == "approved" and approved["statusCode"] == 200
-    assert declined["payload"]["status"] == "declined" and declined["statusCode"] == 200
+    assert approved["payload"]["status"] == "approved"
+    assert approved["statusCode"] == 200
+    assert declined["payload"]["status"] == "declined"
+    assert declined["statusCode"] == 200
     # No callback while the challenge waited: the approved one came during the step that answered it.
     assert next(e["step"] for e in report["events"] if e["data"]["uid"] == uid) == 5
     assert [item.json()["status"] for item in callback_sink.received] == ["approved", "declined"]
@@ -109,29 +117,39 @@ async def test_subscription_renews_twice_without_dunning(
 ) -> None:
     report = passed(await run(asgi_client, "subscription-renews", callbackUrl=callback_sink.url))
     sub = (await asgi_client.get(f"/_sandbox/subscriptions/{report['ids']['subUid']}")).json()
-    assert sub["status"] == "active" and sub["period"] == 2
+    assert sub["status"] == "active"
+    assert sub["period"] == 2
     assert [charge["chargeId"] for charge in sub["charges"]] == [
         report["ids"]["firstChargeId"],
         report["ids"]["secondChargeId"],
     ]
     assert [charge["status"] for charge in sub["charges"]] == ["approved", "approved"]
-    assert emails(report) == [] and callback_sink.received == []
+    assert emails(report) == []
+    assert callback_sink.received == []
 
 
 async def test_subscription_suspended_sends_every_dunning_email_and_the_subs_callback(
     asgi_client: httpx.AsyncClient, callback_sink: CallbackSink
 ) -> None:
     report = passed(
-        await run(asgi_client, "subscription-suspended", callbackUrl=callback_sink.url, email="ana@example.com")
+        await run(
+            asgi_client, "subscription-suspended", callbackUrl=callback_sink.url, email="ana@example.com"
+        )
     )
     sub_uid = report["ids"]["subUid"]
     sent = [(m["notifyEvent"], m.get("attempt")) for m in emails(report) if m["subUid"] == sub_uid]
-    assert sent == [("subPayProblem", 1), ("subPayProblem", 2), ("subPayProblem", 3), ("subscriptionSuspended", 3)]
+    assert sent == [
+        ("subPayProblem", 1),
+        ("subPayProblem", 2),
+        ("subPayProblem", 3),
+        ("subscriptionSuspended", 3),
+    ]
     assert all(m["to"] == "ana@example.com" for m in emails(report))
     assert [m.get("nextAttemptAt") is not None for m in emails(report)][:3] == [True, True, False]
     [callback] = callbacks(report, sub_uid)
     assert callback["payload"]["event"] == "subscriptionSuspended"
-    assert callback["payload"]["status"] == "inactive" and callback["statusCode"] == 200
+    assert callback["payload"]["status"] == "inactive"
+    assert callback["statusCode"] == 200
     [received] = callback_sink.received
     assert received.json()["subUid"] == sub_uid
     assert received.headers["x-event-id"] == callback["eventId"]
@@ -157,7 +175,8 @@ async def test_bulk_upload_charges_one_row_declines_one_and_refuses_four_naming_
 ) -> None:
     report = passed(await run(asgi_client, "bulk-upload-bad-rows"))
     upload = report["steps"][-1]["summary"]
-    assert "data.charged=1" in upload and "data.refused=4" in upload
+    assert "data.charged=1" in upload
+    assert "data.refused=4" in upload
     good = (await asgi_client.get(f"/_sandbox/subscriptions/{report['ids']['goodSub']}")).json()
     declined = (await asgi_client.get(f"/_sandbox/subscriptions/{report['ids']['declineSub']}")).json()
     batch = [c for c in good["charges"] if c["source"] == "batch"]
@@ -170,11 +189,14 @@ async def test_bulk_upload_charges_one_row_declines_one_and_refuses_four_naming_
     assert not any(word in key.lower() for key in report["ids"] for word in ("key", "token"))
 
 
-async def test_lead_approved_to_first_payment(asgi_client: httpx.AsyncClient, callback_sink: CallbackSink) -> None:
+async def test_lead_approved_to_first_payment(
+    asgi_client: httpx.AsyncClient, callback_sink: CallbackSink
+) -> None:
     report = passed(await run(asgi_client, "lead-to-first-payment", callbackUrl=callback_sink.url))
     ids = report["ids"]
     lead = (await asgi_client.get(f"/_sandbox/leads/{ids['leadId']}")).json()
-    assert lead["status"] == "approved" and lead["clientSlug"] == ids["merchant"] != ids["partner"]
+    assert lead["status"] == "approved"
+    assert lead["clientSlug"] == ids["merchant"] != ids["partner"]
     [attempt] = callbacks(report, ids["uid"])
     assert attempt["payload"]["status"] == "approved"
     assert [item.json()["uid"] for item in callback_sink.received] == [ids["uid"]]
@@ -188,7 +210,8 @@ async def test_receiver_down_for_three_days_shows_every_retry_then_one_delivery(
     assert [a["attempt"] for a in attempts] == list(range(1, 17))
     assert all(a["statusCode"] is None and "receiver is down" in a["error"] for a in attempts[:15])
     assert all(a["nextAttemptAt"] is not None for a in attempts[:15])
-    assert attempts[-1]["statusCode"] == 200 and attempts[-1]["final"]
+    assert attempts[-1]["statusCode"] == 200
+    assert attempts[-1]["final"]
     assert len({a["eventId"] for a in attempts}) == 1
     # The receiver was never reached while down: it got the one delivery, the same event id.
     [received] = callback_sink.received
@@ -196,7 +219,9 @@ async def test_receiver_down_for_three_days_shows_every_retry_then_one_delivery(
     assert (await asgi_client.get("/_sandbox/faults")).json() == []
 
 
-async def test_a_run_without_a_callback_url_delivers_to_the_built_in_receiver(asgi_client: httpx.AsyncClient) -> None:
+async def test_a_run_without_a_callback_url_delivers_to_the_built_in_receiver(
+    asgi_client: httpx.AsyncClient,
+) -> None:
     report = passed(await run(asgi_client, "payment-approved"))
     [attempt] = callbacks(report, report["ids"]["uid"])
     assert attempt["payload"]["status"] == "approved"
@@ -224,20 +249,34 @@ USER_SCENARIO: dict[str, Any] = {
             "name": "a link",
             "path": "/transactions",
             "headers": {"Authorization": "${merchantToken}"},
-            "json": {"amount": 5, "userId": "+50212345678", "channel": "wa", "client": "${merchant}", "ads": []},
+            "json": {
+                "amount": 5,
+                "userId": "+50212345678",
+                "channel": "wa",
+                "client": "${merchant}",
+                "ads": [],
+            },
             "save": {"uid": "uid"},
         },
         {"kind": "pay", "uid": "${uid}", "card": "${card}"},
-        {"kind": "expect", "name": "it was approved", "event": "callback", "match": {"payload.status": "approved"}},
+        {
+            "kind": "expect",
+            "name": "it was approved",
+            "event": "callback",
+            "match": {"payload.status": "approved"},
+        },
     ],
 }
 
 
-async def test_a_user_scenario_runs_the_same_way(asgi_client: httpx.AsyncClient, callback_sink: CallbackSink) -> None:
+async def test_a_user_scenario_runs_the_same_way(
+    asgi_client: httpx.AsyncClient, callback_sink: CallbackSink
+) -> None:
     response = await run_document(asgi_client, USER_SCENARIO, callbackUrl=callback_sink.url)
     assert response.status_code == 200, response.text
     report = passed(response.json())
-    assert report["scenario"] == "my-flow" and set(report["ids"]) == {"uid"}
+    assert report["scenario"] == "my-flow"
+    assert set(report["ids"]) == {"uid"}
     assert [item.json()["uid"] for item in callback_sink.received] == [report["ids"]["uid"]]
 
 
@@ -249,7 +288,8 @@ async def test_an_expectation_that_does_not_come_fails_naming_the_step(
         asgi_client, USER_SCENARIO, callbackUrl=callback_sink.url, card="4000000000000002"
     )
     report = response.json()
-    assert response.status_code == 200 and report["ok"] is False
+    assert response.status_code == 200
+    assert report["ok"] is False
     assert report["failedStep"] == "step 4 'it was approved'"
     assert report["error"].startswith("step 4 'it was approved' failed: expected at least 1 callback")
     assert [step["ok"] for step in report["steps"]] == [True, True, True, False]
@@ -267,10 +307,15 @@ async def test_a_failing_call_names_its_step_and_stops_the_run(asgi_client: http
         ],
     }
     report = (await run_document(asgi_client, document)).json()
-    assert report["ok"] is False and len(report["steps"]) == 1
+    assert report["ok"] is False
+    assert len(report["steps"]) == 1
     assert report["failedStep"] == "step 1 'no token'"
     assert "POST /transactions answered 401, expected a 2xx" in report["error"]
-    unknown = {"name": "x", "title": "X", "steps": [{"kind": "pay", "uid": "${nothing}", "card": "4242424242424242"}]}
+    unknown = {
+        "name": "x",
+        "title": "X",
+        "steps": [{"kind": "pay", "uid": "${nothing}", "card": "4242424242424242"}],
+    }
     report = (await run_document(asgi_client, unknown)).json()
     assert report["failedStep"] == "step 1 (pay)"
     assert "${nothing} is neither a parameter nor a variable" in report["error"]
@@ -282,11 +327,36 @@ async def test_a_failing_call_names_its_step_and_stops_the_run(asgi_client: http
         ({"title": "T", "steps": [{"kind": "advance", "days": 1}]}, {}, "scenario.name"),
         ({"name": "a", "title": "T", "steps": []}, {}, "scenario.steps"),
         ({"name": "a", "title": "T", "steps": [{"kind": "teleport"}]}, {}, "scenario.steps.0"),
-        ({"name": "a", "title": "T", "steps": [{"kind": "advance", "dayz": 1}]}, {}, "scenario.steps.0.advance.dayz"),
-        ({"name": "a", "title": "T", "steps": [{"kind": "advance", "days": -1}]}, {}, "scenario.steps.0.advance"),
-        ({"name": "a", "title": "T", "ids": ["merchantToken"], "steps": [{"kind": "advance", "days": 1}]}, {}, "scenario.ids"),
-        ({"name": "a", "title": "T", "steps": [{"kind": "advance", "days": 1}]}, {"nope": "1"}, "parameters.nope"),
-        ({"name": "a", "title": "T", "parameters": [{"name": "need"}], "steps": [{"kind": "advance", "days": 1}]}, {}, "parameters.need"),
+        (
+            {"name": "a", "title": "T", "steps": [{"kind": "advance", "dayz": 1}]},
+            {},
+            "scenario.steps.0.advance.dayz",
+        ),
+        (
+            {"name": "a", "title": "T", "steps": [{"kind": "advance", "days": -1}]},
+            {},
+            "scenario.steps.0.advance",
+        ),
+        (
+            {"name": "a", "title": "T", "ids": ["merchantToken"], "steps": [{"kind": "advance", "days": 1}]},
+            {},
+            "scenario.ids",
+        ),
+        (
+            {"name": "a", "title": "T", "steps": [{"kind": "advance", "days": 1}]},
+            {"nope": "1"},
+            "parameters.nope",
+        ),
+        (
+            {
+                "name": "a",
+                "title": "T",
+                "parameters": [{"name": "need"}],
+                "steps": [{"kind": "advance", "days": 1}],
+            },
+            {},
+            "parameters.need",
+        ),
     ],
 )
 async def test_a_bad_scenario_is_409_naming_the_field(
@@ -301,10 +371,13 @@ async def test_a_bad_scenario_is_409_naming_the_field(
 
 async def test_bad_bodies_are_never_a_500(asgi_client: httpx.AsyncClient) -> None:
     for content in (b"{oops", b"[]", b'{"parameters": {"callbackUrl": 5}}'):
-        response = await asgi_client.post("/_sandbox/scenarios/payment-approved/run", content=content, headers=JSON_TYPE)
+        response = await asgi_client.post(
+            "/_sandbox/scenarios/payment-approved/run", content=content, headers=JSON_TYPE
+        )
         assert 400 <= response.status_code < 500, response.text
     missing = await asgi_client.post("/_sandbox/scenarios/run", content=b"{}", headers=JSON_TYPE)
-    assert missing.status_code == 409 and missing.json()["details"][0]["field"] == "scenario"
+    assert missing.status_code == 409
+    assert missing.json()["details"][0]["field"] == "scenario"
     unknown = await asgi_client.post("/_sandbox/scenarios/nope/run", content=b"{}", headers=JSON_TYPE)
     assert unknown.status_code == 404
 
@@ -316,4 +389,5 @@ def test_every_built_in_is_a_valid_scenario_with_a_callback_url_parameter() -> N
     assert list(found) == BUILT_INS
     for scenario in found.values():
         assert [p.name for p in scenario.parameters][:1] == ["callbackUrl"]
-        assert scenario.promises and scenario.ids
+        assert scenario.promises
+        assert scenario.ids

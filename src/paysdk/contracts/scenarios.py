@@ -121,7 +121,9 @@ class CallStep(_Step):
     def _names(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
             if not re.match(_VARIABLE, name):
-                raise ValueError(f"variable name {name[:64]!r} must be letters, digits and _ (a letter first)")
+                raise ValueError(
+                    f"variable name {name[:64]!r} must be letters, digits and _ (a letter first)"
+                )
         return value
 
 

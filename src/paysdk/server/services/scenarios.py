@@ -85,7 +85,11 @@ def summaries() -> list[ScenarioSummary]:
     """What ``GET /_sandbox/scenarios`` lists."""
     return [
         ScenarioSummary(
-            name=s.name, title=s.title, description=s.description, parameters=s.parameters, promises=s.promises
+            name=s.name,
+            title=s.title,
+            description=s.description,
+            parameters=s.parameters,
+            promises=s.promises,
         )
         for s in builtins().values()
     ]
@@ -138,7 +142,7 @@ def _path(document: Any, dotted: str) -> Any:
 
 def _same(found: Any, wanted: Any) -> bool:
     if isinstance(found, bool) or isinstance(wanted, bool):
-        return found is wanted or found == wanted and type(found) is type(wanted)
+        return found is wanted or (found == wanted and type(found) is type(wanted))
     if isinstance(found, (int, Decimal)) and isinstance(wanted, (int, Decimal)):
         return Decimal(found) == Decimal(wanted)
     if isinstance(found, (int, Decimal)) and isinstance(wanted, str):
@@ -342,10 +346,14 @@ async def _call(run: ScenarioRun, step: CallStep) -> str:
             for field_name, upload in step.files.items()
         },
     )
-    wanted = step.status if isinstance(step.status, list) else [step.status] if step.status is not None else None
+    wanted = (
+        step.status if isinstance(step.status, list) else [step.status] if step.status is not None else None
+    )
     if (wanted is None and not 200 <= status < 300) or (wanted is not None and status not in wanted):
         expected = "a 2xx" if wanted is None else " or ".join(str(code) for code in wanted)
-        raise StepFailed(f"{step.method} {path} answered {status}, expected {expected}: {_problem_text(answer)}")
+        raise StepFailed(
+            f"{step.method} {path} answered {status}, expected {expected}: {_problem_text(answer)}"
+        )
     wrong = _mismatches(answer, _substitute(step.match, run.variables))
     if wrong:
         raise StepFailed(f"{step.method} {path} answered {status}, but " + "; ".join(wrong))
@@ -387,7 +395,9 @@ async def _login(run: ScenarioRun, step: LoginStep) -> str:
     try:
         key = nacl.signing.SigningKey(base64.b64decode(_text(_substitute(step.signing_key, run.variables))))
     except (binascii.Error, ValueError, TypeError, nacl.exceptions.CryptoError):
-        raise StepFailed("signingKey is not a base64 Ed25519 seed (the merchant's signingPrivateKey)") from None
+        raise StepFailed(
+            "signingKey is not a base64 Ed25519 seed (the merchant's signingPrivateKey)"
+        ) from None
     body = {"merchant": merchant, "signature": sign_merchant(key, merchant)}
     status, answer = await _request(run, "POST", f"{WALLET_PREFIX}/auth/login", body)
     if status != 200:
@@ -510,7 +520,9 @@ async def run(
         except (StepFailed, ValidationError) as exc:
             await _observe(state, index)
             failed, error = _label(index, step), f"{_label(index, step)} failed: {exc}"
-            state.steps.append(StepOutcome(index=index, name=name, kind=step.kind, ok=False, summary="", error=str(exc)))
+            state.steps.append(
+                StepOutcome(index=index, name=name, kind=step.kind, ok=False, summary="", error=str(exc))
+            )
             break
         state.steps.append(StepOutcome(index=index, name=name, kind=step.kind, ok=True, summary=summary))
         if not isinstance(step, ExpectStep):
