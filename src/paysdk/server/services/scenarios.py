@@ -208,9 +208,10 @@ def _new_events(session: Session, after_attempt: int, after_email: int, step: in
         body = _json.loads(payload) if payload else {}
         what = _callback_what(body)
         outcome = str(row.status_code) if row.status_code is not None else (row.error or "no answer")
-        tail = " (final)" if row.final else ""
+        outcome = outcome if len(outcome) <= 60 else outcome[:57] + "..."
+        tail = f", {state}" if row.final else ""
         if row.next_attempt_at is not None:
-            tail = f" (next attempt {row.next_attempt_at.isoformat()})"
+            tail = f", next attempt {_moment(row.next_attempt_at)}"
         found.append(
             (
                 row.at,
@@ -256,6 +257,12 @@ def _new_events(session: Session, after_attempt: int, after_email: int, step: in
     return [event for _, _, event in found]
 
 
+def _moment(value: datetime) -> str:
+    """A time as the report shows it: ``2026-11-30 00:00 UTC``."""
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def _sortable(value: Any) -> str:
     return value.replace(tzinfo=None).isoformat() if value is not None else ""
 
@@ -264,9 +271,8 @@ def _callback_what(body: Any) -> str:
     if not isinstance(body, dict):
         return ""
     if "subUid" in body:
-        return f"{body.get('event', 'subscription')} {body.get('subUid', '')}".rstrip()
-    status = body.get("status")
-    return f"{status} {body.get('uid', '')}".strip() if status else ""
+        return str(body.get("event", "subscription"))
+    return str(body.get("status") or "")
 
 
 async def _observe(run: ScenarioRun, step: int) -> None:
@@ -378,7 +384,7 @@ async def _pay(run: ScenarioRun, step: PayStep) -> str:
             f"({result.get('outcome')}), expected {step.expect_status}"
         )
     _save(run, answer, step.save)
-    return f"paid {uid} with the card ending {card[-4:]}: {result.get('status')} ({result.get('outcome')})"
+    return f"paid with the card ending {card[-4:]}: {result.get('status')} ({result.get('outcome')})"
 
 
 async def _login(run: ScenarioRun, step: LoginStep) -> str:
@@ -430,7 +436,8 @@ async def _advance(run: ScenarioRun, step: AdvanceStep) -> str:
     if status != 200:
         raise StepFailed(f"advancing the clock answered {status}: {_problem_text(answer)}")
     ran = answer.get("jobsRun") if isinstance(answer, dict) else None
-    return f"clock +{_duration(seconds)} (now {answer.get('now')}; {ran} jobs ran)"
+    now = datetime.fromisoformat(str(answer.get("now")))
+    return f"clock +{_duration(seconds)}, now {_moment(now)} ({ran} jobs ran)"
 
 
 def _instant(text: str) -> datetime:
