@@ -23,7 +23,11 @@ def _json_ok(*args: str) -> Any:
 
 def test_list_names_the_built_ins() -> None:
     listed = _json_ok("trigger", "--list")
-    assert [item["name"] for item in listed][:3] == ["payment-approved", "payment-declined", "three-ds-challenge"]
+    assert [item["name"] for item in listed][:3] == [
+        "payment-approved",
+        "payment-declined",
+        "three-ds-challenge",
+    ]
     assert len(listed) == 9
     table = run_cli("trigger", "--list", env={"COLUMNS": "80"})
     assert table.exit_code == 0
@@ -32,7 +36,13 @@ def test_list_names_the_built_ins() -> None:
 
 def test_a_run_prints_each_step_its_callback_and_the_ids(callback_sink: Any) -> None:
     result = run_cli(
-        "-o", "table", "trigger", "payment-approved", "--callback-url", callback_sink.url, env={"COLUMNS": "80"}
+        "-o",
+        "table",
+        "trigger",
+        "payment-approved",
+        "--callback-url",
+        callback_sink.url,
+        env={"COLUMNS": "80"},
     )
     assert result.exit_code == 0, result.stderr
     assert "Traceback" not in result.output
@@ -74,7 +84,13 @@ SCENARIO = {
             "kind": "call",
             "path": "/transactions",
             "headers": {"Authorization": "${merchantToken}"},
-            "json": {"amount": 5, "userId": "+50212345678", "channel": "wa", "client": "${merchant}", "ads": []},
+            "json": {
+                "amount": 5,
+                "userId": "+50212345678",
+                "channel": "wa",
+                "client": "${merchant}",
+                "ads": [],
+            },
             "save": {"uid": "uid"},
         },
         {"kind": "pay", "uid": "${uid}", "card": "${card}"},
@@ -95,14 +111,23 @@ def test_a_user_file_runs_the_same_way_in_json_and_yaml(tmp_path: Path, callback
     as_yaml.write_text(yaml.safe_dump(SCENARIO))
     again = _json_ok("trigger", "--file", str(as_yaml), "--callback-url", callback_sink.url)
     assert again["ok"] is True
-    assert [item.json()["uid"] for item in callback_sink.received] == [report["ids"]["uid"], again["ids"]["uid"]]
+    assert [item.json()["uid"] for item in callback_sink.received] == [
+        report["ids"]["uid"],
+        again["ids"]["uid"],
+    ]
 
 
 def test_an_expectation_that_fails_exits_1_naming_the_step(tmp_path: Path, callback_sink: Any) -> None:
     path = tmp_path / "flow.json"
     path.write_text(json.dumps(SCENARIO))
     result = run_cli(
-        "trigger", "--file", str(path), "--callback-url", callback_sink.url, "--param", "card=4000000000000002"
+        "trigger",
+        "--file",
+        str(path),
+        "--callback-url",
+        callback_sink.url,
+        "--param",
+        "card=4000000000000002",
     )
     assert result.exit_code == 1, result.output
     assert "step 4 'approved' failed: expected at least 1 callback" in result.stderr
