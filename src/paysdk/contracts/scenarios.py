@@ -200,11 +200,14 @@ ScenarioStep = Annotated[
 
 
 class ScenarioParameter(_Strict):
-    """A value the run is given (``${name}`` in the steps); ``default`` when it is not."""
+    """A value the run is given (``${name}`` in the steps); ``default`` when it is not. A parameter with
+    ``required: false`` and no default may be left out: a JSON value that is exactly ``${name}`` is then
+    left out of its object (the server's own default applies)."""
 
     name: str = Field(pattern=_VARIABLE)
     description: str = Field(default="", max_length=500)
     default: str | None = Field(default=None, max_length=2000)
+    required: bool = True
 
 
 class Scenario(_Strict):

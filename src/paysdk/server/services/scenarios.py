@@ -104,18 +104,27 @@ def _substitute(value: Any, variables: Mapping[str, Any]) -> Any:
         whole = _VARIABLE.fullmatch(value)
         if whole is not None:
             return _lookup(whole.group(1), variables)
-        return _VARIABLE.sub(lambda m: _text(_lookup(m.group(1), variables)), value)
+        return _VARIABLE.sub(lambda m: _text(_given(_lookup(m.group(1), variables))), value)
     if isinstance(value, list):
         return [_substitute(item, variables) for item in value]
     if isinstance(value, dict):
-        return {key: _substitute(item, variables) for key, item in value.items()}
+        replaced = {key: _substitute(item, variables) for key, item in value.items()}
+        return {key: item for key, item in replaced.items() if item is not _LEFT_OUT}
     return value
+
+
+#: The value of an optional parameter that was not given (its ``${name}`` leaves its key out).
+_LEFT_OUT = object()
 
 
 def _lookup(name: str, variables: Mapping[str, Any]) -> Any:
     if name not in variables:
         raise StepFailed(f"${{{name}}} is neither a parameter nor a variable saved by an earlier step")
     return variables[name]
+
+
+def _given(value: Any) -> Any:
+    return "" if value is _LEFT_OUT else value
 
 
 def _text(value: Any) -> str:
@@ -513,9 +522,9 @@ async def run(
     variables: dict[str, Any] = {}
     for name, parameter in declared.items():
         value = parameters.get(name, parameter.default)
-        if value is None:
+        if value is None and parameter.required:
             raise ValueError(f"parameters.{name}: required by the scenario ({parameter.description})")
-        variables[name] = value
+        variables[name] = _LEFT_OUT if value is None else value
     attempt_mark, email_mark = await context.run(_high_water)
     state = ScenarioRun(scenario, variables, client, control_headers, context, attempt_mark, email_mark)
     failed: str | None = None
@@ -534,7 +543,11 @@ async def run(
         state.steps.append(StepOutcome(index=index, name=name, kind=step.kind, ok=True, summary=summary))
         if not isinstance(step, ExpectStep):
             await _observe(state, index)
-    ids = {name: _text(state.variables[name]) for name in scenario.ids if name in state.variables}
+    ids = {
+        name: _text(state.variables[name])
+        for name in scenario.ids
+        if name in state.variables and state.variables[name] is not _LEFT_OUT
+    }
     return ScenarioReport(
         scenario=scenario.name,
         title=scenario.title,
