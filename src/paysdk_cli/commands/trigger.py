@@ -102,6 +102,14 @@ def trigger(
         str | None,
         typer.Option("--callback-url", help="Your callback receiver (default: the server's built-in one)."),
     ] = None,
+    sandbox_client: Annotated[
+        str | None,
+        typer.Option(
+            "--sandbox-client",
+            help="Send the run's callbacks where this sandbox client's go, with its header (what "
+            "`paysdk callbacks listen --sandbox-client SLUG` checks).",
+        ),
+    ] = None,
     param: Annotated[
         list[str] | None, typer.Option("--param", help="A scenario parameter, NAME=VALUE (repeatable).")
     ] = None,
@@ -129,6 +137,13 @@ def trigger(
             else:
                 emit(st.output, listed, columns=["name", "title"], keep=["name", "title"], title="Scenarios")
             return
+        if sandbox_client is not None:
+            like = sdk.sandbox.reveal_client(sandbox_client)
+            if like.callback_url is None and callback_url is None:
+                raise CLIError(f"--sandbox-client {sandbox_client}: it has no callback URL", ExitCode.USAGE)
+            callback_url = callback_url or like.callback_url
+            parameters.setdefault("callbackHeaderName", like.callback_header_name)
+            parameters.setdefault("callbackHeaderValue", like.callback_header_value)
         target: Any = document if document is not None else scenario
         report = wire(sdk.sandbox.trigger(target, callback_url=callback_url, parameters=parameters))
     if st.output is OutputFormat.json:
