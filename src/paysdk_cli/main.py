@@ -83,6 +83,11 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
     ),
     "sandbox": ("paysdk_cli.commands.sandbox", "app", "Control plane of the local reference server."),
     "serve": ("paysdk_cli.commands.serve", "app", "Run the local reference server."),
+    "trigger": (
+        "paysdk_cli.commands.trigger",
+        "app",
+        "Run a named scenario and print, in order, what it caused.",
+    ),
 }
 
 #: The documentation site (mkdocs.yml's ``site_url``): what help texts point at, never a file of this

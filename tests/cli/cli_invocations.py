@@ -216,4 +216,5 @@ INVOCATIONS: dict[str, Call] = {
     "sandbox deprecations clear": Call(),
     "sandbox deprecations list": Call(),
     "serve": Call(local="starts a server of its own: tests/cli/test_cli_serve.py runs it", endless=True),
+    "trigger": Call(("payment-declined",)),
 }

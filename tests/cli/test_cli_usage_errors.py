@@ -95,7 +95,8 @@ USAGE_ERRORS = [
         ["sandbox", "faults", "add"],
         "paysdk sandbox faults add [OPTIONS]",
         "paysdk sandbox faults add",
-        "missing option --kind (one of: latency, error, rate_limit, drop, duplicate_callback, stream_cut)",
+        "missing option --kind (one of: latency, error, rate_limit, drop, duplicate_callback, stream_cut, "
+        "callback_down)",
     ),
     (
         ["serve", "--db", "mysql://root:hunter2@db/shop"],

@@ -747,13 +747,21 @@ def test_placeholder_words_and_their_json_keys() -> None:
 def test_readme_cli_lines_end_with_a_delivered_callback(
     tmp_path_factory: pytest.TempPathFactory, live_server: str
 ) -> None:
-    """Issue 7.12: the README's CLI example ends with the listener printing the paid link's callback."""
+    """Issue 7.12: the README's CLI example has the listener print the paid link's callback; issue 23: it
+    ends with ``paysdk trigger``, whose flow's callback (three days of refused retries, then one delivery
+    with the same eventId, D703) reaches the same listener, verified with the merchant's header."""
     readme = ROOT / "README.md"
     block = next(block for block in doc_blocks(readme) if not block.synopsis)
-    assert block.lines[-1].tokens[1:3] == ("sandbox", "pay")
+    assert block.lines[-2].tokens[1:3] == ("sandbox", "pay")
+    assert block.lines[-1].tokens[1:3] == ("trigger", "callback-receiver-down")
     (record,) = runs_of(readme, tmp_path_factory, live_server)
-    paid = json.loads(record.ran[-1].stdout)
+    paid = json.loads(record.ran[-2].stdout)
     assert paid["status"] == "approved"
+    report = json.loads(record.ran[-1].stdout)
+    assert report["ok"] is True
+    attempts = [event for event in report["events"] if event["kind"] == "callback"]
+    assert [event["data"]["attempt"] for event in attempts] == list(range(1, 17))
     assert [(event["uid"], event["status"]) for event in record.listener_events] == [
-        (paid["uid"], "approved")
+        (paid["uid"], "approved"),
+        (report["ids"]["uid"], "approved"),
     ]

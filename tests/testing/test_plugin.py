@@ -74,6 +74,7 @@ def test_fixtures_are_prefixed_and_leave_this_repository_s_own_alone(request: py
         "paysdk_merchant",
         "paysdk_reset",
         "paysdk_server",
+        "paysdk_trigger",
     ]
     manager = request._fixturemanager
     for name in ours:  # defined once, by the plugin: nothing here shares a name with them

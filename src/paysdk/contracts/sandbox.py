@@ -227,7 +227,9 @@ class RequestLogEntry(WireModel):
     duration_ms: int | None = None
 
 
-FaultKind = Literal["latency", "error", "rate_limit", "drop", "duplicate_callback", "stream_cut"]
+FaultKind = Literal[
+    "latency", "error", "rate_limit", "drop", "duplicate_callback", "stream_cut", "callback_down"
+]
 
 
 class FaultCreate(WireModel):

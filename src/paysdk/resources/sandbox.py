@@ -43,6 +43,7 @@ from paysdk.contracts.sandbox import (
     UploadReceipt,
 )
 from paysdk.contracts.sandbox_events import EVENT_TYPES, SandboxEvent
+from paysdk.contracts.scenarios import Scenario, ScenarioReport, ScenarioRunRequest, ScenarioSummary
 from paysdk.contracts.subscriptions import (
     DEFAULT_INTERVAL_ATTEMPT_HOURS,
     Interval,
@@ -89,6 +90,7 @@ if TYPE_CHECKING:
     from paysdk._uploads import FileInput, FileSource
 
 __all__ = [
+    "SCENARIO_TIMEOUT",
     "AsyncPlans",
     "AsyncSandbox",
     "AsyncSandboxSubscriptions",
@@ -432,7 +434,7 @@ def add_fault_operation(
     **options: Unpack[PostCallOptions],
 ) -> Operation[Fault]:
     """Inject a fault (``POST /_sandbox/faults``: ``latency``, ``error``, ``rate_limit``, ``drop``,
-    ``duplicate_callback``, ``stream_cut``).
+    ``duplicate_callback``, ``stream_cut``, ``callback_down``).
 
     ``route`` is ``"METHOD /path"`` or ``"/path"`` (a trailing ``*`` matches a prefix); ``count`` how
     many matching requests it applies to. ``stream_cut`` drops an event stream's connection after
@@ -648,6 +650,55 @@ def get_subscription_operation(
     return _op("GET", path, _sub_answer(SandboxSubscription.model_validate), options)
 
 
+#: The per-call timeout of a scenario run when none is given: a run advances the clock through days of
+#: jobs, so it may take far longer than an ordinary call (D705).
+SCENARIO_TIMEOUT = 600.0
+
+
+def scenarios_operation(**options: Unpack[CallOptions]) -> Operation[list[ScenarioSummary]]:
+    """The built-in scenarios (``GET /_sandbox/scenarios``): name, title, description, parameters and
+    what each promises; run one with :meth:`trigger`."""
+    return _op("GET", "/scenarios", list_of(ScenarioSummary.model_validate), options)
+
+
+def trigger_operation(
+    scenario: str | Scenario | Mapping[str, Any],
+    *,
+    callback_url: str | None = None,
+    parameters: Mapping[str, str] | None = None,
+    **options: Unpack[PostCallOptions],
+) -> Operation[ScenarioReport]:
+    """Run a scenario on the server and answer its report (``POST /_sandbox/scenarios/{name}/run`` for a
+    built-in named by ``scenario``; ``POST /_sandbox/scenarios/run`` for a :class:`Scenario` or the
+    mapping of a scenario file, checked here first: a :class:`~paysdk.ValidationError` names the field).
+
+    ``callback_url``: where the run's merchant sends its callbacks (your receiver; default the server's
+    built-in one); ``parameters``: the scenario's other parameters. The report lists every step's
+    outcome, every event the run caused (callback attempts, emails) and the ids it made; a step that
+    failed does not raise: ``report.ok`` is false and ``report.failed_step`` names it. The call's
+    timeout defaults to 600 seconds (a run may advance the clock through days of jobs).
+    """
+    values = {str(k): v for k, v in (parameters or {}).items()}
+    if callback_url is not None:
+        values["callbackUrl"] = check_str(callback_url, "callback_url")
+    options.setdefault("timeout", SCENARIO_TIMEOUT)
+    if isinstance(scenario, str):
+        path = f"/scenarios/{path_segment(scenario, 'scenario')}/run"
+        body = _wire(ScenarioRunRequest, parameters=values)
+        return _op("POST", path, ScenarioReport.model_validate, options, json=body)
+    try:
+        document = scenario if isinstance(scenario, Scenario) else Scenario.model_validate(scenario)
+    except pydantic.ValidationError as exc:
+        raise validation_error_from(exc) from None
+    sent = (
+        document.model_dump(by_alias=True, exclude_unset=True, mode="python")
+        if isinstance(scenario, Scenario)
+        else dict(scenario)
+    )
+    body = {"scenario": sent, "parameters": values}
+    return _op("POST", "/scenarios/run", ScenarioReport.model_validate, options, json=body)
+
+
 # unasync: begin
 class AsyncUploads(AsyncResource[M]):
     """The control plane's upload sink (``client.sandbox.uploads``): test file uploads end to end.
@@ -709,6 +760,8 @@ class AsyncSandbox(AsyncResource[M]):
     refund = AsyncEndpoint(refund_operation)
     clear_refund = AsyncEndpoint(clear_refund_operation)
     outbox = AsyncEndpoint(outbox_operation)
+    scenarios = AsyncEndpoint(scenarios_operation)
+    trigger = AsyncEndpoint(trigger_operation)
 
     def __init__(self, client: AsyncClient, *, raw: bool = False) -> None:
         super().__init__(client, raw=raw)
@@ -811,6 +864,8 @@ class Sandbox(Resource[M]):
     refund = Endpoint(refund_operation)
     clear_refund = Endpoint(clear_refund_operation)
     outbox = Endpoint(outbox_operation)
+    scenarios = Endpoint(scenarios_operation)
+    trigger = Endpoint(trigger_operation)
 
     def __init__(self, client: Client, *, raw: bool = False) -> None:
         super().__init__(client, raw=raw)

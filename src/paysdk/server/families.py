@@ -470,6 +470,7 @@ CONTROL_PLANE = Family(
         ("", "paysdk.server.routers.sandbox_processor:router"),
         ("", "paysdk.server.routers.sandbox_onboarding:router"),
         ("", "paysdk.server.routers.sandbox_deprecations:router"),
+        ("", "paysdk.server.routers.sandbox_scenarios:router"),  # paysdk trigger (D700)
     ),
     tables=("paysdk.server.deprecation_tables:DeprecationRow",),
     idempotent_posts=False,

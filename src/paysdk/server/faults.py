@@ -4,9 +4,9 @@
 never apply to the control plane (``/_sandbox``), so they can always be listed and removed, except to
 the upload sink ``POST /_sandbox/uploads`` (it stands for the upload routes in tests of an SDK's
 retries) and there only when the fault's route names it (``POST /_sandbox/uploads``), never ``*``.
-Each matching request (or, for ``duplicate_callback``, each callback event round) uses one of
-``count``; the use is taken with a conditional ``UPDATE ... WHERE remaining > 0`` so concurrent requests
-never over-use one.
+Each matching request (or, for ``duplicate_callback`` and ``callback_down``, each callback event round)
+uses one of ``count``; the use is taken with a conditional ``UPDATE ... WHERE remaining > 0`` so
+concurrent requests never over-use one.
 Faults apply in creation order: the oldest matching fault wins. ``stream_cut`` faults are taken when an
 event stream starts (:func:`take_stream_fault`), the control plane's ``/_sandbox/events`` included: the
 stream's connection is dropped after ``after_events`` events (D118).
@@ -47,6 +47,7 @@ __all__ = [
     "REQUEST_KINDS",
     "STREAM_KINDS",
     "any_left",
+    "consume_callback_down",
     "consume_duplicate_callback",
     "create",
     "database_key",
@@ -263,6 +264,17 @@ def consume_duplicate_callback(session: Session) -> bool:
     rows = session.scalars(
         select(FaultRow)
         .where(FaultRow.remaining > 0, FaultRow.kind == "duplicate_callback")
+        .order_by(FaultRow.seq)
+    ).all()
+    return any(_take(session, row) for row in rows[:1])
+
+
+def consume_callback_down(session: Session) -> bool:
+    """Use one ``callback_down`` fault, if any is left: the current delivery round fails as a receiver
+    that refuses connections would (nothing is sent; the round is recorded and retried as usual, D703)."""
+    rows = session.scalars(
+        select(FaultRow)
+        .where(FaultRow.remaining > 0, FaultRow.kind == "callback_down")
         .order_by(FaultRow.seq)
     ).all()
     return any(_take(session, row) for row in rows[:1])

@@ -20,6 +20,10 @@ Fixtures:
   with ``paysdk_merchant``'s sandbox token (``.sandbox`` reaches the control plane). The async one needs
   pytest-asyncio (auto or strict mode).
 * ``paysdk_clock``: the server's :class:`~paysdk.testing.VirtualClock` (``advance``, ``now``).
+* ``paysdk_trigger``: runs a scenario (``paysdk_trigger("subscription-suspended")``, or your own
+  scenario document) on the server with its callbacks sent to ``paysdk_callbacks``; answers the
+  :class:`~paysdk.contracts.scenarios.ScenarioReport` and fails the test naming the step when the run
+  failed (``check=False`` answers the failed report instead).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from paysdk.testing._inbox import CallbackInbox
 from paysdk.testing._server import MODES, SandboxServer, ServerDependenciesMissing, VirtualClock
 
 __all__ = [
+    "ScenarioTrigger",
     "paysdk_async_client",
     "paysdk_callbacks",
     "paysdk_client",
@@ -44,6 +49,7 @@ __all__ = [
     "paysdk_merchant",
     "paysdk_reset",
     "paysdk_server",
+    "paysdk_trigger",
     "pytest_addoption",
 ]
 
@@ -138,6 +144,44 @@ def paysdk_client(paysdk_server: SandboxServer, paysdk_merchant: SandboxClient) 
 def paysdk_clock(paysdk_server: SandboxServer) -> VirtualClock:
     """The virtual clock of the server."""
     return paysdk_server.clock
+
+
+class ScenarioTrigger:
+    """What ``paysdk_trigger`` is: call it with a built-in's name or a scenario document (a mapping or a
+    :class:`~paysdk.contracts.scenarios.Scenario`) and the scenario's parameters as keywords."""
+
+    def __init__(self, server: SandboxServer, inbox: CallbackInbox) -> None:
+        self._server = server
+        self._inbox = inbox
+
+    def __call__(self, scenario: Any, /, *, check: bool = True, **parameters: str) -> Any:
+        """Run ``scenario``; its ``callbackUrl`` (and ``callbackHeaderValue``) default to the test's
+        ``paysdk_callbacks`` inbox when it declares them. A failed run fails the test naming the step,
+        unless ``check`` is false."""
+        from paysdk.contracts.scenarios import Scenario
+
+        sandbox = self._server.sandbox
+        if isinstance(scenario, str):
+            declared = next((s.parameters for s in sandbox.scenarios() if s.name == scenario), [])
+        else:
+            document = scenario if isinstance(scenario, Scenario) else Scenario.model_validate(scenario)
+            declared = document.parameters
+        names = {parameter.name for parameter in declared}
+        if "callbackUrl" in names:
+            parameters.setdefault("callbackUrl", self._inbox.url)
+        if "callbackHeaderValue" in names:
+            parameters.setdefault("callbackHeaderValue", self._inbox.header_value)
+        report = sandbox.trigger(scenario, parameters=parameters)
+        if check and not report.ok:
+            pytest.fail(f"scenario {report.scenario}: {report.error}", pytrace=False)
+        return report
+
+
+@pytest.fixture
+def paysdk_trigger(paysdk_server: SandboxServer, paysdk_callbacks: CallbackInbox) -> ScenarioTrigger:
+    """Run a scenario on the server, its callbacks delivered to ``paysdk_callbacks`` (the module
+    docstring)."""
+    return ScenarioTrigger(paysdk_server, paysdk_callbacks)
 
 
 def _async_client_fixture() -> Any:

@@ -201,7 +201,8 @@ async def events(
 
 @router.post("/faults")
 async def create_fault(request: Request, db: Db) -> Response:
-    """Inject a fault (latency, error, rate_limit, drop, duplicate_callback)."""
+    """Inject a fault (latency, error, rate_limit, drop, duplicate_callback, stream_cut,
+    callback_down)."""
     spec = validate(FaultCreate, await read_json_object(request))
 
     return _json(_dump(await db.run(faults.create, db.session, spec, db.now)), 201)

@@ -20,7 +20,8 @@ retries (spec 2.4, 5.4, 6; decisions D5-D8, D15, D16, D128, D340).
   410 ends it for good, anything else (other status, connection error, timeout) schedules the next.
   The next due time is computed from the scheduled time, not the wall time, so the virtual clock
   predicts every attempt exactly.
-* A ``duplicate_callback`` fault makes the next N events' attempts POST twice (same ``eventId``).
+* A ``duplicate_callback`` fault makes the next N events' attempts POST twice (same ``eventId``); a
+  ``callback_down`` fault makes the next N delivery rounds fail unsent, as a receiver that is down (D703).
 * Targets (D97): a callback URL whose host is a link-local or cloud-metadata address
   (:data:`FORBIDDEN_NETWORKS`, IPv4-mapped and legacy IPv4 forms included) or a metadata service name
   (:data:`METADATA_NAMES`) is refused where it is registered (:func:`callback_host_problem`); loopback
@@ -269,6 +270,7 @@ class _Delivery:
     header_value: str
     payload: bytes
     duplicate: bool
+    down: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +291,7 @@ def _prepare(session: Session, event_id: str) -> _Delivery | None:
         header_value=event.header_value,
         payload=event.payload.encode("utf-8"),
         duplicate=faults.consume_duplicate_callback(session),
+        down=faults.consume_callback_down(session),
     )
 
 
@@ -379,6 +382,8 @@ async def deliver_job(
         )
         if refused is not None:
             results = [_Result(None, f"refused: callbackUrl {refused}")]
+        elif delivery.down:
+            results = [_Result(None, "connection refused: the receiver is down (callback_down fault)")]
         else:
             results = [await _post(client, delivery)]
             if delivery.duplicate:

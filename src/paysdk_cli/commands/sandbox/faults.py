@@ -27,6 +27,7 @@ class FaultKind(StrEnum):
     drop = "drop"
     duplicate_callback = "duplicate_callback"
     stream_cut = "stream_cut"
+    callback_down = "callback_down"
 
 
 @app.command("add")
