@@ -18,7 +18,10 @@ from paysdk.server.control_token import control_token_digest
 
 C = "/_sandbox/console"
 SAME = {"Origin": "http://testserver"}
-PAGES = ["", "/", "/merchants", "/transactions", "/clock", "/faults", "/tail", "/login"]
+PAGES = [
+    "", "/", "/merchants", "/transactions", "/subscriptions", "/wallet", "/batches", "/terminal", "/clock",
+    "/faults", "/tail", "/login",
+]  # fmt: skip
 TOKEN = "console-team-token-1f2e3d4c5b6a"
 
 
@@ -215,7 +218,7 @@ async def shared(db_url: str) -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def test_shared_sandbox_asks_for_the_token(shared: httpx.AsyncClient) -> None:
-    for path in ["", "/merchants", "/transactions", "/clock", "/faults", "/tail", "/events"]:
+    for path in [p for p in PAGES if p != "/login"] + ["/events", "/merchants/x", "/transactions/x"]:
         response = await shared.get(C + path)
         assert response.status_code == 401, path
         assert "id='login'" in response.text

@@ -547,38 +547,7 @@ async def transaction_page(request: Request, uid: str) -> Response:
             (t(lang, "created"), _when(tx.created_at)),
         ],
     )
-    event_rows = []
-    for event in detail.events:
-        resend = (
-            form(
-                page.url(f"/callbacks/{quote(event.event_id)}/resend"),
-                "",
-                t(lang, "resend"),
-                form_id=f"resend-{event.event_id}",
-            ).replace("<button ", f"<button aria-label='{page.t('resend_label', event=event.event_id)}' ", 1)
-            if event.state != "pending"
-            else ""
-        )
-        event_rows.append(
-            [
-                f"<code>{e(event.event_id)}</code>",
-                e(event.event_type),
-                _status(event.state),
-                e(event.attempts),
-                f"<code>{e(mask_query(event.url) if masked else event.url)}</code>",
-                f"<details><summary>{page.t('payload')}</summary><pre><code>{e(event.payload)}</code></pre>"
-                "</details>",
-                resend,
-            ]
-        )
-    events = table(
-        "callback-events",
-        t(lang, "events"),
-        [t(lang, "event"), t(lang, "kind"), t(lang, "state"), t(lang, "attempts"), t(lang, "request"),
-         t(lang, "payload"), t(lang, "resend")],
-        event_rows,
-        empty=t(lang, "none_yet"),
-    )  # fmt: skip
+    events = _events_table(page, detail.events, masked)
     attempts = table(
         "callback-attempts",
         t(lang, "callbacks"),
@@ -748,3 +717,284 @@ async def tail_page(request: Request) -> Response:
         )
     )
     return _html(layout(page, t(lang, "tail"), body, section="tail", live="tail"))
+
+
+async def _found(request: Request, page: Page, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn``'s view, or ``None`` when it answers ``404`` (the page then answers the 404 page)."""
+    try:
+        return await _run(request, page, fn, *args)
+    except APIProblem as problem:
+        if problem.status == 404:
+            return None
+        raise
+
+
+def _money(amount: object, currency: object) -> str:
+    return f"{e(amount)} {e(currency)}"
+
+
+# ---------------------------------------------------------------------------------- subscriptions
+
+
+@router.get("/subscriptions")
+async def subscriptions_page(request: Request) -> Response:
+    """The newest subscriptions: status, plan, email, next renewal."""
+    page = _page(request)
+    lang = page.language
+    rows = await _run(request, page, views.subscriptions_page)
+    body = table(
+        "subscriptions",
+        t(lang, "subscriptions"),
+        [t(lang, "subscription"), t(lang, "status"), t(lang, "plan"), t(lang, "merchant"), t(lang, "email"),
+         t(lang, "next_renewal")],
+        [
+            [f"<a href='{page.url('/subscriptions/' + quote(s.sub_uid))}'><code>{e(s.sub_uid)}</code></a>",
+             _status(s.status), e(s.plan.name), e(s.client), e(s.email), e(s.next_renewal_date)]
+            for s in rows
+        ],
+        empty=t(lang, "none_yet"),
+    )  # fmt: skip
+    return _html(layout(page, t(lang, "subscriptions"), body, section="subscriptions"))
+
+
+@router.get("/subscriptions/{sub_uid}")
+async def subscription_page(request: Request, sub_uid: str) -> Response:
+    """One subscription: its facts and a timeline of charges, retries, emails and callbacks, with the
+    next renewal and next attempt."""
+    page = _page(request)
+    lang = page.language
+    detail = await _found(request, page, views.subscription, sub_uid)
+    if detail is None:
+        return _not_found(page)
+    sub = detail.subscription
+    facts = dl(
+        "subscription-facts",
+        [
+            (t(lang, "subscription"), f"<code id='subscription-id'>{e(sub.sub_uid)}</code>"),
+            (t(lang, "status"), f"<span id='subscription-status'>{_status(sub.status)}</span>"),
+            (t(lang, "plan"), f"{e(sub.plan.name)} ({_money(sub.plan.amount, sub.plan.currency)})"),
+            (
+                t(lang, "merchant"),
+                f"<a href='{page.url('/merchants/' + quote(sub.client))}'>{e(sub.client)}</a>",
+            ),
+            (t(lang, "email"), e(sub.email)),
+            (t(lang, "next_renewal"), f"<span id='next-renewal'>{e(sub.next_renewal_date)}</span>"),
+            (t(lang, "next_attempt"), f"<span id='next-attempt'>{_when(sub.next_attempt_at)}</span>"),
+            (t(lang, "failed_attempts"), e(sub.attempts)),
+        ],
+    )
+    items: list[tuple[Any, list[str]]] = []
+    for c in sub.charges:
+        what = t(lang, "retry") if c.attempt > 1 else t(lang, "charge")
+        items.append(
+            (c.created_at, [_when(c.created_at), e(f"{what} · {c.source}"),
+                            f"{_status(c.status)} {e(c.reason)} · {_money(c.amount, c.currency)} · "
+                            f"<code>{e(c.charge_id)}</code>"])
+        )  # fmt: skip
+    for at, event, to, subject in detail.emails:
+        items.append((at, [_when(at), e(f"{t(lang, 'email')} · {event}"), f"{e(subject)} → {e(to)}"]))
+    for a in detail.attempts:
+        answer = e(a.status_code) if a.status_code is not None else e(a.error)
+        items.append(
+            (a.at, [_when(a.at), e(f"callback · {t(lang, 'attempt')} {a.attempt}"),
+                    f"<code>{e(a.event_id)}</code> → {answer}"])
+        )  # fmt: skip
+    items.sort(key=lambda pair: pair[0])
+    timeline = table(
+        "subscription-timeline",
+        t(lang, "timeline"),
+        [t(lang, "time"), t(lang, "what"), t(lang, "details")],
+        [cells for _, cells in items],
+        empty=t(lang, "none_yet"),
+    )
+    events = _events_table(page, detail.events, _masked(request))
+    title = f"{t(lang, 'subscription')}: {sub.sub_uid}"
+    return _html(layout(page, title, facts + timeline + events, section="subscriptions"))
+
+
+def _events_table(page: Page, events: list[Any], masked: bool) -> str:
+    lang = page.language
+    rows = []
+    for event in events:
+        resend = (
+            form(
+                page.url(f"/callbacks/{quote(event.event_id)}/resend"),
+                "",
+                t(lang, "resend"),
+                form_id=f"resend-{event.event_id}",
+            ).replace("<button ", f"<button aria-label='{page.t('resend_label', event=event.event_id)}' ", 1)
+            if event.state != "pending"
+            else ""
+        )
+        rows.append(
+            [
+                f"<code>{e(event.event_id)}</code>",
+                e(event.event_type),
+                _status(event.state),
+                e(event.attempts),
+                f"<code>{e(mask_query(event.url) if masked else event.url)}</code>",
+                f"<details><summary>{page.t('payload')}</summary><pre><code>{e(event.payload)}</code></pre>"
+                "</details>",
+                resend,
+            ]
+        )
+    return table(
+        "callback-events",
+        t(lang, "events"),
+        [t(lang, "event"), t(lang, "kind"), t(lang, "state"), t(lang, "attempts"), t(lang, "request"),
+         t(lang, "payload"), t(lang, "resend")],
+        rows,
+        empty=t(lang, "none_yet"),
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------- wallet
+
+
+@router.get("/wallet")
+async def cards_page(request: Request) -> Response:
+    """The newest wallet cards with their balances."""
+    page = _page(request)
+    lang = page.language
+    rows = await _run(request, page, views.cards_page)
+    body = table(
+        "cards",
+        t(lang, "wallet"),
+        [t(lang, "card"), t(lang, "status"), t(lang, "kind"), t(lang, "merchant"), t(lang, "holder"),
+         t(lang, "balance"), t(lang, "available"), t(lang, "pending_debits"), t(lang, "pending_credits")],
+        [
+            [f"<a href='{page.url('/wallet/cards/' + quote(c.card_id))}'><code>{e(c.masked_pan)}</code></a>",
+             _status(c.status), e(c.type), e(c.merchant), f"<code>{e(c.holder_id)}</code>",
+             _money(c.balance, c.currency), _money(c.available_balance, c.currency),
+             _money(c.pending_debits, c.currency), _money(c.pending_credits, c.currency)]
+            for c in rows
+        ],
+        empty=t(lang, "none_yet"),
+    )  # fmt: skip
+    return _html(layout(page, t(lang, "wallet"), body, section="wallet"))
+
+
+@router.get("/wallet/cards/{card_id}")
+async def card_page(request: Request, card_id: str) -> Response:
+    """One wallet card: balances, movements, and pending items (authorized charges, uncleared refunds)."""
+    page = _page(request)
+    lang = page.language
+    activity = await _found(request, page, views.card, card_id)
+    if activity is None:
+        return _not_found(page)
+    c = activity.card
+    facts = dl(
+        "card-facts",
+        [
+            (t(lang, "card"), f"<code id='card-id'>{e(c.card_id)}</code> <code>{e(c.masked_pan)}</code>"),
+            (t(lang, "status"), _status(c.status)),
+            (t(lang, "balance"), f"<span id='card-balance'>{_money(c.balance, c.currency)}</span>"),
+            (
+                t(lang, "available"),
+                f"<span id='card-available'>{_money(c.available_balance, c.currency)}</span>",
+            ),
+            (t(lang, "pending_debits"), _money(c.pending_debits, c.currency)),
+            (t(lang, "pending_credits"), _money(c.pending_credits, c.currency)),
+            (t(lang, "merchant"), e(c.merchant)),
+            (t(lang, "holder"), f"<code>{e(c.holder_id)}</code>"),
+        ],
+    )
+    movements = table(
+        "card-movements",
+        t(lang, "movements"),
+        [t(lang, "time"), t(lang, "kind"), t(lang, "direction"), t(lang, "amount"), t(lang, "balance_after"),
+         t(lang, "reference")],
+        [[_when(m.created_at), e(m.type), e(m.direction), _money(m.amount, m.currency),
+          _money(m.balance_after, m.currency), e(m.reference)] for m in activity.movements],
+        empty=t(lang, "none_yet"),
+    )  # fmt: skip
+    pending_rows = [
+        [f"<code>{e(ch.charge_id)}</code>", t(lang, "charge"), _status(ch.status),
+         _money(ch.amount, c.currency), _when(ch.created_at), _when(ch.expires_at)]
+        for ch in activity.charges if ch.status == "authorized"
+    ] + [
+        [f"<code>{e(r.refund_id)}</code>", "refund", _status(r.status), _money(r.amount, c.currency),
+         _when(r.created_at), ""]
+        for r in activity.refunds if r.status == "pending"
+    ]  # fmt: skip
+    pending = table(
+        "card-pending",
+        t(lang, "pending_items"),
+        ["id", t(lang, "kind"), t(lang, "status"), t(lang, "amount"), t(lang, "created"), t(lang, "expires")],
+        pending_rows,
+        empty=t(lang, "none_yet"),
+    )
+    title = f"{t(lang, 'card')}: {c.masked_pan}"
+    return _html(layout(page, title, facts + pending + movements, section="wallet"))
+
+
+# ---------------------------------------------------------------------------------------- batches
+
+
+@router.get("/batches")
+async def batches_page(request: Request) -> Response:
+    """Backoffice cardholder batches with their progress; with JavaScript the ``#live`` region is
+    fetched again as jobs run (D728)."""
+    page = _page(request)
+    lang = page.language
+    rows = await _run(request, page, views.batches_page)
+    listing = table(
+        "batches",
+        t(lang, "batches"),
+        [
+            t(lang, "batch"), t(lang, "status"), t(lang, "progress"), t(lang, "created_rows"),
+            t(lang, "failed_rows"), t(lang, "partner"), t(lang, "file"), t(lang, "created"),
+            t(lang, "finished"),
+        ],
+        [_batch_row(page, b) for b in rows],
+        empty=t(lang, "none_yet"),
+    )  # fmt: skip
+    status = "<p class='note' id='live-status' role='status' data-on='' data-off=''></p>"
+    body = f"<p class='note'>{page.t('live_batches')}</p>{status}<div id='live'>{listing}</div>"
+    return _html(layout(page, t(lang, "batches"), body, section="batches", live="refresh"))
+
+
+def _batch_row(page: Page, batch: Any) -> list[str]:
+    p = batch.progress
+    label = page.t("processed_of", processed=str(p.processed), total=str(p.total))
+    bar = (
+        f"<progress id='progress-{e(p.batch_id)}' max='{max(p.total, 1)}' value='{p.processed}' "
+        f"aria-label='{page.t('progress')} {e(p.batch_id)}'></progress> {label}"
+    )
+    return [
+        f"<code>{e(p.batch_id)}</code>",
+        _status(p.status),
+        bar,
+        e(p.created),
+        e(p.failed),
+        e(batch.partner_id),
+        e(batch.file_name),
+        _when(batch.created_at),
+        _when(batch.finished_at),
+    ]
+
+
+# --------------------------------------------------------------------------------------- terminal
+
+
+@router.get("/terminal")
+async def terminal_page(request: Request) -> Response:
+    """Terminal payments with their capture, settlement and payout dates."""
+    page = _page(request)
+    lang = page.language
+    rows = await _run(request, page, views.terminal_page)
+    body = table(
+        "terminal",
+        t(lang, "terminal"),
+        [t(lang, "payment"), t(lang, "status"), t(lang, "amount"), t(lang, "captured"), t(lang, "settlement"),
+         t(lang, "payout"), t(lang, "reference"), t(lang, "created")],
+        [
+            [f"<code>{e(p.id)}</code>", _status(p.status), _money(p.amount, p.currency),
+             f"{_money(p.captured_amount, p.currency)} {_when(p.captured_at)}",
+             f"{e(p.settlement_date)} {_when(p.settled_at)}", f"{e(p.payout_date)} {_when(p.paid_out_at)}",
+             e(p.reference), _when(p.created_at)]
+            for p in rows
+        ],
+        empty=t(lang, "none_yet"),
+    )  # fmt: skip
+    return _html(layout(page, t(lang, "terminal"), body, section="terminal"))

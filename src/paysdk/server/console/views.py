@@ -16,28 +16,53 @@ from paysdk.contracts.sandbox import (
     SandboxClient,
     SandboxTransaction,
 )
+from paysdk.contracts.subscriptions import SandboxSubscription
+from paysdk.contracts.terminal import TerminalPayment
+from paysdk.contracts.wallet import Card
 from paysdk.server import faults
 from paysdk.server.context import ServerContext
-from paysdk.server.services import callbacks, sandbox, transactions
+from paysdk.server.services import (
+    callbacks,
+    cardholders,
+    sandbox,
+    subscriptions,
+    terminal,
+    transactions,
+    wallet_sandbox,
+)
 
 __all__ = [
     "COUNTED",
     "MerchantView",
     "Overview",
+    "SubscriptionDetail",
     "TailView",
     "TransactionDetail",
+    "batches_page",
+    "card",
+    "cards_page",
     "clock_state",
     "faults_page",
     "merchant",
     "merchants",
     "overview",
+    "subscription",
+    "subscriptions_page",
     "tail",
+    "terminal_page",
     "transaction",
     "transactions_page",
 ]
 
 #: The overview's counted sections: (text key, path).
-COUNTED: tuple[tuple[str, str], ...] = (("merchants", "/merchants"), ("transactions", "/transactions"))
+COUNTED: tuple[tuple[str, str], ...] = (
+    ("merchants", "/merchants"),
+    ("transactions", "/transactions"),
+    ("subscriptions", "/subscriptions"),
+    ("wallet", "/wallet"),
+    ("batches", "/batches"),
+    ("terminal", "/terminal"),
+)
 #: Rows a list page shows at most.
 LIMIT = 200
 
@@ -60,6 +85,10 @@ def overview(session: Session, context: ServerContext) -> Overview:
         counts={
             "merchants": len(sandbox.list_clients(session, LIMIT)),
             "transactions": len(transactions.recent(session, LIMIT)),
+            "subscriptions": len(subscriptions.recent_subscriptions(session, LIMIT)),
+            "wallet": len(wallet_sandbox.recent_cards(session, LIMIT)),
+            "batches": len(cardholders.recent_batches(session, LIMIT)),
+            "terminal": len(terminal.recent_payments(session, LIMIT)),
         },
     )
 
@@ -120,3 +149,48 @@ class TailView:
 def tail(session: Session) -> TailView:
     """The last requests and callback attempts (the live tail without JavaScript)."""
     return TailView(sandbox.request_log(session, 100), callbacks.attempts(session)[-100:])
+
+
+def subscriptions_page(session: Session) -> list[SandboxSubscription]:
+    """The newest subscriptions."""
+    return subscriptions.recent_subscriptions(session, LIMIT)
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionDetail:
+    subscription: SandboxSubscription
+    #: ``(at, notify event, to, subject)`` of each email (D147).
+    emails: list[tuple[datetime, str, str, str]]
+    events: list[callbacks.CallbackEventView]
+    attempts: list[CallbackAttempt]
+
+
+def subscription(session: Session, sub_uid: str) -> SubscriptionDetail:
+    """One subscription (``404`` when unknown) with its charges, emails and callbacks."""
+    sub = subscriptions.sandbox_view(session, subscriptions.load(session, sub_uid))
+    return SubscriptionDetail(
+        sub,
+        subscriptions.subscription_emails(session, sub_uid),
+        callbacks.events_of(session, sub_uid),
+        callbacks.attempts(session, sub_uid),
+    )
+
+
+def cards_page(session: Session) -> list[Card]:
+    """The newest wallet cards."""
+    return wallet_sandbox.recent_cards(session, LIMIT)
+
+
+def card(session: Session, card_id: str) -> wallet_sandbox.CardActivity:
+    """One wallet card with its movements and pending items."""
+    return wallet_sandbox.card_activity(session, card_id)
+
+
+def batches_page(session: Session) -> list[cardholders.BatchListing]:
+    """The newest backoffice (cardholder) batches with their progress."""
+    return cardholders.recent_batches(session, LIMIT)
+
+
+def terminal_page(session: Session) -> list[TerminalPayment]:
+    """The newest terminal payments with their capture, settlement and payout dates."""
+    return terminal.recent_payments(session, LIMIT)
