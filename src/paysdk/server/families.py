@@ -471,6 +471,7 @@ CONTROL_PLANE = Family(
         ("", "paysdk.server.routers.sandbox_onboarding:router"),
         ("", "paysdk.server.routers.sandbox_deprecations:router"),
         ("", "paysdk.server.routers.sandbox_scenarios:router"),  # paysdk trigger (D700)
+        ("", "paysdk.server.console.router:router"),  # the browser console (issue 23, D720)
     ),
     tables=("paysdk.server.deprecation_tables:DeprecationRow",),
     idempotent_posts=False,
