@@ -36,6 +36,7 @@ from starlette.types import Scope
 
 from paysdk._environment import CHECKOUT_PREFIX
 from paysdk.server.bodies import UPLOAD_CONTENT_TYPES, is_upload_route
+from paysdk.server.control_token import CONSOLE_PREFIX
 from paysdk.server.errors import APIProblem
 
 __all__ = ["LOOPBACK_HOSTS", "ServerAddresses", "is_control_plane"]
@@ -44,6 +45,7 @@ __all__ = ["LOOPBACK_HOSTS", "ServerAddresses", "is_control_plane"]
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 _CONTROL = "/_sandbox"
 _JSON = b"application/json"
+_FORM = b"application/x-www-form-urlencoded"
 _CACHE_MAX = 256
 _NETLOC = re.compile(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?")
 _NOT_IN_PATH = frozenset(" \t\r\n\"'<>;,\\`")
@@ -249,6 +251,8 @@ class ServerAddresses:
                 "This route takes uploads only: send multipart/form-data or application/octet-stream.",
                 [("Content-Type", "must be multipart/form-data or application/octet-stream")],
             )
+        if has_body and media == _FORM and scope["path"].startswith(CONSOLE_PREFIX + "/"):
+            return None  # the console's HTML forms (D722): it checks Origin / Sec-Fetch-Site itself
         if has_body and media != _JSON:
             return APIProblem(
                 415,

@@ -33,6 +33,7 @@ from paysdk._redact import MASK
 from paysdk.server.errors import APIProblem
 
 __all__ = [
+    "CONSOLE_PREFIX",
     "CONTROL_TOKEN_ENV",
     "CONTROL_TOKEN_HEADER",
     "ControlPlaneAccess",
@@ -50,6 +51,10 @@ CONTROL_TOKEN_ENV = "PAYSDK_CONTROL_TOKEN"
 
 _HEADER_KEY = CONTROL_TOKEN_HEADER.lower().encode("ascii")
 _CONTROL = "/_sandbox"
+#: The browser console (:mod:`paysdk.server.console`, D720): it checks the control token itself (the
+#: header, or the session cookie its token form sets) and answers a browser an HTML token form, not JSON.
+CONSOLE_PREFIX = "/_sandbox/console"
+_SESSION_LABEL = b"paysdk console session"
 #: Control paths answered without the token (method, path).
 _OPEN = frozenset({("GET", "/_sandbox/health"), ("HEAD", "/_sandbox/health")})
 
@@ -102,6 +107,8 @@ class ControlPlaneAccess:
         path: str = scope["path"]
         if not self.guarded or not (path == _CONTROL or path.startswith(_CONTROL + "/")):
             return None
+        if path == CONSOLE_PREFIX or path.startswith(CONSOLE_PREFIX + "/"):
+            return None  # the console's routes check the token themselves (D720)
         if (scope["method"], path.rstrip("/") or "/") in _OPEN:
             return None
         given = None
@@ -124,6 +131,35 @@ class ControlPlaneAccess:
                 [(CONTROL_TOKEN_HEADER, "wrong token")],
             )
         return None
+
+    def accepts(self, token: str | bytes | None) -> bool:
+        """Whether ``token`` is this server's control token (digests compared in constant time); always
+        true on a plane without one."""
+        if self.digest is None:
+            return True
+        if token is None:
+            return False
+        raw = token.encode("utf-8", "replace") if isinstance(token, str) else token
+        if not raw.strip():
+            return False
+        return hmac.compare_digest(hashlib.sha256(raw.strip()).digest(), self.digest)
+
+    def console_session(self) -> str:
+        """The value of the console's session cookie (D720): an HMAC of a fixed label under the token's
+        digest, so the cookie proves the token was given without being the token (it is no use in the
+        ``Paysdk-Control-Token`` header) and stops working when the server's token changes. Empty on a
+        plane without a token."""
+        if self.digest is None:
+            return ""
+        return hmac.new(self.digest, _SESSION_LABEL, hashlib.sha256).hexdigest()
+
+    def accepts_session(self, value: str | None) -> bool:
+        """Whether ``value`` (the console's cookie) is :meth:`console_session` (constant time)."""
+        if self.digest is None:
+            return True
+        if not value:
+            return False
+        return hmac.compare_digest(value.encode("ascii", "replace"), self.console_session().encode("ascii"))
 
 
 class ControlTokenRefused(ValueError):

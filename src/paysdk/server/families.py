@@ -469,6 +469,7 @@ CONTROL_PLANE = Family(
         ("", "paysdk.server.routers.sandbox_processor:router"),
         ("", "paysdk.server.routers.sandbox_onboarding:router"),
         ("", "paysdk.server.routers.sandbox_deprecations:router"),
+        ("", "paysdk.server.console.router:router"),  # the browser console (issue 23, D720)
     ),
     tables=("paysdk.server.deprecation_tables:DeprecationRow",),
     idempotent_posts=False,

@@ -53,6 +53,7 @@ from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.core_tables import CallbackAttemptRow, CallbackEventRow, ClientRow, TransactionRow
 from paysdk.server.db import from_cents
+from paysdk.server.errors import APIProblem
 from paysdk.server.events import publish_callback_attempts
 from paysdk.server.jobs import ClaimedJob
 
@@ -66,12 +67,16 @@ __all__ = [
     "MAX_WAIT",
     "METADATA_NAMES",
     "RETRY_WINDOW",
+    "CallbackEventView",
     "attempts",
     "callback_host_problem",
     "deliver_job",
     "enqueue",
     "enqueue_callback",
     "enqueue_event",
+    "event_by_id",
+    "events_of",
+    "resend",
     "wait_after",
 ]
 
@@ -429,3 +434,70 @@ def attempts(session: Session, uid: str | None = None) -> list[CallbackAttempt]:
         )
         for row in session.scalars(statement)
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackEventView:
+    """One outbound event as the browser console shows it (D723): what was sent (``payload``, the exact
+    body; the registered header's name, its value never), where, its state and rounds so far."""
+
+    event_id: str
+    event_type: str | None
+    uid: str
+    url: str
+    header_name: str
+    payload: str
+    state: str
+    attempts: int
+    created_at: datetime
+
+
+def events_of(session: Session, uid: str) -> list[CallbackEventView]:
+    """The outbound events about ``uid`` (a transaction or subscription), oldest first."""
+    statement = (
+        select(CallbackEventRow)
+        .where(CallbackEventRow.uid == uid)
+        .order_by(CallbackEventRow.created_at, CallbackEventRow.event_id)
+    )
+    return [_event_view(row) for row in session.scalars(statement)]
+
+
+def resend(session: Session, event_id: str, now: datetime) -> CallbackEventView:
+    """Queue one more delivery of the existing event ``event_id`` (D724): the same body and ``eventId``
+    (the receiver's dedup key), through the normal delivery path (a ``callback`` job due now), recorded
+    as the event's next attempt; when it fails, the usual retries follow while the event's retry window
+    (from its first attempt) lasts. ``404`` for an unknown event; ``409`` while the event is still
+    being delivered (its next attempt is already queued)."""
+    event = session.get(CallbackEventRow, event_id, with_for_update=True) if event_id else None
+    if event is None:
+        raise APIProblem.not_found("Callback event", "eventId")
+    if event.state == "pending":
+        raise APIProblem.conflict(
+            "The event is still being delivered: its next attempt is already queued.", "eventId"
+        )
+    event.state = "pending"
+    jobs.add(session, JOB_KIND, event.event_id, now, now)
+    session.flush()
+    return event_by_id(session, event.event_id)
+
+
+def event_by_id(session: Session, event_id: str) -> CallbackEventView:
+    """One outbound event; ``404`` when unknown."""
+    row = session.get(CallbackEventRow, event_id)
+    if row is None:
+        raise APIProblem.not_found("Callback event", "eventId")
+    return _event_view(row)
+
+
+def _event_view(row: CallbackEventRow) -> CallbackEventView:
+    return CallbackEventView(
+        event_id=row.event_id,
+        event_type=row.event_type,
+        uid=row.uid,
+        url=row.url,
+        header_name=row.header_name,
+        payload=row.payload,
+        state=row.state,
+        attempts=row.attempts,
+        created_at=row.created_at,
+    )

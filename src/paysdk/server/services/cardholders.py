@@ -97,6 +97,7 @@ __all__ = [
     "MAX_COLUMNS",
     "POLL_SECONDS",
     "RETRY_MS",
+    "BatchListing",
     "FileScan",
     "ReceivedFile",
     "accept_upload",
@@ -110,6 +111,7 @@ __all__ = [
     "kick",
     "known_upload",
     "receive_file",
+    "recent_batches",
     "run_batch",
     "scan_file",
 ]
@@ -901,3 +903,28 @@ async def event_stream(
     async with contextlib.aclosing(chunks) as stream:
         async for chunk in stream:
             yield chunk
+
+
+@dataclass(frozen=True, slots=True)
+class BatchListing:
+    """One cardholder batch as the browser console lists it (D723): its file, partner, times and
+    progress (:class:`~paysdk.contracts.cardholders.BatchDone`'s counters)."""
+
+    progress: BatchDone
+    file_name: str
+    partner_id: str
+    created_at: datetime
+    finished_at: datetime | None
+
+
+def recent_batches(session: Session, limit: int = 200) -> list[BatchListing]:
+    """The newest cardholder batches of every partner first (at most ``limit``)."""
+    rows = session.scalars(
+        select(CardholderBatchRow)
+        .order_by(CardholderBatchRow.created_at.desc(), CardholderBatchRow.id)
+        .limit(limit)
+    )
+    return [
+        BatchListing(_done(row), row.file_name, row.partner_id, row.created_at, row.finished_at)
+        for row in rows
+    ]

@@ -53,6 +53,7 @@ __all__ = [
     "client_view",
     "create_client",
     "get_client",
+    "list_clients",
     "masked_view",
     "request_log",
     "update_client",
@@ -288,3 +289,12 @@ def request_log(session: Session, limit: int, path: str | None = None) -> list[R
         )
         for row in rows
     ]
+
+
+def list_clients(session: Session, limit: int = 500) -> list[SandboxClient]:
+    """Every client (slug order, at most ``limit``), as :func:`get_client` answers each (the browser
+    console's merchants page, D723; mask them on an exposed plane with :func:`masked_view`)."""
+    from paysdk.server.services import wallet_tokens
+
+    rows = session.scalars(select(ClientRow).order_by(ClientRow.slug).limit(limit)).all()
+    return [client_view(row, wallet=wallet_tokens.client_wallet_settings(session, row.id)) for row in rows]

@@ -76,8 +76,10 @@ __all__ = [
     "new_sub_uid",
     "plan_view",
     "public_view",
+    "recent_subscriptions",
     "sandbox_view",
     "saved_card_of",
+    "subscription_emails",
 ]
 
 #: Spec 3.1: exactly four.
@@ -552,3 +554,30 @@ def sandbox_view(session: Session, sub: SubscriptionRow) -> SandboxSubscription:
         plan=plan_view(plan, client.slug),
         charges=charges_of(session, sub),
     )
+
+
+def recent_subscriptions(session: Session, limit: int = 200) -> list[SandboxSubscription]:
+    """The newest subscriptions of every client first (at most ``limit``), as
+    ``GET /_sandbox/subscriptions/{subUid}`` answers each (the browser console, D723)."""
+    rows = session.scalars(
+        select(SubscriptionRow)
+        .order_by(SubscriptionRow.created_at.desc(), SubscriptionRow.id.desc())
+        .limit(limit)
+    ).all()
+    return [sandbox_view(session, row) for row in rows]
+
+
+def subscription_emails(session: Session, sub_uid: str) -> list[tuple[datetime, str, str, str]]:
+    """The emails the sandbox sent about subscription ``sub_uid`` (payment problems, suspension; D147):
+    ``(at, notify event, to, subject)``, oldest first."""
+    from paysdk.server.wallet_tables import WalletOutboxRow
+
+    sub = load(session, sub_uid)
+    rows = session.scalars(
+        select(WalletOutboxRow).where(WalletOutboxRow.client_id == sub.client_id).order_by(WalletOutboxRow.id)
+    )
+    return [
+        (row.at, str((row.data or {}).get("notifyEvent", "")), row.to, row.subject)
+        for row in rows
+        if (row.data or {}).get("subUid") == sub_uid
+    ]

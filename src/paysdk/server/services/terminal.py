@@ -64,6 +64,7 @@ __all__ = [
     "ensure_affiliation",
     "get_payment",
     "lapse_authorization",
+    "recent_payments",
     "run_settlement",
     "sandbox_affiliation",
     "shown",
@@ -504,3 +505,14 @@ def sandbox_affiliation(session: Session, slug: str, now: datetime) -> TerminalA
     if client is None:
         raise APIProblem.not_found("Client", "client")
     return TerminalAffiliation(client=client.slug, affiliation=ensure_affiliation(session, client.id, now))
+
+
+def recent_payments(session: Session, limit: int = 200) -> list[TerminalPayment]:
+    """The newest terminal payments of every client first (at most ``limit``), as answered (the browser
+    console's terminal page, D723)."""
+    rows = session.scalars(
+        select(TerminalPaymentRow)
+        .order_by(TerminalPaymentRow.created_at.desc(), TerminalPaymentRow.id.desc())
+        .limit(limit)
+    )
+    return [shown(row) for row in rows]

@@ -47,6 +47,7 @@ __all__ = [
     "new_reference",
     "new_transaction_id",
     "new_uid",
+    "recent",
     "sandbox_view",
     "valid_uid",
     "virtual_now",
@@ -295,3 +296,17 @@ def sandbox_view(tx: TransactionRow, client: ClientRow) -> SandboxTransaction:
             **{key: value for key, value in extra.items() if value is not None},
         }
     )
+
+
+def recent(session: Session, limit: int = 200, client: str | None = None) -> list[SandboxTransaction]:
+    """The newest transactions first (at most ``limit``; ``client``: of that slug only), as
+    ``GET /_sandbox/transactions/{uid}`` answers each (the browser console, D723)."""
+    statement = (
+        select(TransactionRow, ClientRow)
+        .join(ClientRow, ClientRow.id == TransactionRow.client_id)
+        .order_by(TransactionRow.created_at.desc(), TransactionRow.uid)
+        .limit(limit)
+    )
+    if client is not None:
+        statement = statement.where(ClientRow.slug == client)
+    return [sandbox_view(tx, owner) for tx, owner in session.execute(statement).all()]

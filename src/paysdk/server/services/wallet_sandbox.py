@@ -9,6 +9,7 @@ moves the hold to the balance; a refund is a pending credit until cleared.
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from paysdk.contracts.wallet import (
     Card,
+    Movement,
     SandboxCharge,
     SandboxChargeCreate,
     SandboxLinkingToken,
@@ -36,6 +38,7 @@ from paysdk.server.services.wallet_balance import (
     clear_pending_credit,
     debit,
     hold,
+    movement_view,
     record_movement,
     release_hold,
     reload,
@@ -50,18 +53,27 @@ from paysdk.server.services.wallet_common import (
     valid_id,
     wallet_problem,
 )
-from paysdk.server.wallet_tables import WalletCardRow, WalletChargeRow, WalletLinkingTokenRow, WalletRefundRow
+from paysdk.server.wallet_tables import (
+    WalletCardRow,
+    WalletChargeRow,
+    WalletLinkingTokenRow,
+    WalletMovementRow,
+    WalletRefundRow,
+)
 
 __all__ = [
     "AUTHORIZATION_TTL",
     "EXPIRE_JOB",
+    "CardActivity",
     "authorize",
     "capture",
+    "card_activity",
     "clear_refund",
     "create_linking_token",
     "create_refund",
     "create_stock_card",
     "expire_authorization",
+    "recent_cards",
 ]
 
 AUTHORIZATION_TTL = timedelta(days=7)
@@ -309,3 +321,43 @@ def clear_refund(session: Session, now: datetime, refund_id: str) -> SandboxRefu
     )
     session.flush()
     return _refund_view(refund)
+
+
+def recent_cards(session: Session, limit: int = 200) -> list[Card]:
+    """The newest wallet cards of every client first (at most ``limit``), as the wallet API shows each
+    (the browser console's wallet page, D723)."""
+    rows = session.scalars(
+        select(WalletCardRow).order_by(WalletCardRow.created_at.desc(), WalletCardRow.id).limit(limit)
+    )
+    return [card_view(row) for row in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class CardActivity:
+    """One card with its movements (oldest first) and what is pending on it: authorized charges (held as
+    pending debits) and refunds not yet cleared (pending credits)."""
+
+    card: Card
+    movements: list[Movement]
+    charges: list[SandboxCharge]
+    refunds: list[SandboxRefund]
+
+
+def card_activity(session: Session, card_id: str) -> CardActivity:
+    """:class:`CardActivity` of ``card_id`` (any client's); the wallet's ``404`` when unknown."""
+    card = _card_by_id(session, card_id)
+    movements = session.scalars(
+        select(WalletMovementRow).where(WalletMovementRow.card_id == card.id).order_by(WalletMovementRow.seq)
+    )
+    charges = session.scalars(
+        select(WalletChargeRow).where(WalletChargeRow.card_id == card.id).order_by(WalletChargeRow.created_at)
+    )
+    refunds = session.scalars(
+        select(WalletRefundRow).where(WalletRefundRow.card_id == card.id).order_by(WalletRefundRow.created_at)
+    )
+    return CardActivity(
+        card_view(card),
+        [movement_view(row) for row in movements],
+        [_charge_view(row) for row in charges],
+        [_refund_view(row) for row in refunds],
+    )
