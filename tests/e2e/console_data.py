@@ -91,6 +91,7 @@ class ConsoleData:
             "sub_uid",
             "failed_sub_uid",
             "card_id",
+            "spare_card_id",
             "pending_charge_id",
             "batch_id",
             "paid_out_terminal_id",
