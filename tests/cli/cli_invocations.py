@@ -166,6 +166,7 @@ INVOCATIONS: dict[str, Call] = {
     "sandbox pay": Call((_MISSING, *_CARD), exit=6),
     "sandbox simulate": Call((_MISSING, "--outcome", "paid"), exit=6),
     "sandbox callbacks": Call(),
+    "sandbox resend-callback": Call(("evt_missing",), exit=6),
     "sandbox jobs": Call(),
     "sandbox requests": Call(),
     "sandbox tail": Call(

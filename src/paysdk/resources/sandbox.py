@@ -389,6 +389,17 @@ def callbacks_operation(
     return _op("GET", "/callbacks", list_of(CallbackAttempt.model_validate), options, params=params)
 
 
+def resend_callback_operation(
+    event_id: str, **options: Unpack[PostCallOptions]
+) -> Operation[CallbackAttempt]:
+    """Deliver callback event ``event_id`` once more (``POST /_sandbox/callbacks/{eventId}/resend``, D724):
+    the same body, ``eventId`` and header through the normal delivery path, recorded as the event's next
+    attempt, which is answered (the delivery has run). ``404`` unknown event, ``409`` while a retry of it
+    is still queued."""
+    path = f"/callbacks/{path_segment(event_id, 'event_id')}/resend"
+    return _op("POST", path, CallbackAttempt.model_validate, options)
+
+
 #: The statuses of a job (D126).
 JobStatus = Literal["pending", "running", "done", "failed"]
 
@@ -694,6 +705,7 @@ class AsyncSandbox(AsyncResource[M]):
     simulate = AsyncEndpoint(simulate_operation)
     transaction = AsyncEndpoint(transaction_operation)
     callbacks = AsyncEndpoint(callbacks_operation)
+    resend_callback = AsyncEndpoint(resend_callback_operation)
     jobs = AsyncEndpoint(jobs_operation)
     requests = AsyncEndpoint(requests_operation)
     add_fault = AsyncEndpoint(add_fault_operation)
@@ -796,6 +808,7 @@ class Sandbox(Resource[M]):
     simulate = Endpoint(simulate_operation)
     transaction = Endpoint(transaction_operation)
     callbacks = Endpoint(callbacks_operation)
+    resend_callback = Endpoint(resend_callback_operation)
     jobs = Endpoint(jobs_operation)
     requests = Endpoint(requests_operation)
     add_fault = Endpoint(add_fault_operation)

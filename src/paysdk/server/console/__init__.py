@@ -24,7 +24,7 @@ that family's services (:mod:`paysdk.server.console.views`); the core never impo
 ``GET  /faults`` · ``POST /faults`` · ``POST /faults/clear``  faults on and off
 ``GET  /tail``                             the live tail (requests and events)
 ``GET  /events``                           the server's event feed (SSE) for the script
-``GET  /static/console.css`` · ``/static/console.js``
+``GET  /static/console.css`` · ``/static/console.js`` · ``/static/favicon.svg``
 ========================================  ===================================================
 
 **Stable element ids**: on every page ``main`` (``<main id="main">``, with ``data-live`` on live
@@ -39,8 +39,14 @@ links: home, merchants, transactions, subscriptions, wallet, batches, terminal, 
 ``clock-now``, ``clock-offset``, ``clock-ran``, ``clock-error``, forms ``advance-hour``, ``advance-day``,
 ``advance-month``, ``advance`` (field ``seconds``). Merchant: ``reveal`` (form), ``revealed``, and
 ``secret-<field>`` on each secret's value. Resend: forms ``resend-<eventId>``. Faults: forms
-``fault-add`` (fields ``kind``, ``route``, ``times``, ``status_code``, ``latency_ms``) and ``fault-clear``.
-Every form's button is ``<form id>-submit``. Live status: ``live-status``; refreshed region: ``live``.
+``fault-add`` (fields ``kind``, ``route``, ``count``, ``status``, ``latency_ms``; inputs ``fault-kind``,
+``fault-route``, ``fault-count``, ``fault-status``, ``fault-latency``; error ``fault-error``) and
+``fault-clear``.
+Every form's button is ``<form id>-submit``. Live status: ``live-status``; refreshed region: ``live``;
+batch progress bars ``progress-<batchId>``. Facts: ``transaction-uid``, ``transaction-status``,
+``transaction-amount``, ``subscription-id``, ``subscription-status``, ``next-renewal``, ``next-attempt``,
+``card-id``, ``card-balance``, ``card-available`` (description lists ``transaction-facts``,
+``subscription-facts``, ``card-facts``, ``clock-facts``).
 """
 
 from __future__ import annotations

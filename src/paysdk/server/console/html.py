@@ -85,6 +85,7 @@ def layout(page: Page, title: str, body: str, *, section: str | None = None, liv
         f"<!doctype html><html lang='{lang}'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
         f"<title>{e(title)} · {page.t('console')}</title>"
+        f"<link rel='icon' href='{CONSOLE_PREFIX}/static/favicon.svg' type='image/svg+xml'>"
         f"<link rel='stylesheet' href='{CONSOLE_PREFIX}/static/console.css'>"
         f"<script src='{CONSOLE_PREFIX}/static/console.js' defer></script></head><body>"
         f"<a class='skip' href='#main'>{page.t('skip')}</a>"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Coroutine
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from typing import Any
@@ -55,7 +55,11 @@ _HEADERS = {
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",
 }
-_STATIC = {"console.css": "text/css; charset=utf-8", "console.js": "text/javascript; charset=utf-8"}
+_STATIC = {
+    "console.css": "text/css; charset=utf-8",
+    "console.js": "text/javascript; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
+}
 _MAX_FORM = 16 * 1024
 
 
@@ -111,7 +115,9 @@ class _ConsoleRoute(APIRoute):
             if request.method == "POST" and _foreign(request):
                 response: Response = _message(page, 403, "forbidden_title", "forbidden")
             elif not is_open and not _authorized(request):
-                response = _login(page, 401, next_path=request.url.path)
+                # after the form, a page (a post's own path answers no GET): the console's overview
+                back = request.url.path if request.method == "GET" else CONSOLE_PREFIX
+                response = _login(page, 401, next_path=back)
             else:
                 response = await handler(request)
             response.headers.update(_HEADERS)
@@ -342,11 +348,13 @@ async def clock_advance(request: Request) -> Response:
 
 
 def _when(value: object) -> str:
-    """A time as a ``<time>`` element (ISO 8601), empty for ``None``."""
+    """A time as a ``<time>`` element: ISO 8601 in ``datetime``, ``YYYY-MM-DD HH:MM:SS`` (UTC as stored)
+    shown; empty for ``None``."""
     if value is None:
         return ""
-    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
-    return f"<time datetime='{e(text)}'>{e(text)}</time>"
+    if isinstance(value, datetime):
+        return f"<time datetime='{e(value.isoformat())}'>{e(value.strftime('%Y-%m-%d %H:%M:%S'))}</time>"
+    return f"<time>{e(value)}</time>"
 
 
 def _status(value: object) -> str:

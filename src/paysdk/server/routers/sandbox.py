@@ -169,6 +169,19 @@ async def list_callbacks(db: Db, uid: str | None = None) -> Response:
     return _json([_dump(row) for row in rows])
 
 
+@router.post("/callbacks/{event_id}/resend")
+async def resend_callback(event_id: str, db: Db) -> Response:
+    """Deliver callback event ``event_id`` once more (D724): the same body, ``eventId`` and header,
+    through the normal delivery path, recorded as the event's next attempt; answers that attempt (the
+    delivery has run). ``404`` unknown event; ``409`` while a retry of it is still queued."""
+    context = db.context
+    event = await db.run(callbacks.resend, db.session, event_id, db.now)
+    await context.scheduler.run_due()
+    rows = await db.run(callbacks.attempts, db.session, event.uid)
+    mine = [row for row in rows if row.event_id == event.event_id]
+    return _json(_dump(mine[-1]))
+
+
 _JOB_STATUSES = ("pending", "running", "done", "failed")
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "jobs",
     "outbox",
     "requests",
+    "resend_callback",
     "tail",
 ]
 
@@ -193,3 +194,16 @@ def outbox(
     with open_client(st, token_required=False) as sdk:
         result = sdk.sandbox.outbox(to)
     emit(st.output, wire_list(result), columns=["at", "to", "subject", "body"], title="Outbox")
+
+
+def resend_callback(
+    ctx: typer.Context,
+    event_id: Annotated[str, typer.Argument(help="The callback event to deliver again (eventId).")],
+) -> None:
+    """Deliver a callback event once more: the same body, eventId and header through the normal delivery
+    path, recorded as its next attempt (shown). Refused while a retry of it is still queued."""
+    st = state(ctx)
+    with open_client(st, token_required=False) as sdk:
+        result = sdk.sandbox.resend_callback(event_id)
+    record = result.model_dump(by_alias=True, mode="json")
+    emit(st.output, record)

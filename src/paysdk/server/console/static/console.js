@@ -31,13 +31,13 @@
       try { data = JSON.parse(event.data); } catch (err) { return; }
       var row = document.createElement("tr");
       row.setAttribute("data-kind", kind);
-      cell(row, data.at || data.ranAt || data.time || "", true);
+      cell(row, data.at || data.dueAt || "", true);
       cell(row, kind);
       var what = kind === "request" ? (data.method || "") + " " + (data.path || "")
         : kind === "callback" ? (data.eventId || "") + " " + (data.url || "")
         : (data.kind || "") + " " + (data.ref || "");
       cell(row, what);
-      cell(row, data.statusCode != null ? data.statusCode : (data.status || data.error || ""));
+      cell(row, data.statusCode != null ? data.statusCode : (data.outcome || data.error || ""));
       body.insertBefore(row, body.firstChild);
       while (body.rows.length > 200) { body.deleteRow(body.rows.length - 1); }
       if (empty) { empty.hidden = true; }
