@@ -205,6 +205,8 @@ class PageSpec:
     tables: tuple[str, ...]
     shows: tuple[str, ...] = ()
     within: str = "#main"
+    #: ``(selector, text)``: more of what the page shows with the data (English).
+    texts: tuple[tuple[str, str], ...] = ()
 
     @property
     def detail(self) -> bool:
@@ -245,7 +247,17 @@ PAGES: tuple[PageSpec, ...] = (
         "subscription", "/subscriptions/{failed_sub_uid}", ("subscription-timeline",), ("failed_sub_uid",)
     ),
     PageSpec("wallet", "/wallet", ("cards",), ("card_id", "spare_card_id")),
-    PageSpec("card", "/wallet/cards/{card_id}", ("card-movements", "card-pending"), ("card_id",)),
+    PageSpec(
+        "card",
+        "/wallet/cards/{card_id}",
+        ("card-movements", "card-pending"),
+        ("card_id", "pending_charge_id"),
+        texts=(
+            ("#card-pending", "12.34"),
+            ("#card-movements", "transfer_out"),
+            ("#card-movements", "top-up"),
+        ),
+    ),
     PageSpec("batches", "/batches", ("batches",), ("batch_id",)),
     PageSpec(
         "terminal",
@@ -431,7 +443,7 @@ def _fill(
         "the retried callback's delivery",
     )
 
-    # An active fault that harms nothing the console does: a 503 on an unused public route.
-    fault = sandbox.sandbox.add_fault("error", route="GET /api/v1/console-demo*", status=503, count=100)
+    # An active fault (the last call here: nothing after it creates payment links): slow link creation.
+    fault = sandbox.sandbox.add_fault("latency", route="POST /transactions", latency_ms=800, count=3)
     data.fault_id = str(fault.id)
     return data
