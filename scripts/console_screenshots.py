@@ -59,7 +59,8 @@ def shoot(base_url: str, data: ConsoleData, out: Path) -> list[Path]:
                 for spec in pages:
                     page.goto(base_url + spec.url(data) + "?lang=en", wait_until="load")
                     path = out / f"console-{spec.name}{name}.png"
-                    height = min(int(page.evaluate("document.documentElement.scrollHeight")), viewport["height"])
+                    content = int(page.evaluate("document.documentElement.scrollHeight"))
+                    height = min(content, viewport["height"])
                     clip = FloatRect(x=0, y=0, width=viewport["width"], height=height)
                     page.screenshot(path=str(path), clip=clip)
                     size = _shrink(path)
