@@ -228,23 +228,34 @@ PAGES: tuple[PageSpec, ...] = (
         "merchant",
         "/merchants/{merchant_slug}",
         ("merchant-settings", "merchant-transactions"),
-        ("paid_uid",),
+        ("paid_uid", "declined_uid"),
+        texts=(("#merchant-settings", "Tienda Sol"),),
     ),
     PageSpec(
         "transactions",
         "/transactions",
         ("transactions",),
         ("paid_uid", "declined_uid", "pending_uid", "retried_uid", "failing_uid"),
+        texts=(("#transactions", "declined"), ("#transactions", "pending"), ("#transactions", "approved")),
     ),
     PageSpec(
         "transaction",
         "/transactions/{retried_uid}",
         ("callback-events", "callback-attempts"),
         ("retried_uid",),
+        texts=(
+            ("#callback-attempts", "500"),
+            ("#callback-attempts", "200"),
+            ("#callback-events", "delivered"),
+        ),
     ),
     PageSpec("subscriptions", "/subscriptions", ("subscriptions",), ("sub_uid", "failed_sub_uid")),
     PageSpec(
-        "subscription", "/subscriptions/{failed_sub_uid}", ("subscription-timeline",), ("failed_sub_uid",)
+        "subscription",
+        "/subscriptions/{failed_sub_uid}",
+        ("subscription-timeline",),
+        ("failed_sub_uid",),
+        texts=(("#subscription-timeline", "declined"),),
     ),
     PageSpec("wallet", "/wallet", ("cards",), ("card_id", "spare_card_id")),
     PageSpec(
@@ -258,16 +269,17 @@ PAGES: tuple[PageSpec, ...] = (
             ("#card-movements", "top-up"),
         ),
     ),
-    PageSpec("batches", "/batches", ("batches",), ("batch_id",)),
+    PageSpec("batches", "/batches", ("batches",), ("batch_id",), texts=(("#batches", "holders.csv"),)),
     PageSpec(
         "terminal",
         "/terminal",
         ("terminal",),
         ("paid_out_terminal_id", "captured_terminal_id", "authorized_terminal_id"),
+        texts=(("#terminal", "paid_out"), ("#terminal", "captured"), ("#terminal", "authorized")),
     ),
-    PageSpec("clock", "/clock", ()),
-    PageSpec("faults", "/faults", ("faults",), ("fault_id",)),
-    PageSpec("tail", "/tail", ("tail",)),
+    PageSpec("clock", "/clock", (), texts=(("#clock-now", "20"),)),
+    PageSpec("faults", "/faults", ("faults",), ("fault_id",), texts=(("#faults", "POST /transactions"),)),
+    PageSpec("tail", "/tail", ("tail",), texts=(("#tail", "POST /transactions"),)),
 )
 
 
