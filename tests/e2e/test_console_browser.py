@@ -350,6 +350,28 @@ def test_keyboard_reaches_the_skip_link_the_navigation_and_the_buttons(
         _submit(page)  # Enter on the focused button submits its form
         after = sandbox.sandbox.clock()
         assert after.offset_seconds - before.offset_seconds == 3600
+
+        # The faults page: every field and both buttons by Tab alone; Enter turns every fault off.
+        sandbox.sandbox.add_fault("latency", route="POST /transactions", latency_ms=5, count=1)
+        page.goto(fresh.url + CONSOLE + "/faults")
+        reached = []
+        for _ in range(60):
+            page.keyboard.press("Tab")
+            reached.append(_focused(page))
+            if reached[-1] == "fault-clear-submit":
+                break
+        fields = [
+            "fault-kind",
+            "fault-route",
+            "fault-count",
+            "fault-status",
+            "fault-latency",
+            "fault-add-submit",
+        ]
+        assert [name for name in reached if name in fields] == fields, reached
+        assert reached[-1] == "fault-clear-submit", reached
+        _submit(page)
+        assert sandbox.sandbox.faults() == []
         watch.check(page)
     finally:
         sandbox.close()
