@@ -391,3 +391,30 @@ def test_every_built_in_is_a_valid_scenario_with_a_callback_url_parameter() -> N
         assert [p.name for p in scenario.parameters][:1] == ["callbackUrl"]
         assert scenario.promises
         assert scenario.ids
+
+
+def test_docs_scenarios_lists_every_built_in_and_its_promises() -> None:
+    from pathlib import Path
+
+    from paysdk.server.services.scenarios import builtins
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    for scenario in builtins().values():
+        assert f"### `{scenario.name}`: {scenario.title}" in text
+        assert all(promise in text for promise in scenario.promises), scenario.name
+
+
+async def test_a_report_shows_no_secret(asgi_client: httpx.AsyncClient, callback_sink: CallbackSink) -> None:
+    response = await asgi_client.post(
+        "/_sandbox/scenarios/bulk-upload-bad-rows/run",
+        content=_json.dumps(
+            {"parameters": {"callbackUrl": callback_sink.url, "callbackHeaderValue": "hv-secret-1"}}
+        ),
+        headers=JSON_TYPE,
+    )
+    report = response.json()
+    assert report["ok"], report["error"]
+    merchant = (await asgi_client.post(f"/_sandbox/clients/{report['ids']['merchant']}/reveal")).json()
+    assert merchant["callbackHeaderValue"] == "hv-secret-1"
+    for secret in (merchant["sandboxToken"], merchant["productionToken"], "hv-secret-1"):
+        assert secret not in response.text
