@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -23,6 +23,14 @@ from server_helpers import (
 )
 
 from paysdk.contracts.callbacks import CallbackPayload
+from paysdk.contracts.sandbox import ClockState
+
+
+async def advance_to(client: httpx.AsyncClient, instant: datetime) -> None:
+    """Advance the virtual clock to ``instant`` (from the server's own reading of its clock)."""
+    now = ClockState.model_validate_json((await client.get("/_sandbox/clock")).content).now
+    assert instant > now, (instant, now)
+    await advance(client, Decimal(str((instant - now).total_seconds())))
 
 
 async def setup(asgi_client: httpx.AsyncClient, merchant_factory: Any, sink: Any, **fields: Any) -> Any:
@@ -111,12 +119,15 @@ async def test_receiver_down_then_up_is_retried_at_1_2_4_minutes(
     # The next attempt counts from the attempt's start; ``at`` is its end, which a connection refused
     # slowly on a loaded machine delays by seconds (seen on CI: 2.7 s).
     assert abs((first[0].next_attempt_at - first[0].at) - timedelta(minutes=1)) < timedelta(seconds=5)
-    await advance(asgi_client, 59)
+    # The virtual clock runs on with the wall clock between requests (seconds on a loaded machine), so
+    # each step advances to a point 10 s away from any attempt, measured from the first attempt's start.
+    started = first[0].next_attempt_at - timedelta(minutes=1)
+    await advance_to(asgi_client, started + timedelta(seconds=50))
     assert len(await attempts(asgi_client, link["uid"])) == 1
-    await advance(asgi_client, 2 * 60 + 1)  # t = 3 min: attempts at 1 and 3 minutes, both refused
+    await advance_to(asgi_client, started + timedelta(seconds=190))  # attempts at 1 and 3 min, refused
     assert len(await attempts(asgi_client, link["uid"])) == 3
     callback_sink.up()
-    await advance(asgi_client, 4 * 60)  # t = 7 min: the fourth attempt is delivered
+    await advance_to(asgi_client, started + timedelta(seconds=430))  # the fourth attempt, at 7 min
     rows = await attempts(asgi_client, link["uid"])
     assert [row.status_code for row in rows] == [None, None, None, 200]
     offsets = [(row.at - rows[0].at).total_seconds() for row in rows]
