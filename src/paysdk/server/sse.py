@@ -32,9 +32,10 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import anyio
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
+from paysdk.server.adapters.sse_starlette import ServerWatchedResponse
 from paysdk.server.adapters.uvicorn import shutdown_probe
 
 __all__ = ["SHUTDOWN_POLL", "EventStream", "StreamRegistry"]
@@ -99,7 +100,7 @@ class StreamRegistry:
                         loop.call_soon_threadsafe(stream.stop)
 
 
-class EventStream(EventSourceResponse):
+class EventStream(ServerWatchedResponse):
     """A Server-Sent Events answer of ``chunks`` (module docstring). ``ping``: seconds between heartbeat
     comments; ``cut_after``: drop the connection after that many events; ``abort``: drop it (``False``
     when there is no socket, in process); ``cut_raises``: in process, a cut raises
@@ -122,19 +123,11 @@ class EventStream(EventSourceResponse):
         self.abort = abort
         self.cut_raises = cut_raises
         super().__init__(
-            self._paced(chunks),
+            chunks if cut_after is None else self._paced(chunks),  # no pass-through layer per chunk
             ping=ping,
             ping_message_factory=_heartbeat,
             shutdown_event=self._shutdown,
         )
-
-    @staticmethod
-    async def _listen_for_exit_signal() -> None:
-        """Never returns: this stream's server is watched by the :class:`StreamRegistry` (D602).
-        sse-starlette's own exit signal is process-wide and never reset once any uvicorn server of the
-        process has handled an exit: every later stream of the process (a second server, an embedding,
-        the next test) would end at once (D604)."""
-        await anyio.sleep_forever()
 
     def stop(self) -> None:
         """Drop the connection: the server shuts down (called by the :class:`StreamRegistry`)."""
