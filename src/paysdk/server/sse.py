@@ -8,13 +8,13 @@ blocks, already encoded: the wire format is the route's), and sse-starlette does
   tests shorten it), sent between events by sse-starlette's ping task (D601);
 * **client disconnect**: sse-starlette watches ``receive`` for ``http.disconnect`` and cancels the
   stream, whose source then closes (its subscription ends: :attr:`StreamRegistry.open` drops);
-* **cooperative shutdown**: sse-starlette's shutdown detection (a SIGTERM or SIGINT handled by uvicorn in
-  the main thread, as ``paysdk serve`` runs) sets the stream's ``shutdown_event``; a server that is not
-  run from the main thread (tests, embedding) is seen stopping by the :class:`StreamRegistry`'s one
-  watcher per app (uvicorn tells each open request that it shuts down, :func:`~paysdk.server.adapters.
-  uvicorn.shutdown_probe`), which stops the stream the same way (D602). Either way the connection is then
-  dropped, not ended: a client reconnects with ``Last-Event-ID`` to another instance or after a restart,
-  and ``paysdk serve`` stops at once with streams open.
+* **cooperative shutdown**: every server, ``paysdk serve`` on SIGTERM or SIGINT as a server run from
+  another thread (tests, embedding), is seen stopping by the :class:`StreamRegistry`'s one watcher per
+  app (uvicorn tells each open request that it shuts down, :func:`~paysdk.server.adapters.uvicorn.
+  shutdown_probe`), which stops the stream (D602). sse-starlette's own exit listener is overridden
+  (:mod:`paysdk.server.adapters.sse_starlette`): its flag is process-wide and never reset (D604, D630).
+  The connection is then dropped, not ended: a client reconnects with ``Last-Event-ID`` to another
+  instance or after a restart, and ``paysdk serve`` stops at once with streams open.
 
 A ``stream_cut`` fault (``cut_after``) drops the connection after that many events (``abort`` drops the
 socket; in process there is none: ``cut_raises`` raises :class:`~paysdk.server.errors.ConnectionDropped`
