@@ -1,9 +1,11 @@
 """No stack-frame walks, and private parts of the libraries under the SDK and the server only in their
 adapters (D530, D532): ``paysdk._adapters.httpcore`` (httpx, httpcore), ``paysdk.server.adapters.uvicorn``,
-``paysdk.server.adapters.sqlalchemy``, ``paysdk.server.adapters.alembic`` and ``paysdk_cli._adapters.typer``
-(typer and its vendored click). Each adapter has its own test against the installed library
-(``tests/sdk/test_adapter_httpcore.py``, ``tests/server/test_adapter_*.py``,
-``tests/cli/test_adapter_typer.py``); this scan keeps new private reads from appearing anywhere else.
+``paysdk.server.adapters.sqlalchemy``, ``paysdk.server.adapters.alembic``,
+``paysdk.server.adapters.sse_starlette`` (D630) and ``paysdk_cli._adapters.typer`` (typer and its vendored
+click). Each adapter has its own test against the installed library (``tests/sdk/test_adapter_httpcore.py``,
+``tests/server/test_adapter_*.py``, ``tests/cli/test_adapter_typer.py``); this scan keeps new private reads
+from appearing anywhere else, and private methods defined on a direct subclass of a library's class (an
+override of a private hook; the scan cannot tell one from a new helper, so such a class keeps none).
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ LIBRARIES = (
     "alembic",
     "click",
     "typer",
+    "sse_starlette",
 )
 ADAPTERS = {
     "paysdk/_adapters/httpcore.py",
     "paysdk/server/adapters/uvicorn.py",
     "paysdk/server/adapters/sqlalchemy.py",
     "paysdk/server/adapters/alembic.py",
+    "paysdk/server/adapters/sse_starlette.py",
     "paysdk_cli/_adapters/typer.py",
 }
 #: Frame access: the stdlib ``warnings`` stacklevel idiom of the SDK's deprecation warnings only.
@@ -63,6 +67,10 @@ def _private_module(module: str) -> bool:
     """``uvicorn.protocols...`` or any dotted part with a leading underscore (``httpcore._async``)."""
     parts = module.split(".")
     return module.startswith("uvicorn.protocols") or any(part.startswith("_") for part in parts[1:])
+
+
+def _private_name(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
 
 
 def _offences(name: str, tree: ast.Module) -> list[str]:
@@ -114,6 +122,15 @@ def _offences(name: str, tree: ast.Module) -> list[str]:
             and not attribute.startswith("__")
         ):
             found.append(f"{name}:{line}: {receiver.id}.{attribute}")
+    for node in ast.walk(tree):  # a subclass of a library's class that overrides its private methods
+        if not isinstance(node, ast.ClassDef) or name in ADAPTERS:
+            continue
+        bases = [base.value if isinstance(base, ast.Attribute) else base for base in node.bases]
+        if not any(isinstance(base, ast.Name) and base.id in library_names for base in bases):
+            continue
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and _private_name(item.name):
+                found.append(f"{name}:{item.lineno}: {node.name} overrides {item.name}")
     if name in ADAPTERS:  # their imports are what they are for
         found = [offence for offence in found if ": imports" not in offence]
     return found
@@ -139,6 +156,9 @@ def test_the_scan_sees_what_it_forbids() -> None:
         "steps = script._upgrade_revs(head, heads)\n"
         "param._custom_shell_complete = completer\n"
         "from typer._click.exceptions import UsageError\n"
+        "from sse_starlette import EventSourceResponse\n"
+        "class Stream(EventSourceResponse):\n"
+        "    async def _listen_for_exit_signal(self): ...\n"
     )
     offences = _offences("paysdk/server/example.py", sample)
     for expected in (
@@ -153,6 +173,7 @@ def test_the_scan_sees_what_it_forbids() -> None:
         "._upgrade_revs",
         "._custom_shell_complete",
         "imports from typer._click.exceptions",
+        "Stream overrides _listen_for_exit_signal",
     ):
         assert any(expected in offence for offence in offences), (expected, offences)
     adapter = "from uvicorn.protocols.http.h11_impl import H11Protocol\ncycle = receive.__self__\n"

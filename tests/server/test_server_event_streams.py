@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,8 @@ sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 PAYSDK = str(Path(sys.executable).with_name("paysdk"))
 #: What uvicorn logs when open answers outlast its graceful shutdown (streams that did not stop).
 FORCED = "timeout graceful shutdown exceeded"
+#: Seconds a :class:`RawStream` read may take in all (generous: nothing here measures time).
+READ_DEADLINE = 60.0
 
 
 def _until(condition: Callable[[], bool], what: str) -> None:
@@ -113,12 +116,43 @@ class RawStream:
         self.closed = False
 
     def read_until(self, marker: bytes) -> bytes:
-        """Read until ``marker`` was received (a closed connection fails)."""
-        while marker not in self.received:
-            chunk = self.sock.recv(65536)
-            assert chunk, f"closed before {marker!r}: {self.received!r}"
-            self.received += chunk
+        """Read until ``marker`` was received, as sent (chunk framing included); a closed connection or
+        :data:`READ_DEADLINE` passing fails."""
+        self._read(lambda: marker in self.received, repr(marker))
         return self.received
+
+    def read_body_until(self, marker: bytes, *, count: int = 1) -> bytes:
+        """Read until the answer's body (chunk framing removed: each write of the server is a chunk of
+        its own) holds ``marker`` ``count`` times; a closed connection or :data:`READ_DEADLINE` passing
+        fails. The body."""
+        self._read(lambda: self.body.count(marker) >= count, f"{count} x {marker!r}")
+        return self.body
+
+    def _read(self, enough: Callable[[], bool], what: str) -> None:
+        # One deadline for the whole read: the socket's own timeout is per recv, which every heartbeat
+        # restarts, so a read for what never comes would last forever on a live stream.
+        deadline = time.monotonic() + READ_DEADLINE
+        while not enough():
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {what} within {READ_DEADLINE} s: {self.received!r}"
+            self.sock.settimeout(left)
+            chunk = self.sock.recv(65536)
+            assert chunk, f"closed before {what}: {self.received!r}"
+            self.received += chunk
+
+    @property
+    def body(self) -> bytes:
+        """The body's complete chunks received so far, joined (chunked transfer encoding decoded)."""
+        rest = self.received.partition(b"\r\n\r\n")[2]
+        body = b""
+        while b"\r\n" in rest:
+            size, _, after = rest.partition(b"\r\n")
+            length = int(size.split(b";")[0], 16)
+            if length == 0 or len(after) < length + 2:
+                break
+            body += after[:length]
+            rest = after[length + 2 :]
+        return body
 
     def read_to_end(self) -> bytes:
         """Read until the server closes the connection."""
@@ -151,9 +185,14 @@ def test_an_idle_progress_stream_gets_heartbeats_and_keeps_its_wire_form(served:
         assert "content-type: text/event-stream; charset=utf-8" in stream.head
         assert "cache-control: no-store" in stream.head
         assert "x-accel-buffering: no" in stream.head
-        body = stream.read_until(b": heartbeat\n\n").partition(b"\r\n\r\n")[2]
-        # The batch's first event (written when it was accepted), then heartbeats: nothing else.
-        assert b"id: 1\nevent: progress\ndata: {" in body
+        # The batch's first event (written when it was accepted; the batch's reader may bring it after
+        # a heartbeat on a busy machine) and heartbeats: nothing else.
+        stream.read_body_until(b"id: 1\nevent: progress\ndata: {")
+        body = stream.read_body_until(b": heartbeat\n\n")
+        assert body.startswith(b"retry: 1000\n\n")
+        events = [block for block in body.split(b"\n\n")[1:-1] if block != b": heartbeat"]
+        assert len(events) == 1, body
+        assert events[0].startswith(b"id: 1\nevent: progress\ndata: {"), body
     finally:
         stream.close()
 
@@ -245,4 +284,31 @@ def test_paysdk_serve_with_open_streams_stops_on_a_signal(tmp_path: Path, stop: 
     for stream in streams:
         stream.read_to_end()
         assert not stream.ended_cleanly
+        stream.close()
+
+
+@sqlite_only
+def test_a_stream_ignores_sse_starlettes_process_wide_exit_flag(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once any uvicorn server of the process handled an exit, sse-starlette's ``AppStatus.should_exit``
+    stays set; a stream of another server still delivers its events and heartbeats (D604, D630)."""
+    from sse_starlette.sse import AppStatus
+
+    monkeypatch.setattr(AppStatus, "should_exit", True)
+    served.feed.heartbeat = 0.1
+    stream = RawStream(served.url, "/_sandbox/events")
+    try:
+        # A second heartbeat: the ping task runs on (sse-starlette's own exit listener would have
+        # ended the answer at once, before the first).
+        body = stream.read_body_until(b": heartbeat\n\n", count=2)
+        assert body.startswith(b"retry: 1000\n\n")
+        assert body.endswith(b": heartbeat\n\n")
+        assert stream.head.startswith("http/1.1 200")
+        assert not stream.ended_cleanly
+        assert served.streams.open == 1
+        # An event after the heartbeats: the feed's stream delivers too.
+        served.feed.publish("jobs.ran", {"job": "example"})
+        assert b"event: jobs.ran" in stream.read_body_until(b"event: jobs.ran")
+    finally:
         stream.close()

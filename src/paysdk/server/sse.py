@@ -8,13 +8,13 @@ blocks, already encoded: the wire format is the route's), and sse-starlette does
   tests shorten it), sent between events by sse-starlette's ping task (D601);
 * **client disconnect**: sse-starlette watches ``receive`` for ``http.disconnect`` and cancels the
   stream, whose source then closes (its subscription ends: :attr:`StreamRegistry.open` drops);
-* **cooperative shutdown**: sse-starlette's shutdown detection (a SIGTERM or SIGINT handled by uvicorn in
-  the main thread, as ``paysdk serve`` runs) sets the stream's ``shutdown_event``; a server that is not
-  run from the main thread (tests, embedding) is seen stopping by the :class:`StreamRegistry`'s one
-  watcher per app (uvicorn tells each open request that it shuts down, :func:`~paysdk.server.adapters.
-  uvicorn.shutdown_probe`), which stops the stream the same way (D602). Either way the connection is then
-  dropped, not ended: a client reconnects with ``Last-Event-ID`` to another instance or after a restart,
-  and ``paysdk serve`` stops at once with streams open.
+* **cooperative shutdown**: every server, ``paysdk serve`` on SIGTERM or SIGINT as a server run from
+  another thread (tests, embedding), is seen stopping by the :class:`StreamRegistry`'s one watcher per
+  app (uvicorn tells each open request that it shuts down, :func:`~paysdk.server.adapters.uvicorn.
+  shutdown_probe`), which stops the stream (D602). sse-starlette's own exit listener is overridden
+  (:mod:`paysdk.server.adapters.sse_starlette`): its flag is process-wide and never reset (D604, D630).
+  The connection is then dropped, not ended: a client reconnects with ``Last-Event-ID`` to another
+  instance or after a restart, and ``paysdk serve`` stops at once with streams open.
 
 A ``stream_cut`` fault (``cut_after``) drops the connection after that many events (``abort`` drops the
 socket; in process there is none: ``cut_raises`` raises :class:`~paysdk.server.errors.ConnectionDropped`
@@ -32,9 +32,10 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import anyio
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
+from paysdk.server.adapters.sse_starlette import ServerWatchedResponse
 from paysdk.server.adapters.uvicorn import shutdown_probe
 
 __all__ = ["SHUTDOWN_POLL", "EventStream", "StreamRegistry"]
@@ -99,7 +100,7 @@ class StreamRegistry:
                         loop.call_soon_threadsafe(stream.stop)
 
 
-class EventStream(EventSourceResponse):
+class EventStream(ServerWatchedResponse):
     """A Server-Sent Events answer of ``chunks`` (module docstring). ``ping``: seconds between heartbeat
     comments; ``cut_after``: drop the connection after that many events; ``abort``: drop it (``False``
     when there is no socket, in process); ``cut_raises``: in process, a cut raises
@@ -122,19 +123,11 @@ class EventStream(EventSourceResponse):
         self.abort = abort
         self.cut_raises = cut_raises
         super().__init__(
-            self._paced(chunks),
+            chunks if cut_after is None else self._paced(chunks),  # no pass-through layer per chunk
             ping=ping,
             ping_message_factory=_heartbeat,
             shutdown_event=self._shutdown,
         )
-
-    @staticmethod
-    async def _listen_for_exit_signal() -> None:
-        """Never returns: this stream's server is watched by the :class:`StreamRegistry` (D602).
-        sse-starlette's own exit signal is process-wide and never reset once any uvicorn server of the
-        process has handled an exit: every later stream of the process (a second server, an embedding,
-        the next test) would end at once (D604)."""
-        await anyio.sleep_forever()
 
     def stop(self) -> None:
         """Drop the connection: the server shuts down (called by the :class:`StreamRegistry`)."""
