@@ -250,3 +250,51 @@ async def _recreate(app: FastAPI, merchant: SandboxClient) -> SandboxClient:
         )
     assert created.status_code == 201, created.text
     return SandboxClient.model_validate(created.json())
+
+
+#: A client's secrets (tokens, keys, the callback header value): new ones for every client.
+_SECRETS = re.compile(rb'"(\w*(?:Token|Key|Value|Secret))":"[^"]*"')
+
+
+def _client_answer(response: httpx.Response) -> tuple[int, list[tuple[str, str]], bytes]:
+    """:func:`_answer` of a client create, its secrets masked."""
+    status, headers, content = _answer(response)
+    return status, headers, _SECRETS.sub(rb'"\1":"<secret>"', content)
+
+
+async def _client_creates(app: FastAPI) -> tuple[list[Any], list[Any]]:
+    """The answers to every kind of ``POST /_sandbox/clients`` (and a ``GET``) after a reset, and the
+    endpoints FastAPI's routes chose for them (``None``: a fast lane answered)."""
+    json_headers = {"Content-Type": "application/json"}
+    slug = "lane"
+    clients = "/_sandbox/clients"
+    async with _probed(app) as (client, seen):
+        assert (await client.post("/_sandbox/reset")).status_code == 200
+        answers = [
+            await client.post(clients, content=dumps({"slug": slug}), headers=json_headers),
+            await client.post(clients, content=dumps({"slug": slug}), headers=json_headers),
+            await client.post(clients, content=dumps({"slug": "no spaces"}), headers=json_headers),
+            await client.post(clients, content=b'{"slug": ', headers=json_headers),
+            await client.post(clients, content=b"[1]", headers=json_headers),
+            await client.post(clients, content=b"slug=x", headers={"Content-Type": "text/plain"}),
+            await client.post(
+                "/_sandbox/clients",
+                content=dumps({"slug": f"{slug}-cb", "callbackUrl": "ftp://x"}),
+                headers=json_headers,
+            ),
+            await client.get(clients),
+        ]
+    return [_client_answer(answer) for answer in answers], seen[1:]
+
+
+async def test_the_client_create_takes_the_fast_lane_and_answers_as_routed(
+    app: FastAPI, routed_app: FastAPI
+) -> None:
+    # A merchant's suite makes a client for every test (the paysdk_merchant fixture, D640).
+    fast, fast_seen = await _client_creates(app)
+    routed, routed_seen = await _client_creates(routed_app)
+    assert routed == fast
+    assert [status for status, _, _ in fast] == [201, 409, 409, 400, 409, 415, 409, 405]
+    assert fast_seen[:7] == [None] * 7  # with the lane, FastAPI's routes never saw the creates
+    handler = sandbox_first.create_client  # the 415 is the host guard's, before any route
+    assert routed_seen[:7] == [handler, handler, handler, handler, handler, None, handler]

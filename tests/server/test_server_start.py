@@ -37,11 +37,12 @@ _PROBE = textwrap.dedent(
     import httpx
     from paysdk.server.app import create_app
 
-    def loaded():  # the family routers (not the routers' shared helpers, _common, _transactions...)
-        return sorted(
-            m for m in sys.modules
-            if m.startswith("paysdk.server.routers.") and not m.rpartition(".")[2].startswith("_")
-        )
+    from paysdk.server.families import FAMILIES  # the registry names its routers and imports none
+
+    ROUTERS = {ref.partition(":")[0] for f in FAMILIES for _, ref in f.routers if isinstance(ref, str)}
+
+    def loaded():  # the families' registered router modules imported so far
+        return sorted(m for m in sys.modules if m in ROUTERS)
 
     def tables():
         return sorted(m for m in sys.modules if m.startswith("paysdk.server.") and m.endswith("_tables"))

@@ -10,8 +10,6 @@ quietly, never with a traceback.
 
 from __future__ import annotations
 
-import contextlib
-
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -44,5 +42,7 @@ class BodyBoundsLayer:
         if length_above(length, bounds[0]):
             await BodyRefused.too_large(bounds[0]).response()(scope, receive, send)
             return
-        with contextlib.suppress(ClientDisconnect):  # mid-body: the bounded receive logged it
+        try:  # a plain ``try`` costs less than a ``contextlib.suppress`` per request (D641)
             await self.app(scope, self.bounds.wrap(scope, receive, bounds), send)
+        except ClientDisconnect:  # mid-body: the bounded receive logged it
+            return

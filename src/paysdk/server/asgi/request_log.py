@@ -285,4 +285,5 @@ class RequestLog:
             status = 0
             raise
         finally:
-            await record()
+            if not logged:  # no coroutine once the answer's end recorded it (D641)
+                await record()
