@@ -32,8 +32,11 @@ from paysdk.server.adapters.uvicorn import H11Protocol, keep_connection_in_scope
 
 #: Seconds an idle connection stays open under ``paysdk serve`` (uvicorn's ``timeout_keep_alive``, D86).
 KEEP_ALIVE_TIMEOUT = 5.0
-#: Seconds open streams may go on once ``paysdk serve`` is asked to stop; then they are cancelled.
-STREAMS_SHUTDOWN_TIMEOUT = 2
+#: Seconds open answers may go on once ``paysdk serve`` is asked to stop; then they are cancelled. Open
+#: event streams end within a :data:`paysdk.server.sse.SHUTDOWN_POLL` (0.5 s) of the signal on an idle
+#: machine; the margin is for a loaded one, where 2 s were seen to run out (D615). A stop waits no longer
+#: than its answers take.
+STREAMS_SHUTDOWN_TIMEOUT = 10
 
 __all__ = [
     "KEEP_ALIVE_TIMEOUT",
