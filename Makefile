@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench services unasync coverage clean
+.PHONY: demo test test-under-load lint bench services unasync coverage clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,13 @@ demo: $(STAMP)
 TEST_WORKERS ?= 4
 test: $(STAMP) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup
+
+## The same suite under a CPU hog holding the load average near 8 on two cores (stress-ng, from apt): RUNS
+## runs (default 1), HOGS stress-ng CPU workers (default 4); prints each run's result and the load it ran at.
+RUNS ?= 1
+HOGS ?= 4
+test-under-load: $(STAMP) services
+	bash scripts/test_under_load.sh $(RUNS) $(HOGS)
 
 ## ruff (lint and format, generated code included), mypy --strict, the import layers, the generated sync code, the schema snapshot,
 ## docs/coverage.md and docs/cli.md's command overview are up to date, and the docs site builds with no broken link or reference
