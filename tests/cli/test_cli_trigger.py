@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from scenario_examples import card_flow
+
 from .conftest import run_cli
 
 pytestmark = pytest.mark.usefixtures("cli_server")
@@ -67,36 +69,7 @@ def test_without_a_callback_url_the_built_in_receiver_answers_over_the_socket() 
     assert callback["payload"]["status"] == "approved"
 
 
-SCENARIO = {
-    "name": "cli-flow",
-    "title": "CLI flow",
-    "parameters": [{"name": "callbackUrl"}, {"name": "card", "default": "4242424242424242"}],
-    "ids": ["uid"],
-    "steps": [
-        {
-            "kind": "call",
-            "path": "/_sandbox/clients",
-            "json": {"callbackUrl": "${callbackUrl}"},
-            "status": 201,
-            "save": {"merchant": "slug", "merchantToken": "sandboxToken"},
-        },
-        {
-            "kind": "call",
-            "path": "/transactions",
-            "headers": {"Authorization": "${merchantToken}"},
-            "json": {
-                "amount": 5,
-                "userId": "+50212345678",
-                "channel": "wa",
-                "client": "${merchant}",
-                "ads": [],
-            },
-            "save": {"uid": "uid"},
-        },
-        {"kind": "pay", "uid": "${uid}", "card": "${card}"},
-        {"kind": "expect", "name": "approved", "event": "callback", "match": {"payload.status": "approved"}},
-    ],
-}
+SCENARIO = card_flow("cli-flow")
 
 
 def test_a_user_file_runs_the_same_way_in_json_and_yaml(tmp_path: Path, callback_sink: Any) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 import paysdk
 from paysdk.contracts.scenarios import Scenario, ScenarioReport, ScenarioSummary
+from scenario_examples import card_flow
 
 from . import test_onboarding_sdk as onboarding
 from .test_onboarding_sdk import Maker, call
@@ -17,36 +18,7 @@ from .test_onboarding_sdk import Maker, call
 kind = onboarding.kind
 make = onboarding.make
 
-USER_SCENARIO: dict[str, Any] = {
-    "name": "sdk-flow",
-    "title": "SDK flow",
-    "parameters": [{"name": "callbackUrl"}, {"name": "card", "default": "4242424242424242"}],
-    "ids": ["uid"],
-    "steps": [
-        {
-            "kind": "call",
-            "path": "/_sandbox/clients",
-            "json": {"callbackUrl": "${callbackUrl}"},
-            "status": 201,
-            "save": {"merchant": "slug", "merchantToken": "sandboxToken"},
-        },
-        {
-            "kind": "call",
-            "path": "/transactions",
-            "headers": {"Authorization": "${merchantToken}"},
-            "json": {
-                "amount": 5,
-                "userId": "+50212345678",
-                "channel": "wa",
-                "client": "${merchant}",
-                "ads": [],
-            },
-            "save": {"uid": "uid"},
-        },
-        {"kind": "pay", "name": "pay", "uid": "${uid}", "card": "${card}"},
-        {"kind": "expect", "name": "approved", "event": "callback", "match": {"payload.status": "approved"}},
-    ],
-}
+USER_SCENARIO = card_flow("sdk-flow")
 
 
 @pytest.mark.covers("sandbox.scenarios", "sandbox.trigger")

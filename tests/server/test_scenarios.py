@@ -11,6 +11,7 @@ import pytest
 
 from conftest import CallbackSink
 from paysdk import _json
+from scenario_examples import card_flow
 
 JSON_TYPE = {"Content-Type": "application/json"}
 
@@ -231,42 +232,7 @@ async def test_a_run_without_a_callback_url_delivers_to_the_built_in_receiver(
     assert sink.status_code == 200
 
 
-USER_SCENARIO: dict[str, Any] = {
-    "name": "my-flow",
-    "title": "Mine",
-    "parameters": [{"name": "callbackUrl"}, {"name": "card", "default": "4242424242424242"}],
-    "ids": ["uid"],
-    "steps": [
-        {
-            "kind": "call",
-            "path": "/_sandbox/clients",
-            "json": {"callbackUrl": "${callbackUrl}"},
-            "status": 201,
-            "save": {"merchant": "slug", "merchantToken": "sandboxToken"},
-        },
-        {
-            "kind": "call",
-            "name": "a link",
-            "path": "/transactions",
-            "headers": {"Authorization": "${merchantToken}"},
-            "json": {
-                "amount": 5,
-                "userId": "+50212345678",
-                "channel": "wa",
-                "client": "${merchant}",
-                "ads": [],
-            },
-            "save": {"uid": "uid"},
-        },
-        {"kind": "pay", "uid": "${uid}", "card": "${card}"},
-        {
-            "kind": "expect",
-            "name": "it was approved",
-            "event": "callback",
-            "match": {"payload.status": "approved"},
-        },
-    ],
-}
+USER_SCENARIO = card_flow("my-flow")
 
 
 async def test_a_user_scenario_runs_the_same_way(
@@ -290,8 +256,8 @@ async def test_an_expectation_that_does_not_come_fails_naming_the_step(
     report = response.json()
     assert response.status_code == 200
     assert report["ok"] is False
-    assert report["failedStep"] == "step 4 'it was approved'"
-    assert report["error"].startswith("step 4 'it was approved' failed: expected at least 1 callback")
+    assert report["failedStep"] == "step 4 'approved'"
+    assert report["error"].startswith("step 4 'approved' failed: expected at least 1 callback")
     assert [step["ok"] for step in report["steps"]] == [True, True, True, False]
     # What did happen is still reported: the declined callback.
     assert [e["data"]["payload"]["status"] for e in report["events"]] == ["declined"]

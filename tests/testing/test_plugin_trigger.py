@@ -4,13 +4,12 @@ the test with the step named."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from paysdk.contracts.callbacks import PaymentCallback, SubscriptionCallback
 from paysdk.testing import CallbackInbox
 from paysdk.testing.pytest_plugin import ScenarioTrigger
+from scenario_examples import card_flow
 
 
 def test_a_built_in_delivers_its_callbacks_to_the_test_inbox(
@@ -30,40 +29,12 @@ def test_a_built_in_delivers_its_callbacks_to_the_test_inbox(
 def test_a_failed_run_fails_the_test_naming_the_step(
     paysdk_trigger: ScenarioTrigger, paysdk_callbacks: CallbackInbox
 ) -> None:
-    document: dict[str, Any] = {
-        "name": "fixture-flow",
-        "title": "Fixture flow",
-        "parameters": [{"name": "callbackUrl"}, {"name": "callbackHeaderValue", "required": False}],
-        "steps": [
-            {
-                "kind": "call",
-                "path": "/_sandbox/clients",
-                "json": {"callbackUrl": "${callbackUrl}", "callbackHeaderValue": "${callbackHeaderValue}"},
-                "status": 201,
-                "save": {"merchant": "slug", "merchantToken": "sandboxToken"},
-            },
-            {
-                "kind": "call",
-                "path": "/transactions",
-                "headers": {"Authorization": "${merchantToken}"},
-                "json": {
-                    "amount": 5,
-                    "userId": "+50212345678",
-                    "channel": "wa",
-                    "client": "${merchant}",
-                    "ads": [],
-                },
-                "save": {"uid": "uid"},
-            },
-            {"kind": "pay", "uid": "${uid}", "card": "4000000000000002"},
-            {
-                "kind": "expect",
-                "name": "approved",
-                "event": "callback",
-                "match": {"payload.status": "approved"},
-            },
-        ],
-    }
+    document = card_flow(
+        "fixture-flow",
+        card="4000000000000002",
+        merchant={"callbackHeaderValue": "${callbackHeaderValue}"},
+        optional=("callbackHeaderValue",),
+    )
     with pytest.raises(pytest.fail.Exception, match=r"fixture-flow: step 4 'approved' failed"):
         paysdk_trigger(document)
     report = paysdk_trigger(document, check=False)
