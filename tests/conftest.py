@@ -54,6 +54,7 @@ from paysdk.server import create_app
 from paysdk.server import faults as faults_module
 from paysdk.server.clock import Clock
 from paysdk.server.connections import KEEP_ALIVE_TIMEOUT, uvicorn_connection_options
+from paysdk.server.schema_snapshot import RESET_ORDER
 from paysdk.server.services import wallet_tokens
 from paysdk.testing._ready import ServedThread, serve_in_thread
 from sdk_coverage import covers_check, report_collected  # the covers marker's checks (tests/sdk_coverage.py)
@@ -113,11 +114,12 @@ def _postgres_database(worker_id: str) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-#: The tables a reset keeps (the wallet's and the processor's keys): the shared apps hold them in memory.
-_KEPT_TABLES = frozenset({"wallet_server_keys", "processor_secrets"})
+#: The tables a reset keeps (the wallet's and the processor's keys: the shared apps hold them in memory)
+#: and the schema's revision row.
+_KEPT_TABLES = frozenset({"wallet_server_keys", "processor_secrets", "alembic_version"})
 
 
-def _empty_postgres_tables(url: str) -> None:
+def _empty_postgres_tables(url: str) -> set[str]:
     """``TRUNCATE`` the tables holding rows (all but the kept ones; one query finds them): a
     ``TRUNCATE`` of every table would make new files for each of them, every test."""
     with psycopg.connect(url, autocommit=True) as connection:
@@ -129,7 +131,7 @@ def _empty_postgres_tables(url: str) -> None:
             if row[0] not in _KEPT_TABLES
         ]
         if not tables:
-            return
+            return set()
         occupied = " UNION ALL ".join(
             f"SELECT '{name}' WHERE EXISTS (SELECT 1 FROM \"{name}\")" for name in tables
         )
@@ -137,13 +139,14 @@ def _empty_postgres_tables(url: str) -> None:
         if full:
             names = ", ".join(f'"{table}"' for table in full)
             connection.execute(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+        return set(tables)
 
 
-def _empty_sqlite_tables(path: Path) -> None:
+def _empty_sqlite_tables(path: Path) -> set[str]:
     """Delete the rows of every table of the SQLite file but the kept ones, in one transaction (only
     the tables holding rows get a ``DELETE``: an empty table's would still rewrite its pages)."""
     if not path.exists():
-        return
+        return set()
     connection = sqlite3.connect(path, timeout=120, isolation_level=None)
     try:
         connection.execute("PRAGMA foreign_keys=OFF")
@@ -155,7 +158,7 @@ def _empty_sqlite_tables(path: Path) -> None:
             if name not in _KEPT_TABLES
         ]
         if not tables:
-            return
+            return set()
         occupied = " UNION ALL ".join(
             f"SELECT '{name}' WHERE EXISTS (SELECT 1 FROM \"{name}\")" for name in tables
         )
@@ -167,6 +170,7 @@ def _empty_sqlite_tables(path: Path) -> None:
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
+        return set(tables)
     finally:
         connection.close()
 
@@ -188,11 +192,31 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         if _own_database(request):
             return f"sqlite:///{tmp_path / 'server.db'}"
         path: Path = request.getfixturevalue("_sqlite_database")
-        _empty_sqlite_tables(path)
-        return f"sqlite:///{path}"
-    url: str = request.getfixturevalue("_postgres_database")
-    _empty_postgres_tables(url)
-    return url
+        url = f"sqlite:///{path}"
+        _check_schema(request, url, _empty_sqlite_tables(path))
+        return url
+    url = request.getfixturevalue("_postgres_database")
+    _check_schema(request, url, _empty_postgres_tables(url))
+    return str(url)
+
+
+def _check_schema(request: pytest.FixtureRequest, url: str, tables: set[str]) -> None:
+    """When an earlier test dropped tables of the worker's database (a schema test), the shared app and
+    live server over it are discarded: the next ``app``/``live_server`` makes them anew (with the tables)."""
+    if tables >= _SCHEMA_TABLES:
+        return
+    apps: dict[str, _Shared] = request.getfixturevalue("_shared_apps")
+    shared = apps.pop(url, None)
+    if shared is not None:
+        shared.app.state.paysdk.db.dispose()
+    servers: dict[str, _Live] = request.getfixturevalue("_live_servers")
+    live = servers.pop(url, None)
+    if live is not None:
+        live.running.close()
+
+
+#: The tables every server database holds (emptied by a reset).
+_SCHEMA_TABLES = frozenset(RESET_ORDER)
 
 
 @pytest.fixture
