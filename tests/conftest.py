@@ -108,9 +108,11 @@ def _postgres_database(worker_id: str) -> Iterator[str]:
         _drop_leftover_databases(admin)
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{name}"')
+        url = _pg_url_for(name)
         try:
-            yield _pg_url_for(name)
+            yield url
         finally:
+            _SHARED_TEARDOWN.pop(url, lambda: None)()  # its shared servers stop before the drop
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -197,7 +199,14 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return url
     url = request.getfixturevalue("_postgres_database")
     _check_schema(request, url, _empty_postgres_tables(url))
+    apps: dict[str, _Shared] = request.getfixturevalue("_shared_apps")
+    servers: dict[str, _Live] = request.getfixturevalue("_live_servers")
+    _SHARED_TEARDOWN[url] = lambda: _discard(apps, servers, url)
     return str(url)
+
+
+#: ``url`` -> stops the shared app and live server over it (run by ``_postgres_database`` before its drop).
+_SHARED_TEARDOWN: dict[str, Callable[[], None]] = {}
 
 
 def _check_schema(request: pytest.FixtureRequest, url: str, tables: set[str]) -> None:
@@ -205,11 +214,13 @@ def _check_schema(request: pytest.FixtureRequest, url: str, tables: set[str]) ->
     live server over it are discarded: the next ``app``/``live_server`` makes them anew (with the tables)."""
     if tables >= _SCHEMA_TABLES:
         return
-    apps: dict[str, _Shared] = request.getfixturevalue("_shared_apps")
+    _discard(request.getfixturevalue("_shared_apps"), request.getfixturevalue("_live_servers"), url)
+
+
+def _discard(apps: dict[str, _Shared], servers: dict[str, _Live], url: str) -> None:
     shared = apps.pop(url, None)
     if shared is not None:
         shared.app.state.paysdk.db.dispose()
-    servers: dict[str, _Live] = request.getfixturevalue("_live_servers")
     live = servers.pop(url, None)
     if live is not None:
         live.running.close()
