@@ -159,6 +159,12 @@ class Recorder:
         app.add_middleware(_RecordingMiddleware, recorder=self)
         self.apps.append(app)
 
+    def attach(self, app: FastAPI, slot: Any) -> None:
+        """Record into this recorder through the slot :func:`install_recording_slot` put in ``app`` (an
+        app shared by the tests, that already serves: no layer can be added to it any more)."""
+        slot.recorder = self
+        self.apps.append(app)
+
     def keep(self, exchange: Exchange) -> None:
         with self._lock:
             self.exchanges.append(exchange)
@@ -173,14 +179,27 @@ class Recorder:
         assert not errors, f"{len(errors)} exchange(s) differ from /openapi.json:\n" + "\n".join(errors)
 
 
+def install_recording_slot(app: FastAPI, slot: Any) -> None:
+    """Add the recording layer to ``app`` reading its recorder from ``slot.recorder`` at each request
+    (``None``: nothing recorded): :meth:`Recorder.attach` fills it for one test."""
+    app.add_middleware(_RecordingMiddleware, slot=slot)
+
+
 class _RecordingMiddleware:
-    def __init__(self, app: Any, recorder: Recorder) -> None:
+    def __init__(self, app: Any, recorder: Recorder | None = None, slot: Any = None) -> None:
         self.app = app
-        self.recorder = recorder
+        self._recorder = recorder
+        self._slot = slot
+
+    @property
+    def recorder(self) -> Recorder | None:
+        recorder: Recorder | None = self._slot.recorder if self._slot is not None else self._recorder
+        return recorder
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or path.startswith(_UNDOCUMENTED):
+        recorder = self.recorder
+        if recorder is None or scope["type"] != "http" or path.startswith(_UNDOCUMENTED):
             await self.app(scope, receive, send)
             return
         exchange = Exchange(
@@ -214,7 +233,7 @@ class _RecordingMiddleware:
         finally:
             if exchange.status:
                 exchange.request_body, exchange.response_body = bytes(body), bytes(answer)
-                self.recorder.keep(exchange)
+                recorder.keep(exchange)
 
 
 @pytest.fixture

@@ -9,18 +9,15 @@ table says.
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from paysdk.server import create_app
+from paysdk.testing._ready import serve_in_thread
 from paysdk_cli.main import FAMILIES, load_family
 
 from .cli_invocations import INVOCATIONS, SLUG
@@ -62,23 +59,8 @@ def counted_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[s
     """The reference server for the whole module, over a real socket."""
     database = tmp_path_factory.mktemp("every-command") / "server.db"
     counter = _Counter(create_app(f"sqlite:///{database}", start_ticker=False))
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(counter, log_level="warning", lifespan="on", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60  # a loaded machine: generous, only a bound on a broken start
-    while not server.started:
-        assert thread.is_alive(), "the server stopped while starting"
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", counter
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
+    with serve_in_thread(counter, lifespan="on") as served:
+        yield served.url, counter
 
 
 def test_every_command_has_an_invocation() -> None:

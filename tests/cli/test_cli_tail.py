@@ -18,12 +18,11 @@ from typing import IO
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from paysdk.server import create_app
 from paysdk.server.events import EventFeed
-from paysdk.testing._ready import READY_TIMEOUT, wait_ready
+from paysdk.testing._ready import READY_TIMEOUT, serve_in_thread, wait_ready
 
 from .conftest import subprocess_env
 
@@ -52,18 +51,10 @@ class Live:
 @pytest.fixture
 def live(db_url: str) -> Iterator[Live]:
     app = create_app(db_url, start_ticker=False)
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
     try:
-        yield Live(f"http://127.0.0.1:{sock.getsockname()[1]}", app)
+        with serve_in_thread(app, log_level="critical", what="the live server") as served:
+            yield Live(served.url, app)
     finally:
-        server.should_exit = True
-        thread.join(timeout=15)
         app.state.paysdk.db.dispose()
 
 

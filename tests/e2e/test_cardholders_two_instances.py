@@ -8,52 +8,35 @@ the affinity warning is logged once; ``wait`` through the balancer gives the sam
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import secrets
-import threading
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 import paysdk
 from paysdk.resources.cardholders import AFFINITY_WARNING, BatchDoneEvent
 from paysdk.server import create_app
-from paysdk.testing._ready import wait_ready
+from paysdk.testing._ready import serve_in_thread
 
 pytestmark = pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 
 HEADER = "externalId,username,email,firstName,lastName,issueCard"
 
 
-def _serve(db_url: str) -> tuple[uvicorn.Server, threading.Thread, Any, int]:
-    import socket
-
-    app = create_app(db_url, start_ticker=True, tick_interval=0.2)
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
-    return server, thread, app, sock.getsockname()[1]
-
-
 @pytest.fixture
 def two_instances(db_url: str) -> Iterator[tuple[int, int]]:
-    first = _serve(db_url)
-    second = _serve(db_url)
-    try:
-        yield first[3], second[3]
-    finally:
-        for server, thread, app, _ in (first, second):
-            server.should_exit = True
-            thread.join(timeout=15)
-            app.state.paysdk.db.dispose()
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for name in ("first", "second"):
+            app = create_app(db_url, start_ticker=True, tick_interval=0.2)
+            stack.callback(app.state.paysdk.db.dispose)  # after its server stopped (callbacks run last first)
+            served = stack.enter_context(serve_in_thread(app, lifespan="on", what=f"the {name} instance"))
+            ports.append(served.port)
+        yield ports[0], ports[1]
 
 
 class RoundRobin(httpx.HTTPTransport):

@@ -10,6 +10,7 @@ between events, and closing the iterator closing the connection.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import threading
 import time
@@ -20,7 +21,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
@@ -32,23 +32,13 @@ from paysdk.contracts.sandbox_events import CallbackEvent, GapEvent, JobEvent, R
 from paysdk.server import create_app
 from paysdk.server.adapters.uvicorn import abort_connection, remember_connection
 from paysdk.server.events import EventFeed
-from paysdk.testing._ready import wait_ready
+from paysdk.testing._ready import ServedThread, serve_in_thread
 
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
 
-def _serve(app: Any) -> tuple[uvicorn.Server, threading.Thread, str]:
-    import socket
-
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, log_level="critical", lifespan="off", access_log=False)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
-    return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
+def _serve(app: Any) -> contextlib.AbstractContextManager[ServedThread]:
+    return serve_in_thread(app, log_level="critical", what="the live server")
 
 
 @dataclass
@@ -88,13 +78,11 @@ def _listen_once(url: str) -> None:
 @pytest.fixture
 def feed_server(db_url: str) -> Iterator[FeedServer]:
     app = create_app(db_url, start_ticker=False)
-    server, thread, url = _serve(app)
     try:
-        _listen_once(url)  # the feed keeps events from its first stream on (D116): as after an earlier tail
-        yield FeedServer(url, app)
+        with _serve(app) as served:
+            _listen_once(served.url)  # the feed keeps events from its first stream on (D116): as after a tail
+            yield FeedServer(served.url, app)
     finally:
-        server.should_exit = True
-        thread.join(timeout=15)
         app.state.paysdk.db.dispose()
 
 
@@ -392,17 +380,12 @@ class Script:
 
 @pytest.fixture
 def scripted() -> Iterator[Callable[[Script], str]]:
-    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
+    with contextlib.ExitStack() as servers:
 
-    def start(script: Script) -> str:
-        server, thread, url = _serve(script)
-        servers.append((server, thread))
-        return url
+        def start(script: Script) -> str:
+            return servers.enter_context(_serve(script)).url
 
-    yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(timeout=15)
+        yield start
 
 
 class Tick(ServerSentEvent[dict[str, int]]):

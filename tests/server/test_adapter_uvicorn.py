@@ -6,7 +6,7 @@ event streams at shutdown."""
 from __future__ import annotations
 
 import asyncio
-import socket
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,23 +19,15 @@ from starlette.types import Receive, Scope, Send
 
 from paysdk.server.adapters import uvicorn as adapter
 from paysdk.server.connections import KEEP_ALIVE_TIMEOUT, HeadTimeoutProtocol, uvicorn_connection_options
-from paysdk.testing._ready import wait_ready
+from paysdk.testing._ready import ServedThread, serve_in_thread
 
 VERSION = f"uvicorn {uvicorn.__version__}"
 
 App = Callable[[Scope, Receive, Send], Any]
 
 
-def _serve(app: App, **options: Any) -> tuple[uvicorn.Server, threading.Thread, str]:
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, log_level="critical", lifespan="off", access_log=False, **options)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    wait_ready(lambda: server.started, what="uvicorn", alive=thread.is_alive)
-    return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
+def _serve(app: App, **options: Any) -> contextlib.AbstractContextManager[ServedThread]:
+    return serve_in_thread(app, log_level="critical", what="uvicorn", **options)
 
 
 #: Plain uvicorn (its default h11 protocol) and the server's own protocol.
@@ -44,17 +36,13 @@ PROTOCOLS = {"uvicorn": {}, "paysdk": uvicorn_connection_options(KEEP_ALIVE_TIME
 
 @pytest.fixture(params=list(PROTOCOLS))
 def serve(request: pytest.FixtureRequest) -> Iterator[Callable[[App], tuple[uvicorn.Server, str]]]:
-    running: list[tuple[uvicorn.Server, threading.Thread]] = []
+    with contextlib.ExitStack() as running:
 
-    def start(app: App) -> tuple[uvicorn.Server, str]:
-        server, thread, url = _serve(app, **PROTOCOLS[request.param])
-        running.append((server, thread))
-        return server, url
+        def start(app: App) -> tuple[uvicorn.Server, str]:
+            served = running.enter_context(_serve(app, **PROTOCOLS[request.param]))
+            return served.server, served.url
 
-    yield start
-    for server, thread in running:
-        server.should_exit = True
-        thread.join(30)
+        yield start
 
 
 def test_h11_protocol_has_what_head_timeout_protocol_extends() -> None:
@@ -103,12 +91,8 @@ def test_the_server_protocol_parts() -> None:
 
     HeadTimeoutProtocol.connection_made = spy  # type: ignore[method-assign]
     try:
-        server, thread, url = _serve(app, **PROTOCOLS["paysdk"])
-        try:
-            assert httpx.get(url).status_code == 204
-        finally:
-            server.should_exit = True
-            thread.join(30)
+        with _serve(app, **PROTOCOLS["paysdk"]) as served:
+            assert httpx.get(served.url).status_code == 204
     finally:
         HeadTimeoutProtocol.connection_made = original  # type: ignore[method-assign]
     assert isinstance(seen.get("conn"), h11.Connection), (
@@ -199,11 +183,6 @@ def test_the_server_protocol_keeps_the_cycle_behind_wrappers() -> None:
 
         await app(scope, wrapped_receive, send)
 
-    server, thread, url = _serve(wrapper, **PROTOCOLS["paysdk"])
-    try:
-        with pytest.raises(httpx.TransportError):
-            httpx.get(url)
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with _serve(wrapper, **PROTOCOLS["paysdk"]) as served, pytest.raises(httpx.TransportError):
+        httpx.get(served.url)
     assert aborted == [True], f"{VERSION}: H11Protocol.app is not what uvicorn runs each request with"

@@ -27,7 +27,7 @@ from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
 from paysdk.server.events import EventFeed
 from paysdk.server.sse import StreamRegistry
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import http_ok, serve_in_thread, wait_ready
 
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -69,20 +69,11 @@ def served(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
 
     monkeypatch.setattr(cardholders, "kick", lambda context: None)  # an uploaded batch stays queued
     app = create_app(db_url, start_ticker=False)
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    wait_ready(lambda: server.started, what="the server", alive=thread.is_alive)
     try:
-        yield Served(f"http://127.0.0.1:{sock.getsockname()[1]}", app, server, thread)
+        with serve_in_thread(app, log_level="critical") as running:
+            yield Served(running.url, app, running.server, running.thread)
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
         app.state.paysdk.db.dispose()
-        sock.close()
 
 
 def _queued_batch(url: str) -> tuple[str, str]:

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
 from server_helpers import auth, body, dumps, link_body
 from uvicorn.logging import AccessFormatter
 
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
 from paysdk.server.asgi.request_log import mask_query
-from paysdk.testing._ready import wait_ready
+from paysdk.testing._ready import serve_in_thread
 
 QUERY = (
     "token=abc-query-secret&amount=1&Access_Token=at-secret&%74oken=encoded-secret&currencyCode=GTQ&code=c0de"
@@ -100,22 +98,14 @@ class _Capture(logging.Handler):
 def access_logged_server(db_url: str) -> Iterator[tuple[str, _Capture]]:
     """The server under uvicorn with its access log on (as ``paysdk serve`` runs it), lines captured."""
     application = create_app(db_url, start_ticker=False)
-    sock = _free_socket()
-    config = uvicorn.Config(application, log_level="info", lifespan="on", access_log=True)
     capture = _Capture()
     access = logging.getLogger("uvicorn.access")
-    access.addHandler(capture)  # after the Config configured uvicorn's loggers
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", capture
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
-        sock.close()
-        access.removeHandler(capture)
+    with serve_in_thread(application, log_level="info", lifespan="on", access_log=True) as served:
+        access.addHandler(capture)  # after uvicorn configured its loggers (and before any request)
+        try:
+            yield served.url, capture
+        finally:
+            access.removeHandler(capture)
 
 
 def test_access_log_masks_query_secrets(access_logged_server: tuple[str, _Capture]) -> None:

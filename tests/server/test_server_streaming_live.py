@@ -11,13 +11,12 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from paysdk.server import create_app
-from paysdk.testing._ready import wait_ready
+from paysdk.testing._ready import serve_in_thread
 
 PROBE = "/api/_probe/stream"
 EVENTS_PROBE = "/api/_probe/events"
@@ -53,21 +52,13 @@ def probe_server(db_url: str) -> Iterator[tuple[str, threading.Event]]:
         return StreamingResponse(chunks(), media_type="text/event-stream")
 
     app.router.add_route(EVENTS_PROBE, events, methods=["POST"])
-    import socket
-
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", gate
+        with serve_in_thread(app, what="the live server") as served:
+            try:
+                yield served.url, gate
+            finally:
+                gate.set()
     finally:
-        gate.set()
-        server.should_exit = True
-        thread.join(timeout=15)
         app.state.paysdk.db.dispose()
 
 
@@ -118,27 +109,17 @@ def test_an_event_stream_is_never_stored_for_idempotent_replay(
 def test_an_open_event_stream_does_not_hold_the_servers_shutdown(db_url: str) -> None:
     """uvicorn waits for open answers when it stops; the feed drops its connection instead (clients
     reconnect once the server is back), so a tail left open never blocks Ctrl-C on the server."""
-    import socket
-
     app: FastAPI = create_app(db_url, start_ticker=False)
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    wait_ready(lambda: server.started, what="the live server", alive=thread.is_alive)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/_sandbox/events"
     try:
-        with httpx.Client(timeout=httpx.Timeout(10.0)) as client, client.stream("GET", url) as response:
-            chunks = response.iter_raw()
-            assert next(chunks) == b"retry: 1000\n\n"
-            server.should_exit = True
-            with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
-                b"".join(chunks)  # dropped, not a clean end: a client reconnects later
-        thread.join(timeout=10)
-        assert not thread.is_alive(), "the server still waits for the stream"
+        with serve_in_thread(app, log_level="critical", what="the live server") as served:
+            url = f"{served.url}/_sandbox/events"
+            with httpx.Client(timeout=httpx.Timeout(10.0)) as client, client.stream("GET", url) as response:
+                chunks = response.iter_raw()
+                assert next(chunks) == b"retry: 1000\n\n"
+                served.server.should_exit = True
+                with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+                    b"".join(chunks)  # dropped, not a clean end: a client reconnects later
+            served.thread.join(timeout=10)
+            assert not served.thread.is_alive(), "the server still waits for the stream"
     finally:
-        server.should_exit = True
-        thread.join(timeout=15)
         app.state.paysdk.db.dispose()

@@ -7,11 +7,12 @@ import socket
 import subprocess
 import sys
 import threading
+from typing import Any
 
 import httpx
 import pytest
 
-from paysdk.testing._ready import NotReady, http_ok, serve_process, wait_ready
+from paysdk.testing._ready import NotReady, http_ok, serve_in_thread, serve_process, wait_ready
 
 
 def _free_port() -> int:
@@ -76,3 +77,55 @@ def test_http_ok_takes_200_or_with_any_status_any_answer() -> None:
         missing = f"http://127.0.0.1:{port}/no-such-file"
         assert http_ok(missing)() is False  # a 404 is an answer, not readiness
         assert http_ok(missing, any_status=True)() is True
+
+
+async def _hello(scope: dict[str, object], receive: object, send: Any) -> None:
+    """A minimal ASGI app: 200 ``hello`` on every request, and a lifespan that records start/stop."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()  # type: ignore[operator]
+            if message["type"] == "lifespan.startup":
+                LIFESPAN.append("startup")
+                await send({"type": "lifespan.startup.complete"})
+            else:
+                LIFESPAN.append("shutdown")
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": b"hello"})
+
+
+LIFESPAN: list[str] = []
+
+
+def test_serve_in_thread_answers_as_soon_as_it_yields_and_stops_cleanly() -> None:
+    LIFESPAN.clear()
+    with serve_in_thread(_hello, lifespan="on", what="hello") as served:
+        assert served.url == f"http://127.0.0.1:{served.port}"
+        answer = httpx.get(served.url + "/anything", timeout=30)  # no wait of our own: ready means now
+        assert (answer.status_code, answer.text) == (200, "hello")
+        assert served.thread.is_alive()
+        assert LIFESPAN == ["startup"]
+    assert not served.thread.is_alive()  # joined: the server has stopped
+    assert LIFESPAN == ["startup", "shutdown"]  # its lifespan ended
+    with pytest.raises(httpx.ConnectError):  # and the port is closed
+        httpx.get(served.url, timeout=5)
+
+
+def test_serve_in_thread_without_lifespan_and_its_stop_twice() -> None:
+    LIFESPAN.clear()
+    with serve_in_thread(_hello) as served:
+        assert httpx.get(served.url, timeout=30).text == "hello"
+        served.stop()  # early, as a test that stops the server itself
+        assert not served.thread.is_alive()
+    assert LIFESPAN == []  # lifespan off by default: the app's startup never ran
+
+
+def test_serve_in_thread_fails_at_once_when_the_server_cannot_start() -> None:
+    async def broken(scope: dict[str, object], receive: object, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            raise RuntimeError("no start")  # uvicorn with lifespan "on" exits on a failed startup
+
+    with pytest.raises(NotReady, match="the broken server stopped before it was ready"):  # noqa: SIM117
+        with serve_in_thread(broken, lifespan="on", what="the broken server", log_level="critical"):
+            pass  # pragma: no cover - never reached

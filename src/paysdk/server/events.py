@@ -176,6 +176,12 @@ class EventFeed:
         }
         return start, gap
 
+    def clear(self) -> None:
+        """Drop the kept events (``/_sandbox/reset``): ids go on growing, so a stream resuming after an
+        event from before the reset gets a ``gap``; open streams carry on with the events that follow."""
+        with self._lock:
+            self._events.clear()
+
     @contextlib.contextmanager
     def subscription(self) -> Any:
         """An :class:`asyncio.Event` set whenever an event is published, while the block runs."""

@@ -11,17 +11,29 @@ exit status and the process's own output (stdout and stderr), so the cause is in
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import httpx
 
-__all__ = ["READY_TIMEOUT", "NotReady", "ServedProcess", "http_ok", "serve_process", "wait_ready"]
+__all__ = [
+    "READY_TIMEOUT",
+    "NotReady",
+    "ServedProcess",
+    "ServedThread",
+    "bound_socket",
+    "http_ok",
+    "serve_in_thread",
+    "serve_process",
+    "wait_ready",
+]
 
 #: How long a start-up may take before it counts as failed (seconds): generous, as a bound on a
 #: server that will never come up, not as a measure of a slow one.
@@ -165,3 +177,72 @@ def serve_process(
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
+
+
+class ServedThread:
+    """An app served by :func:`serve_in_thread`: ``.url`` (``http://127.0.0.1:<port>``), ``.port``,
+    ``.server`` (the :class:`uvicorn.Server`), ``.thread``; :meth:`stop` ends it (the context manager
+    does)."""
+
+    def __init__(self, server: Any, thread: threading.Thread, sock: socket.socket) -> None:
+        self.server = server
+        self.thread = thread
+        self.socket = sock
+        self.port: int = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Ask uvicorn to exit, wait for its thread (at most ``timeout`` seconds), close the socket.
+        Stopping twice is harmless."""
+        self.server.should_exit = True
+        if self.thread.is_alive() and self.thread is not threading.current_thread():
+            self.thread.join(timeout=timeout)
+        self.socket.close()
+
+
+def bound_socket(host: str = "127.0.0.1") -> socket.socket:
+    """A TCP socket bound to a free port of ``host`` (not listening yet: uvicorn listens on it).
+    Named TCP (``IPPROTO_TCP``) so asyncio sets ``TCP_NODELAY`` on the connections it accepts (D401)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, 0))
+    return sock
+
+
+@contextmanager
+def serve_in_thread(
+    app: Any,
+    *,
+    lifespan: Literal["auto", "on", "off"] = "off",
+    log_level: str = "warning",
+    what: str = "the server",
+    stop_timeout: float = 30.0,
+    **config: Any,
+) -> Iterator[ServedThread]:
+    """Serve the ASGI ``app`` with uvicorn in a daemon thread on a free port of 127.0.0.1, wait until it
+    accepts connections (:func:`wait_ready` on ``server.started``, failing at once if the thread dies),
+    yield a :class:`ServedThread`, then stop it (``should_exit``, join the thread, close the socket).
+
+    ``lifespan``: ``"on"`` runs the app's lifespan (the reference server's ticker); ``config``: further
+    :class:`uvicorn.Config` options (``access_log`` is off unless given). The socket is bound before the
+    thread starts, so the port is known and no other process can take it in between.
+    """
+    import uvicorn  # the server's dependency: imported by the tests that serve, not by the SDK
+
+    config.setdefault("access_log", False)
+    server = uvicorn.Server(uvicorn.Config(app, lifespan=lifespan, log_level=log_level, **config))
+    sock = bound_socket()
+
+    def run() -> None:
+        # uvicorn ends a failed start with sys.exit: the thread then just ends (the wait reports it).
+        with suppress(SystemExit):
+            server.run(sockets=[sock])
+
+    thread = threading.Thread(target=run, daemon=True, name=what)
+    served = ServedThread(server, thread, sock)
+    thread.start()
+    try:
+        wait_ready(lambda: server.started, what=what, alive=thread.is_alive)
+        yield served
+    finally:
+        served.stop(stop_timeout)

@@ -31,11 +31,13 @@ router = APIRouter(prefix="/_sandbox", include_in_schema=False)
 
 @router.post("/reset")
 async def reset(request: Request) -> Response:
-    """Wipe every client, transaction, callback, job, log entry, fault, idempotency record and the clock."""
+    """Wipe every client, transaction, callback, job, log entry, fault, idempotency record, the live
+    feed's kept events and the clock."""
     context = get_context(request)
     # On the event loop holding the database's lock when SQLite's worker is idle (D311): a trip to a
     # worker thread that sat idle while a suite filled the database costs more than the reset's DELETEs.
     await context.brief(context.db.reset)
+    context.events.clear()  # the live feed's kept events went with the request log (D651)
     for restore in context.after_reset:  # a seeded server returns to its seed (paysdk.server.seed)
         await context.run(restore)
     return JSONResponse({"status": "reset"})
