@@ -22,6 +22,7 @@ from fastapi import FastAPI
 
 import paysdk
 from paysdk.contracts.deprecations import Deprecation
+from paysdk.server.deprecations import REFRESH_SECONDS
 from paysdk.testing._ready import http_ok, wait_ready
 
 from . import test_onboarding_sdk as onboarding
@@ -235,17 +236,11 @@ def _second_server(db_url: str) -> Iterator[str]:
         process.wait(timeout=15)
 
 
-def _until(check: Any, seconds: float = 3.0) -> float:
-    started = time.monotonic()
-    while not check():
-        assert time.monotonic() - started < seconds, "not seen in time"
-        time.sleep(0.05)
-    return time.monotonic() - started
-
-
 def test_a_mark_set_through_one_process_is_honoured_by_another(live_server: str, db_url: str) -> None:
     """The marks are in the database: a second server process over it adds the headers within 1 s of the
-    mark (D255), and stops within 1 s of the clear."""
+    mark (D255), and stops within 1 s of the clear. Shown as the rule says it, whatever the machine's load:
+    a request sent :data:`REFRESH_SECONDS` after the change was answered carries it (each process looks
+    again at the table when its last look is that old)."""
     with (
         _second_server(db_url) as other,
         paysdk.Client(environment=paysdk.Environment.local(live_server)) as one,
@@ -267,13 +262,17 @@ def test_a_mark_set_through_one_process_is_honoured_by_another(live_server: str,
 
         assert not marked()
         one.sandbox.deprecations.set("POST /leads", sunset=SUNSET)
-        assert _until(marked) < 1.5
+        time.sleep(REFRESH_SECONDS)
+        assert marked()
         one.sandbox.deprecations.clear()
-        assert _until(lambda: not marked()) < 1.5
+        time.sleep(REFRESH_SECONDS)
+        assert not marked()
         one.sandbox.deprecations.set("POST /leads")
-        _until(marked)
+        time.sleep(REFRESH_SECONDS)
+        assert marked()
         httpx.post(live_server + "/_sandbox/reset")  # reset through the first empties them for both
-        assert _until(lambda: _unmarked(other)) < 1.5
+        time.sleep(REFRESH_SECONDS)
+        assert _unmarked(other)
 
 
 def _unmarked(url: str) -> bool:
