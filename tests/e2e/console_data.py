@@ -28,13 +28,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import uvicorn
-
 import paysdk
 from paysdk.contracts.sandbox import CallbackAttempt, SandboxClient
 from paysdk.server import create_app
 from paysdk.server.connections import KEEP_ALIVE_TIMEOUT, uvicorn_connection_options
-from paysdk.testing._ready import wait_ready
+from paysdk.testing._ready import serve_in_thread
 
 __all__ = ["CONSOLE", "PAGES", "ConsoleData", "PageSpec", "Receiver", "fill_sandbox", "serve", "wait_until"]
 
@@ -161,29 +159,13 @@ def serve(database_url: str, **options: Any) -> Iterator[str]:
     """The reference server (``create_app(database_url, **options)``, ticker on) on a free port of
     127.0.0.1 in a thread, as ``paysdk serve`` serves it; yields its base URL."""
     application = create_app(database_url, start_ticker=True, tick_interval=0.2, **options)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
+    with serve_in_thread(
         application,
-        log_level="warning",
         lifespan="on",
-        access_log=False,
+        what="the console's server",
         **uvicorn_connection_options(KEEP_ALIVE_TIMEOUT),
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="console-server"
-    )
-    thread.start()
-    wait_ready(lambda: server.started, what="the console's server", alive=thread.is_alive)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
-        sock.close()
+    ) as served:
+        yield served.url
 
 
 class _Nothing(dict[str, str]):
