@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import pytest
 from server_helpers import JSON_TYPE, attempts, create_link, dumps, pay
 
+from paysdk.contracts.sandbox import FaultKind
 from paysdk.server.app import create_app
 from paysdk.server.console.router import COOKIE, CSP
 from paysdk.server.control_token import control_token_digest
@@ -288,3 +289,9 @@ async def test_shared_sandbox_masks_secrets_until_revealed(shared: httpx.AsyncCl
     assert "id='revealed'" in revealed.text
     again = (await shared.get(f"{C}/merchants/{client['slug']}", headers=header)).text
     assert client["sandboxToken"] not in again
+
+
+async def test_the_fault_form_offers_every_kind_of_the_contract(asgi_client: httpx.AsyncClient) -> None:
+    page = (await asgi_client.get(C + "/faults")).text
+    offered = re.findall(r"<option value='([a-z_]+)'>", page)
+    assert offered == list(get_args(FaultKind))  # callback_down included (the scenarios' kind, D702)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Coroutine
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from importlib import resources
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Request
@@ -31,6 +31,7 @@ from fastapi.routing import APIRoute
 from sqlalchemy.orm import Session
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from paysdk.contracts.sandbox import FaultKind
 from paysdk.server.asgi.request_log import mask_query
 from paysdk.server.console import views
 from paysdk.server.console.html import Page, dl, e, form, layout, table
@@ -603,7 +604,8 @@ def _resend(session: Session, context: ServerContext, event_id: str) -> Any:
 # ---------------------------------------------------------------------------------------- faults
 
 
-_FAULT_KINDS = ("latency", "error", "rate_limit", "drop", "duplicate_callback", "stream_cut")
+#: The kinds the form offers: the contract's, so a new kind shows up here too.
+_FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 
 
 @router.get("/faults")
