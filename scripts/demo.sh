@@ -55,5 +55,9 @@ echo "$alt"
 alt_uid=$(printf '%s' "$alt" | field uid)
 show "$BIN/paysdk" -o table alt process "$alt_uid" --processor akisiQR --qr-out out/demo-qr.png
 
+step "A whole flow in one command: a subscription's renewals fail until it is suspended (the virtual clock moves)"
+show "$BIN/paysdk" -o table trigger subscription-suspended
+
 step "Done"
 echo "QR code saved to out/demo-qr.png" >&2
+echo "While a paysdk serve runs, the sandbox console shows all of this: $PAYSDK_BASE_URL/_sandbox/console" >&2

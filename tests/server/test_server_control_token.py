@@ -295,6 +295,10 @@ async def test_loopback_with_a_token_requires_it_everywhere(tmp_path: Path) -> N
         reread: dict[str, Any] = (await http.get("/_sandbox/clients/acme", headers={HEADER: TOKEN})).json()
         assert reread["sandboxToken"] == created.json()["sandboxToken"]  # loopback: not masked
         assert (await http.get("/_sandbox/health")).status_code == 200
+        # The scenarios' built-in receiver takes the server's own callbacks, which carry no token (D707);
+        # running a scenario needs it.
+        assert (await http.post("/_sandbox/scenarios/sink", json={"status": "approved"})).status_code == 200
+        assert (await http.post("/_sandbox/scenarios/payment-approved/run", json={})).status_code == 401
         # The public API never needs it.
         link = await http.post(
             "/transactions",

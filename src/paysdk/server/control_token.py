@@ -56,7 +56,15 @@ _CONTROL = "/_sandbox"
 CONSOLE_PREFIX = "/_sandbox/console"
 _SESSION_LABEL = b"paysdk console session"
 #: Control paths answered without the token (method, path).
-_OPEN = frozenset({("GET", "/_sandbox/health"), ("HEAD", "/_sandbox/health")})
+_OPEN = frozenset(
+    {
+        ("GET", "/_sandbox/health"),
+        ("HEAD", "/_sandbox/health"),
+        # The scenarios' built-in callback receiver (answers 200, keeps nothing): the server's own
+        # callbacks carry the merchant's header, never the control token (D707).
+        ("POST", "/_sandbox/scenarios/sink"),
+    }
+)
 
 
 def control_token_digest(token: str) -> bytes:
