@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from server_helpers import attempts, create_link, pay
 
 from conftest import CallbackSink
 from paysdk import _json
@@ -384,3 +385,18 @@ async def test_a_report_shows_no_secret(asgi_client: httpx.AsyncClient, callback
     assert merchant["callbackHeaderValue"] == "hv-secret-1"
     for secret in (merchant["sandboxToken"], merchant["productionToken"], "hv-secret-1"):
         assert secret not in response.text
+
+
+async def test_a_report_shows_only_the_runs_own_merchants(
+    asgi_client: httpx.AsyncClient, merchant_factory: Any, callback_sink: CallbackSink
+) -> None:
+    # Another merchant's callback, refused before the run, is retried while the run moves the clock.
+    other = await merchant_factory(callback_url="http://127.0.0.1:9/callbacks")
+    link = await create_link(asgi_client, other)
+    await pay(asgi_client, link["uid"], "4242424242424242")
+    before = len(await attempts(asgi_client, link["uid"]))
+    report = passed(await run(asgi_client, "subscription-suspended", callbackUrl=callback_sink.url))
+    assert len(await attempts(asgi_client, link["uid"])) > before  # it was retried during the run...
+    uids = {event["data"].get("uid") for event in report["events"] if event["kind"] == "callback"}
+    assert link["uid"] not in uids  # ...and is not the run's event (D708)
+    assert uids == {report["ids"]["subUid"]}

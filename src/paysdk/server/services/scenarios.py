@@ -13,7 +13,8 @@ against this server and reports what it caused.
   delivered by :mod:`paysdk.server.services.callbacks` (attempts, retries on the virtual clock, the same
   ``eventId`` on every attempt) to the merchant's callback URL. The engine only *reads* what happened:
   after each step, the callback attempts and emails recorded since the run began (ids above the ones the
-  run started from), in order, become the report's events.
+  run started from) for the run's merchants (made during the run, or named by its variables: another
+  merchant's traffic on a shared sandbox is not the run's), in order, become the report's events.
 * **Built-ins are data**: ``paysdk/server/scenarios/*.json``, validated with the same model as a user's
   file (:func:`builtins`).
 """
@@ -30,7 +31,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, or_, select
 from sqlalchemy.orm import Session
 
 from paysdk import _json
@@ -49,7 +50,7 @@ from paysdk.contracts.scenarios import (
     StepOutcome,
 )
 from paysdk.server.context import ServerContext
-from paysdk.server.core_tables import CallbackAttemptRow, CallbackEventRow
+from paysdk.server.core_tables import CallbackAttemptRow, CallbackEventRow, ClientRow
 from paysdk.server.wallet_tables import WalletOutboxRow
 
 if TYPE_CHECKING:
@@ -192,24 +193,37 @@ class ScenarioRun:
     context: ServerContext
     last_attempt: int = 0
     last_email: int = 0
+    #: The newest merchant before the run: the run's own events are those of merchants made after it
+    #: and of merchants its variables name (a parameter holding an existing merchant's slug).
+    client_mark: int = 0
     steps: list[StepOutcome] = field(default_factory=list)
     events: list[ScenarioEvent] = field(default_factory=list)
 
 
-def _high_water(session: Session) -> tuple[int, int]:
+def _high_water(session: Session) -> tuple[int, int, int]:
     attempt = session.scalar(select(func.max(CallbackAttemptRow.id))) or 0
     email = session.scalar(select(func.max(WalletOutboxRow.id))) or 0
-    return int(attempt), int(email)
+    client = session.scalar(select(func.max(ClientRow.id))) or 0
+    return int(attempt), int(email), int(client)
 
 
-def _new_events(session: Session, after_attempt: int, after_email: int, step: int) -> list[ScenarioEvent]:
-    """The callback attempts and emails recorded since the marks, oldest first."""
+def _own_clients(client_mark: int, named: list[str]) -> Select[Any]:
+    """The merchants whose events a run reports: made during it, or named by its variables."""
+    return select(ClientRow.id).where(or_(ClientRow.id > client_mark, ClientRow.slug.in_(named)))
+
+
+def _new_events(
+    session: Session, after_attempt: int, after_email: int, step: int, client_mark: int, named: list[str]
+) -> list[ScenarioEvent]:
+    """The callback attempts and emails of the run's merchants recorded since the marks, oldest first
+    (another merchant's traffic on a shared sandbox is not the run's)."""
     found: list[tuple[Any, int, ScenarioEvent]] = []
+    own = _own_clients(client_mark, named)
     attempts = list(
         session.execute(
             select(CallbackAttemptRow, CallbackEventRow.payload, CallbackEventRow.state)
             .join(CallbackEventRow, CallbackEventRow.event_id == CallbackAttemptRow.event_id)
-            .where(CallbackAttemptRow.id > after_attempt)
+            .where(CallbackAttemptRow.id > after_attempt, CallbackEventRow.client_id.in_(own))
             .order_by(CallbackAttemptRow.id)
         )
     )
@@ -246,7 +260,9 @@ def _new_events(session: Session, after_attempt: int, after_email: int, step: in
             )
         )
     for email in session.scalars(
-        select(WalletOutboxRow).where(WalletOutboxRow.id > after_email).order_by(WalletOutboxRow.id)
+        select(WalletOutboxRow)
+        .where(WalletOutboxRow.id > after_email, WalletOutboxRow.client_id.in_(own))
+        .order_by(WalletOutboxRow.id)
     ):
         data: dict[str, Any] = dict(email.data or {})
         label = data.get("notifyEvent") or "email"
@@ -285,7 +301,10 @@ def _callback_what(body: Any) -> str:
 
 
 async def _observe(run: ScenarioRun, step: int) -> None:
-    events = await run.context.run(_new_events, run.last_attempt, run.last_email, step)
+    named = [value for value in run.variables.values() if isinstance(value, str)]
+    events = await run.context.run(
+        _new_events, run.last_attempt, run.last_email, step, run.client_mark, named
+    )
     for event in events:
         if event.kind == "callback":
             run.last_attempt = max(run.last_attempt, int(event.data["id"]))
@@ -525,8 +544,10 @@ async def run(
         if value is None and parameter.required:
             raise ValueError(f"parameters.{name}: required by the scenario ({parameter.description})")
         variables[name] = _LEFT_OUT if value is None else value
-    attempt_mark, email_mark = await context.run(_high_water)
-    state = ScenarioRun(scenario, variables, client, control_headers, context, attempt_mark, email_mark)
+    attempt_mark, email_mark, client_mark = await context.run(_high_water)
+    state = ScenarioRun(
+        scenario, variables, client, control_headers, context, attempt_mark, email_mark, client_mark
+    )
     failed: str | None = None
     error: str | None = None
     for index, step in enumerate(scenario.steps, start=1):
