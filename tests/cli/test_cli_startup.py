@@ -131,6 +131,7 @@ def test_command_tree() -> None:
         "simulate",
         "transactions",
         "callbacks",
+        "resend-callback",
         "jobs",
         "requests",
         "tail",
