@@ -27,19 +27,16 @@ Fixtures (other test packages use these names):
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import re
 import socket
-import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -47,16 +44,13 @@ import psycopg
 import pytest
 from fastapi import FastAPI
 
-from openapi_conformance import Recorder, install_recording_slot
+from openapi_conformance import Recorder
 from paysdk import _json
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
 from paysdk.server import create_app
-from paysdk.server import faults as faults_module
 from paysdk.server.clock import Clock
 from paysdk.server.connections import KEEP_ALIVE_TIMEOUT, uvicorn_connection_options
-from paysdk.server.schema_snapshot import RESET_ORDER
-from paysdk.server.services import wallet_tokens
-from paysdk.testing._ready import ServedThread, serve_in_thread
+from paysdk.testing._ready import serve_in_thread
 from sdk_coverage import covers_check, report_collected  # the covers marker's checks (tests/sdk_coverage.py)
 
 #: The control plane takes JSON bodies only (D92).
@@ -108,126 +102,33 @@ def _postgres_database(worker_id: str) -> Iterator[str]:
         _drop_leftover_databases(admin)
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{name}"')
-        url = _pg_url_for(name)
         try:
-            yield url
+            yield _pg_url_for(name)
         finally:
-            _SHARED_TEARDOWN.pop(url, lambda: None)()  # its shared servers stop before the drop
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-#: The tables a reset keeps (the wallet's and the processor's keys: the shared apps hold them in memory)
-#: and the schema's revision row.
-_KEPT_TABLES = frozenset({"wallet_server_keys", "processor_secrets", "alembic_version"})
-
-
-def _empty_postgres_tables(url: str) -> set[str]:
-    """``TRUNCATE`` the tables holding rows (all but the kept ones; one query finds them): a
-    ``TRUNCATE`` of every table would make new files for each of them, every test."""
+def _empty_postgres_tables(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as connection:
         tables = [
             row[0]
             for row in connection.execute(
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
             ).fetchall()
-            if row[0] not in _KEPT_TABLES
         ]
-        if not tables:
-            return set()
-        occupied = " UNION ALL ".join(
-            f"SELECT '{name}' WHERE EXISTS (SELECT 1 FROM \"{name}\")" for name in tables
-        )
-        full = [row[0] for row in connection.execute(occupied).fetchall()]
-        if full:
-            names = ", ".join(f'"{table}"' for table in full)
+        if tables:
+            names = ", ".join(f'"{table}"' for table in tables)
             connection.execute(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
-        return set(tables)
-
-
-def _empty_sqlite_tables(path: Path) -> set[str]:
-    """Delete the rows of every table of the SQLite file but the kept ones, in one transaction (only
-    the tables holding rows get a ``DELETE``: an empty table's would still rewrite its pages)."""
-    if not path.exists():
-        return set()
-    connection = sqlite3.connect(path, timeout=120, isolation_level=None)
-    try:
-        connection.execute("PRAGMA foreign_keys=OFF")
-        tables = [
-            name
-            for (name,) in connection.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            ).fetchall()
-            if name not in _KEPT_TABLES
-        ]
-        if not tables:
-            return set()
-        occupied = " UNION ALL ".join(
-            f"SELECT '{name}' WHERE EXISTS (SELECT 1 FROM \"{name}\")" for name in tables
-        )
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            for (name,) in connection.execute(occupied).fetchall():
-                connection.execute(f'DELETE FROM "{name}"')
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-        connection.execute("COMMIT")
-        return set(tables)
-    finally:
-        connection.close()
-
-
-@pytest.fixture(scope="session")
-def _sqlite_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The SQLite file of this test session or xdist worker (the shared apps serve it)."""
-    return tmp_path_factory.mktemp("sqlite") / "server.db"
-
-
-def _own_database(request: pytest.FixtureRequest) -> bool:
-    return request.node.get_closest_marker("own_app") is not None
 
 
 @pytest.fixture(params=["sqlite", "postgresql"], ids=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def db_url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
     """A database URL for the reference server (see the module docstring)."""
     if request.param == "sqlite":
-        if _own_database(request):
-            return f"sqlite:///{tmp_path / 'server.db'}"
-        path: Path = request.getfixturevalue("_sqlite_database")
-        url = f"sqlite:///{path}"
-        _check_schema(request, url, _empty_sqlite_tables(path))
-        return url
-    url = request.getfixturevalue("_postgres_database")
-    _check_schema(request, url, _empty_postgres_tables(url))
-    apps: dict[str, _Shared] = request.getfixturevalue("_shared_apps")
-    servers: dict[str, _Live] = request.getfixturevalue("_live_servers")
-    _SHARED_TEARDOWN[url] = lambda: _discard(apps, servers, url)
-    return str(url)
-
-
-#: ``url`` -> stops the shared app and live server over it (run by ``_postgres_database`` before its drop).
-_SHARED_TEARDOWN: dict[str, Callable[[], None]] = {}
-
-
-def _check_schema(request: pytest.FixtureRequest, url: str, tables: set[str]) -> None:
-    """When an earlier test dropped tables of the worker's database (a schema test), the shared app and
-    live server over it are discarded: the next ``app``/``live_server`` makes them anew (with the tables)."""
-    if tables >= _SCHEMA_TABLES:
-        return
-    _discard(request.getfixturevalue("_shared_apps"), request.getfixturevalue("_live_servers"), url)
-
-
-def _discard(apps: dict[str, _Shared], servers: dict[str, _Live], url: str) -> None:
-    shared = apps.pop(url, None)
-    if shared is not None:
-        shared.app.state.paysdk.db.dispose()
-    live = servers.pop(url, None)
-    if live is not None:
-        live.running.close()
-
-
-#: The tables every server database holds (emptied by a reset).
-_SCHEMA_TABLES = frozenset(RESET_ORDER)
+        return f"sqlite:///{tmp_path / 'server.db'}"
+    url: str = request.getfixturevalue("_postgres_database")
+    _empty_postgres_tables(url)
+    return url
 
 
 @pytest.fixture
@@ -255,113 +156,18 @@ def wall_clock() -> datetime | None:
     return None
 
 
-class _RecordingSlot:
-    """Where a shared app records its public exchanges: the current test's recorder, or nowhere."""
-
-    recorder: Recorder | None = None
-
-
-class _Shared:
-    """A reference server app kept for the session (per worker and database) and put back, before
-    each test, into the state it was created in (:meth:`reset`)."""
-
-    def __init__(self, application: FastAPI) -> None:
-        self.app = application
-        self.slot = _RecordingSlot()
-        install_recording_slot(application, self.slot)
-        context = application.state.paysdk
-        self._context = dict(vars(context))
-        self._scheduler = dict(vars(context.scheduler))
-        self._feed = dict(vars(context.events))
-        self._state = dict(application.state._state)
-        self._routes = list(application.router.routes)
-
-    def restore(self) -> None:
-        """The in-memory state a test may have changed by hand: the context's attributes (a callback
-        transport, a timeout...), the scheduler's and the feed's, ``app.state``, routes a test added,
-        dependency overrides, the recorder."""
-        context = self.app.state.paysdk
-        _restore(context, self._context)
-        _restore(context.scheduler, self._scheduler)
-        context.scheduler._lock = asyncio.Lock()  # never bound to an earlier test's event loop
-        _restore(context.events, self._feed)
-        context.events.listened = bool(context.events.subscribers)
-        self.app.state._state.clear()
-        self.app.state._state.update(self._state)
-        self.app.router.routes[:] = self._routes
-        self.app.dependency_overrides.clear()
-        self.slot.recorder = None
-
-
-def _restore(target: Any, saved: dict[str, Any]) -> None:
-    for name in [name for name in vars(target) if name not in saved]:
-        delattr(target, name)
-    for name, value in saved.items():
-        if getattr(target, name, _MISSING) is not value:
-            setattr(target, name, value)
-
-
-_MISSING = object()
-
-
-def _reset_in_process(shared: _Shared) -> None:
-    """What ``POST /_sandbox/reset`` does (the tables emptied, the on_reset hooks, the clock back to
-    zero, the feed's kept events dropped), then :meth:`_Shared.restore`."""
-    context = shared.app.state.paysdk
-    context.db.exclusive(context.db.reset)
-    context.events.clear()
-    shared.restore()
-    faults_module._registry.clear()
-    wallet_tokens.VERIFIED.clear()
-
-
-@pytest.fixture(scope="session")
-def _shared_apps() -> Iterator[dict[str, _Shared]]:
-    """The in-process apps of this session or worker, one per database URL (created on first use)."""
-    apps: dict[str, _Shared] = {}
-    try:
-        yield apps
-    finally:
-        for shared in apps.values():
-            shared.app.state.paysdk.db.dispose()
-
-
-def _needs_own_app(request: pytest.FixtureRequest, wall_clock: datetime | None) -> bool:
-    """A test gets its own app when it pins the wall clock or is marked ``own_app``."""
-    return wall_clock is not None or _own_database(request)
-
-
 @pytest.fixture
-def app(
-    request: pytest.FixtureRequest,
-    db_url: str,
-    server_recorder: Recorder | None,
-    wall_clock: datetime | None,
-) -> Iterator[FastAPI]:
-    """The reference server app (no ticker: drive time with ``/_sandbox/clock/advance``): shared by the
-    tests of this worker over the same database and reset before each (see the module docstring); a
-    test's own (made for it, disposed after it) when it pins ``wall_clock`` or is marked ``own_app``."""
-    if _needs_own_app(request, wall_clock):
-        clock = Clock(PinnedWall(wall_clock)) if wall_clock is not None else None
-        application = create_app(db_url, start_ticker=False, clock=clock)
-        if server_recorder is not None:
-            server_recorder.install(application)
-        try:
-            yield application
-        finally:
-            application.state.paysdk.db.dispose()
-        return
-    apps: dict[str, _Shared] = request.getfixturevalue("_shared_apps")
-    shared = apps.get(db_url)
-    if shared is None:
-        shared = apps[db_url] = _Shared(create_app(db_url, start_ticker=False))
-    _reset_in_process(shared)
+def app(db_url: str, server_recorder: Recorder | None, wall_clock: datetime | None) -> Iterator[FastAPI]:
+    """The reference server app (no ticker: drive time with ``/_sandbox/clock/advance``); its wall clock
+    pinned to ``wall_clock`` when a test gives one."""
+    clock = Clock(PinnedWall(wall_clock)) if wall_clock is not None else None
+    application = create_app(db_url, start_ticker=False, clock=clock)
     if server_recorder is not None:
-        server_recorder.attach(shared.app, shared.slot)
+        server_recorder.install(application)
     try:
-        yield shared.app
+        yield application
     finally:
-        shared.slot.recorder = None
+        application.state.paysdk.db.dispose()
 
 
 @pytest.fixture
@@ -406,65 +212,18 @@ def _free_socket() -> socket.socket:
     return sock
 
 
-@dataclass
-class _Live:
-    shared: _Shared
-    served: ServedThread
-    running: contextlib.ExitStack  # holds serve_in_thread's context: closing it stops the server
-
-
-@pytest.fixture(scope="session")
-def _live_servers() -> Iterator[dict[str, _Live]]:
-    """The live servers of this session or worker, one per database URL (started on first use)."""
-    servers: dict[str, _Live] = {}
-    try:
-        yield servers
-    finally:
-        for live in servers.values():
-            live.running.close()
-
-
-def _serve_live(application: FastAPI) -> contextlib.AbstractContextManager[ServedThread]:
-    # The connection settings of paysdk serve (head timeout, lingering close), as served.
-    return serve_in_thread(
-        application,
-        lifespan="on",
-        what="the live server",
-        **uvicorn_connection_options(KEEP_ALIVE_TIMEOUT),
-    )
-
-
 @pytest.fixture
-def live_server(
-    request: pytest.FixtureRequest, db_url: str, server_recorder: Recorder | None
-) -> Iterator[str]:
-    """The reference server over a real socket (uvicorn in a thread, lifespan and ticker on): shared by
-    the tests of this worker over the same database, reset before each with ``POST /_sandbox/reset``
-    (a test marked ``own_app`` gets its own)."""
-    if _own_database(request):
-        application = create_app(db_url, start_ticker=True, tick_interval=0.2)
-        if server_recorder is not None:
-            server_recorder.install(application)
-        with _serve_live(application) as served:
-            yield served.url
-        return
-    servers: dict[str, _Live] = request.getfixturevalue("_live_servers")
-    live = servers.get(db_url)
-    if live is None:
-        shared = _Shared(create_app(db_url, start_ticker=True, tick_interval=0.2))
-        running = contextlib.ExitStack()
-        served = running.enter_context(_serve_live(shared.app))
-        live = servers[db_url] = _Live(shared, served, running)
-    # The server's own reset, over its socket (on its event loop: the ticker may be running a job).
-    response = httpx.post(f"{live.served.url}/_sandbox/reset", timeout=120)
-    assert response.status_code == 200, response.text
-    live.shared.restore()
+def live_server(db_url: str, server_recorder: Recorder | None) -> Iterator[str]:
+    """The reference server over a real socket (uvicorn in a thread, lifespan and ticker on)."""
+    application = create_app(db_url, start_ticker=True, tick_interval=0.2)
     if server_recorder is not None:
-        server_recorder.attach(live.shared.app, live.shared.slot)
-    try:
-        yield live.served.url
-    finally:
-        live.shared.slot.recorder = None
+        server_recorder.install(application)
+    # The connection settings of paysdk serve (head timeout, lingering close), as served.
+    options = uvicorn_connection_options(KEEP_ALIVE_TIMEOUT)
+    with serve_in_thread(
+        application, lifespan="on", what="the live server", stop_timeout=15, **options
+    ) as served:
+        yield served.url
 
 
 @dataclass
