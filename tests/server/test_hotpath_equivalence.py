@@ -145,13 +145,16 @@ async def _run(
         ) as client:
             answers = await scenario(client, app)
             # The server's own background work (a batch's kicked jobs) may still be writing when the
-            # scenario's last answer came: the rows are read once they stop changing (the app's event
-            # loop runs between the reads).
+            # scenario's last answer came: the rows are read once they stay the same for a whole second
+            # (ten reads; the app's event loop runs between them). One unchanged read 0.1 s later was
+            # seen to catch a batch between two of its writes on a loaded machine.
             rows = _rows(database)
-            for _ in range(600):
+            same = 0
+            for _ in range(1200):
                 await asyncio.sleep(0.1)
                 again = _rows(database)
-                if again == rows:
+                same = same + 1 if again == rows else 0
+                if same == 10:
                     break
                 rows = again
         return answers, rows
