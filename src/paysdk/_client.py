@@ -74,6 +74,7 @@ from paysdk._pipeline import (
     validate_total_timeout,
 )
 from paysdk._secret import Secret
+from paysdk._tls import verification_context
 from paysdk._token_stores import AsyncStoreAdapter, AsyncTokenStore, StoreAdapter, TokenStore
 from paysdk._types import NOT_GIVEN, NotGiven
 from paysdk._wallet_auth import (
@@ -423,7 +424,11 @@ class AsyncClient:
         self._http = (
             http_client
             if http_client is not None
-            else httpx.AsyncClient(transport=transport, timeout=self._config.timeout)
+            else httpx.AsyncClient(
+                transport=transport,
+                timeout=self._config.timeout,
+                verify=verification_context() if transport is None else True,  # one per process (D761)
+            )
         )
         if http_client is None and transport is None:
             # the attempt deadline at the socket; httpcore loads with the pool, as httpx loads it (D461)
@@ -863,7 +868,11 @@ class Client:
         self._http = (
             http_client
             if http_client is not None
-            else httpx.Client(transport=transport, timeout=self._config.timeout)
+            else httpx.Client(
+                transport=transport,
+                timeout=self._config.timeout,
+                verify=verification_context() if transport is None else True,  # one per process (D761)
+            )
         )
         if http_client is None and transport is None:
             # the attempt deadline at the socket; httpcore loads with the pool, as httpx loads it (D461)

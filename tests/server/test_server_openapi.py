@@ -9,6 +9,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -379,10 +380,59 @@ async def test_the_document_is_built_once_and_cached(
         original(*args)
 
     monkeypatch.setattr(server_openapi, "complete_openapi", counted)
+    monkeypatch.setattr(server_openapi, "_DOCUMENTS", {})  # as in a process that made no app before
     answers = [(await asgi_client.get("/openapi.json")).content for _ in range(3)]
     assert answers[0] == answers[1] == answers[2]
     assert len(calls) == 1
     assert app.openapi() is app.openapi_schema
+
+
+def _statuses(document: dict[str, Any]) -> set[str]:
+    return {
+        status for path in document["paths"].values() for op in path.values() for status in op["responses"]
+    }
+
+
+def test_apps_of_one_shape_share_one_generation_and_each_has_its_own_copy(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """D760: a second app of the same families, routes, bounds and host rule parses the first one's
+    document instead of generating it; another shape, or a route added, gets its own."""
+    calls: list[int] = []
+    original = server_openapi.complete_openapi
+
+    def counted(*args: Any) -> None:
+        calls.append(1)
+        original(*args)
+
+    monkeypatch.setattr(server_openapi, "complete_openapi", counted)
+    monkeypatch.setattr(server_openapi, "_DOCUMENTS", {})
+    apps = [
+        create_app(db_url, start_ticker=False),
+        create_app(f"sqlite:///{tmp_path / 'b.db'}", start_ticker=False),
+    ]
+    wider = create_app(f"sqlite:///{tmp_path / 'c.db'}", start_ticker=False, allowed_hosts=["*"])
+    try:
+        first, second = apps[0].openapi(), apps[1].openapi()
+        assert len(calls) == 1
+        assert first == second
+        assert first is not second
+        second["info"]["title"] = "changed"  # one app's copy is its own
+        assert apps[0].openapi()["info"]["title"] == "paysdk reference server"
+        assert _statuses(first) > _statuses(wider.openapi())  # any host: no 421 (D91)
+        assert "421" in _statuses(first)
+        assert len(calls) == 2
+
+        async def extra() -> dict[str, str]:
+            return {}
+
+        apps[0].add_api_route("/extra-for-the-test", extra, methods=["GET"])
+        assert "/extra-for-the-test" in apps[0].openapi()["paths"]
+        assert len(calls) == 3
+        assert "/extra-for-the-test" not in apps[1].openapi()["paths"]
+    finally:
+        for application in (*apps, wider):
+            application.state.paysdk.db.dispose()
 
 
 async def test_the_document_follows_the_servers_options(db_url: str) -> None:

@@ -57,6 +57,7 @@ from paysdk.server.families import (
 )
 from paysdk.server.families import job_handlers as family_job_handlers
 from paysdk.server.hotpath.lanes import Endpoint, install_lanes
+from paysdk.server.hotpath.routes import ServerApp, include_shared
 from paysdk.server.jobs import LEASE
 from paysdk.server.openapi import install_openapi
 from paysdk.server.refs import resolve
@@ -196,7 +197,7 @@ def create_app(
 
     from paysdk._version import __version__  # the package's one version (D290)
 
-    app = FastAPI(
+    app = ServerApp(
         title="paysdk reference server",
         version=__version__,
         description=_DESCRIPTION,
@@ -281,7 +282,7 @@ class _Routers:
         self._rest: asyncio.TimerHandle | None = None
 
     def _include(self, family: Family, mount: str, router: APIRouter | str) -> None:
-        self._app.include_router(resolve(router), prefix=mount, include_in_schema=family.public)
+        include_shared(self._app, resolve(router), mount, include_in_schema=family.public)  # D762
 
     def include_imported(self) -> None:
         """Include the routers given as objects (imported with the registrations), and the fast lanes

@@ -185,7 +185,9 @@ class ServerContext:
         timeout = httpx.Timeout(self.callback_timeout)
         if self.http_transport is not None:
             return httpx.AsyncClient(transport=self.http_transport, timeout=timeout), False
-        return httpx.AsyncClient(timeout=timeout, follow_redirects=False), True
+        from paysdk._tls import verification_context
+
+        return httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=verification_context()), True
 
 
 def get_context(connection: HTTPConnection) -> ServerContext:

@@ -24,6 +24,12 @@ statuses each route documents), is taken out. Last, every description and summar
 Markdown for an API user (:func:`paysdk.server.openapi_text.plain_descriptions`: no reST, no decision
 ids; D483). :func:`install_openapi` wraps ``app.openapi``: the document is completed when FastAPI
 generates it and cached with it.
+
+Every app of one shape (the same families, routes, body bounds and host rule) serves the same document,
+and FastAPI spends about half a second of CPU generating it (a pydantic schema per model of ~150
+routes). A process that makes many apps (a test suite, a merchant's suite on the pytest plugin) so
+generates it once per shape: the completed document is kept as JSON by :func:`install_openapi` and each
+app parses its own copy (D760).
 """
 
 from __future__ import annotations
@@ -227,20 +233,39 @@ def complete_openapi(
     plain_descriptions(document)  # the docstrings' reST and decision ids are for engineers (D483)
 
 
+#: Completed documents as JSON, by the shape of the apps that serve them (module docstring, D760), with
+#: the families they were made for (held, so that the ids in the shape stay theirs).
+_DOCUMENTS: dict[tuple[object, ...], tuple[tuple[Family, ...], str]] = {}
+
+
 def install_openapi(
     app: FastAPI, bounds: BodyBounds, addresses: ServerAddresses, families: Sequence[Family] = FAMILIES
 ) -> None:
     """Make ``app.openapi()`` (``/openapi.json``) answer FastAPI's document completed by
-    :func:`complete_openapi`: completed once when FastAPI generates it, then served from FastAPI's cache
-    (``app.openapi_schema``)."""
+    :func:`complete_openapi`: generated and completed once per shape of app in the process (module
+    docstring), then served from FastAPI's cache (``app.openapi_schema``) until routes are added."""
     generate: Callable[[], dict[str, Any]] = app.openapi
-    completed: list[dict[str, Any]] = []
+    made_for: list[tuple[object, ...]] = []  # the shape app.openapi_schema was made for
+
+    def shape() -> tuple[object, ...]:
+        routes = tuple((type(r).__name__, getattr(r, "path", ""), getattr(r, "name", "")) for r in app.routes)
+        limits = (bounds.limit, bounds.timeout, bounds.upload_limit, bounds.upload_timeout)
+        served = tuple((family.name, id(family)) for family in families)
+        return (served, limits, addresses.any_host, app.title, app.version, routes)
 
     def openapi() -> dict[str, Any]:
-        document = generate()  # FastAPI's cached document, regenerated only when routes were added
-        if not completed or completed[0] is not document:
-            complete_openapi(document, bounds, addresses, families)
-            completed[:] = [document]
-        return document
+        now = shape()
+        if app.openapi_schema is None or made_for != [now]:
+            made = _DOCUMENTS.get(now)
+            if made is None:
+                app.openapi_schema = None  # FastAPI generates afresh
+                document = generate()
+                complete_openapi(document, bounds, addresses, families)
+                _DOCUMENTS[now] = (tuple(families), json.dumps(document))
+            else:
+                document = json.loads(made[1])
+            app.openapi_schema = document
+            made_for[:] = [now]
+        return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -23,6 +23,8 @@ from typing import IO, Any, Literal
 
 import httpx
 
+from paysdk._tls import verification_context
+
 __all__ = [
     "READY_TIMEOUT",
     "NotReady",
@@ -49,7 +51,7 @@ def http_ok(url: str, *, any_status: bool = False, timeout: float = 5.0) -> Call
     an endpoint that takes POST only)."""
 
     def probe() -> bool:
-        status = httpx.get(url, timeout=timeout).status_code
+        status = httpx.get(url, timeout=timeout, verify=verification_context()).status_code
         return any_status or status == 200
 
     return probe

@@ -133,7 +133,9 @@ def _forwarder(url: str | None) -> Iterator[Callable[[dict[str, str], bytes], No
         return
     import httpx
 
-    client = httpx.Client(timeout=10.0, follow_redirects=False)
+    from paysdk._tls import verification_context
+
+    client = httpx.Client(timeout=10.0, follow_redirects=False, verify=verification_context())
 
     def forward(headers: dict[str, str], body: bytes) -> None:
         copied = {k: v for k, v in headers.items() if k.lower() not in _HOP_HEADERS}
