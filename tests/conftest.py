@@ -377,6 +377,12 @@ def hold_first_request(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], HeldR
 __all__ = ["covers_check"]  # an autouse fixture of every test (a no-op without the covers marker)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The ``heavy`` tests first (a stable sort, the same on every xdist worker): started last, one of
+    them would keep its worker busy after the others are done, and the run waits on it."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """With ``$PAYSDK_COVERAGE_REPORT`` set, write which SDK methods the collected tests cover."""
     report_collected(session)

@@ -20,7 +20,7 @@ from paysdk_cli.commands.reconciliation import SHOWN_ROWS
 from .conftest import run_cli
 from .test_cli_reconciliation import HEADER, _settled_payments
 
-pytestmark = pytest.mark.usefixtures("cli_server")
+pytestmark = [pytest.mark.usefixtures("cli_server"), pytest.mark.heavy]
 
 LONG_ROWS = 99_999
 

@@ -20,6 +20,8 @@ from .conftest import Maker, call
 from .test_processor_webhooks import Raw
 from .test_reconciliation_sdk import _multipart, _settled, invalid_rows, raw
 
+pytestmark = pytest.mark.heavy  # minutes of subprocesses: run first (tests/conftest.py)
+
 __all__ = ["raw"]
 
 #: Rows with 4 errors each; with the matched row, the 100,000 data rows a file may hold.

@@ -84,6 +84,7 @@ def _own_lines(copy: Path) -> int:
     return sum(len((copy / name).read_text(encoding="utf-8").splitlines()) for name in files)
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(2400)  # lint, mypy, the docs site and a few hundred tests, in a copy
 def test_a_scaffolded_family_passes_lint_and_its_tests(tmp_path: Path) -> None:
     copy = tmp_path / "repo"

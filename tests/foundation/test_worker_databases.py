@@ -39,6 +39,7 @@ def test_the_session_database_is_named_by_worker_and_pid(
     assert url.rpartition("/")[2] == f"paysdk_test_{worker_id}_{os.getpid()}"
 
 
+@pytest.mark.heavy
 def test_a_killed_runs_database_is_dropped_and_live_ones_are_kept(
     admin: psycopg.Connection[tuple[str]],
 ) -> None:

@@ -35,11 +35,14 @@ from email.parser import Parser
 from pathlib import Path
 
 import httpx
+import pytest
 
 from paysdk._version import DISTRIBUTION, __version__
 from paysdk.testing._ready import http_ok, wait_ready
 
 from ._build import INSTALL_TIMEOUT, Dist, clean_env, make_venv
+
+pytestmark = pytest.mark.heavy  # minutes of builds and installs: run first (tests/conftest.py)
 
 #: The distribution's name as wheel and sdist file names spell it (PEP 427/625: ``-`` becomes ``_``).
 FILE_NAME = DISTRIBUTION.replace("-", "_")

@@ -240,6 +240,7 @@ def _mypy(tmp_path: Path, **values: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.heavy
 def test_mypy_catches_a_typo_in_a_closed_set(tmp_path: Path) -> None:
     good = _mypy(tmp_path)
     assert good.returncode == 0, good.stdout + good.stderr

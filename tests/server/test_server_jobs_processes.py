@@ -33,6 +33,8 @@ from paysdk.server.db import Database
 from paysdk.server.services import callbacks
 from paysdk.testing._ready import http_ok, wait_ready
 
+pytestmark = pytest.mark.heavy  # minutes of server processes: run first (tests/conftest.py)
+
 WORKER = Path(__file__).with_name("jobs_worker.py")
 PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 

@@ -26,6 +26,8 @@ from paysdk.server.services import renewals, sandbox
 from paysdk.server.services.subscriptions import create_plan, create_subscriptions
 from paysdk.server.subscription_tables import SubscriptionChargeRow, SubscriptionRow
 
+pytestmark = pytest.mark.heavy  # minutes of server processes: run first (tests/conftest.py)
+
 COUNT = 20_000
 
 

@@ -20,6 +20,8 @@ from server_helpers import JSON_TYPE, auth, dumps, link_body
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.testing._ready import http_ok, wait_ready
 
+pytestmark = pytest.mark.heavy  # minutes of server processes: run first (tests/conftest.py)
+
 PAYSDK = str(Path(sys.executable).with_name("paysdk"))
 PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 PROCESSES = 3

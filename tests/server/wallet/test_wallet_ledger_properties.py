@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import nacl.signing
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -193,6 +194,7 @@ class Ledger(RuleBasedStateMachine):
         assert total == self.external
 
 
+@pytest.mark.heavy
 def test_ledger_state_machine(tmp_path: Path) -> None:
     app = create_app(f"sqlite:///{tmp_path / 'ledger.db'}", start_ticker=False)
     try:
