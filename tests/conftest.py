@@ -109,6 +109,13 @@ def _postgres_database(worker_id: str) -> Iterator[str]:
 
 
 def _empty_postgres_tables(url: str) -> None:
+    """Every table of ``url`` emptied and every sequence restarted, in one round trip.
+
+    ``DELETE`` with the foreign-key triggers off (``session_replication_role = replica``: every row of
+    every table goes, so no order is needed), not ``TRUNCATE``: on a few dozen small tables ``TRUNCATE``
+    takes ~0.3 s (new files for each table and its indexes) where the ``DELETE`` s take ~15 ms, and this
+    runs before every PostgreSQL test. A role that may not set the replication role falls back to
+    ``TRUNCATE``."""
     with psycopg.connect(url, autocommit=True) as connection:
         tables = [
             row[0]
@@ -116,7 +123,22 @@ def _empty_postgres_tables(url: str) -> None:
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
             ).fetchall()
         ]
-        if tables:
+        sequences = [
+            row[0]
+            for row in connection.execute(
+                "SELECT sequencename FROM pg_sequences WHERE schemaname = 'public'"
+            ).fetchall()
+        ]
+        if not tables:
+            return
+        deletes = "".join(f'DELETE FROM "{table}";' for table in tables)
+        restarts = "".join(f'ALTER SEQUENCE "{sequence}" RESTART;' for sequence in sequences)
+        try:
+            connection.execute(
+                f"BEGIN; SET LOCAL session_replication_role = replica; {deletes} {restarts} COMMIT;"
+            )
+        except psycopg.errors.InsufficientPrivilege:
+            connection.execute("ROLLBACK")
             names = ", ".join(f'"{table}"' for table in tables)
             connection.execute(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
 

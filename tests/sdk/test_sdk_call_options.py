@@ -190,12 +190,21 @@ def test_literals_match_the_closed_sets(literal: Any, values: set[str]) -> None:
     assert set(typing.get_args(literal)) == values
 
 
-SNIPPET = """
+HEADER = """
 from decimal import Decimal
 import paysdk
 from paysdk.contracts.wallet import Card
 
-def use(client: paysdk.Client, aclient: paysdk.AsyncClient) -> None:
+
+async def ause(aclient: paysdk.AsyncClient) -> None:
+    answer = await aclient.with_raw_response.sandbox.health()
+    status: str = answer.parse().status
+"""
+
+#: One function per case: ``use_good`` with every value right, ``use_<field>`` with that field wrong.
+USE = """
+
+def use_{case}(client: paysdk.Client, aclient: paysdk.AsyncClient) -> None:
     client.payment_links.create(amount=Decimal("1"), user_id="+50255550123", channel={channel!r}, client="c")
     client.wallet.cards.issue_virtual("u", currency={currency!r})
     client.alternative_payments.process("uid", processor={rail!r})
@@ -204,24 +213,11 @@ def use(client: paysdk.Client, aclient: paysdk.AsyncClient) -> None:
     card: Card = answer.parse()
     client.wallet.transfers.create("a", "b", 1, idempotency_key="k", timeout=3, extra_headers={{"X": "1"}})
     {extra}
-
-async def ause(aclient: paysdk.AsyncClient) -> None:
-    answer = await aclient.with_raw_response.sandbox.health()
-    status: str = answer.parse().status
 """
+GOOD = {"channel": "wa", "currency": "GTQ", "rail": "akisiQR", "permission": "checkCard", "extra": "pass"}
 
 
-def _mypy(tmp_path: Path, **values: str) -> subprocess.CompletedProcess[str]:
-    fields = {
-        "channel": "wa",
-        "currency": "GTQ",
-        "rail": "akisiQR",
-        "permission": "checkCard",
-        "extra": "pass",
-    }
-    fields.update(values)
-    source = tmp_path / "snippet.py"
-    source.write_text(SNIPPET.format(**fields))
+def _mypy(source: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -242,8 +238,8 @@ def _mypy(tmp_path: Path, **values: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.heavy
 def test_mypy_catches_a_typo_in_a_closed_set(tmp_path: Path) -> None:
-    good = _mypy(tmp_path)
-    assert good.returncode == 0, good.stdout + good.stderr
+    """One mypy run over the right calls and one wrong variant per closed set: each variant's error is
+    reported inside its own function, and the right calls have none."""
     cases = {
         "channel": ("whatsapp", 'Argument "channel"'),
         "currency": ("EURO", 'Argument "currency"'),
@@ -254,10 +250,32 @@ def test_mypy_catches_a_typo_in_a_closed_set(tmp_path: Path) -> None:
             'Unexpected keyword argument "idempotency_key"',
         ),
     }
+    source_text = HEADER + USE.format(case="good", **GOOD)
+    for name, (value, _) in cases.items():
+        source_text += USE.format(case=name, **{**GOOD, name: value})
+    source = tmp_path / "snippet.py"
+    source.write_text(source_text)
+    # the first line of each function, by case
+    starts = {
+        line.split("(")[0].removeprefix("def use_"): number
+        for number, line in enumerate(source_text.splitlines(), 1)
+        if line.startswith("def use_")
+    }
+    bounds = sorted((number, case) for case, number in starts.items())
+
+    def case_of(line: int) -> str:
+        return [case for number, case in bounds if number <= line][-1]
+
+    result = _mypy(source)
+    errors: dict[str, list[str]] = {}
+    for line in result.stdout.splitlines():
+        where, _, message = line.partition(": error: ")
+        if message:
+            errors.setdefault(case_of(int(where.rsplit(":", 1)[1])), []).append(message)
+    assert "good" not in errors, errors
     for name, (value, message) in cases.items():
-        bad = _mypy(tmp_path, **{name: value})
-        assert bad.returncode == 1, f"{name}={value!r} passed mypy"
-        assert message in bad.stdout, bad.stdout
+        assert any(message in found for found in errors.get(name, [])), f"{name}={value!r}: {errors}"
+    assert result.returncode == 1, result.stdout + result.stderr
 
 
 def test_answers_stay_tolerant_of_unknown_values() -> None:
