@@ -13,8 +13,8 @@ a socket with its ticker on (D740-D745).
 * axe-core (from npm, :mod:`e2e.axe`) finds no serious or critical violation on any page; it runs in a
   context that bypasses the CSP (the CSP refuses its injected script), the CSP is checked without it.
 
-One Chromium per module (the ``browser`` fixture), a new context per page; the module runs on one xdist
-worker (``xdist_group``), so the filled server and Chromium are made once per run.
+One Chromium per module (the ``browser`` fixture), a new context per page. The module is not kept on one
+xdist worker: alone there it took six minutes of one worker; spread, each worker fills its own server.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from paysdk.server.control_token import CONTROL_TOKEN_HEADER, control_token_dige
 from .axe import axe_source, axe_violations, describe
 from .console_data import CONSOLE, PAGES, ConsoleData, PageSpec, Receiver, fill_sandbox, serve, wait_until
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("console")]  # one Chromium, one filled server
+pytestmark = [pytest.mark.browser]
 
 PAGE_IDS = [spec.name for spec in PAGES]
 NAV = [
