@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 import paysdk
+from paysdk._tls import verification_context
 from paysdk.contracts.cardholders import CardholderUpload
 from paysdk.resources.cardholders import (
     AFFINITY_WARNING,
@@ -73,7 +74,8 @@ async def control(make: Maker, method: str, path: str, body: dict[str, Any] | No
         app = make.request.getfixturevalue("app")
         http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver")
     else:
-        http = httpx.AsyncClient(base_url=make.environment.base_url, timeout=30)
+        base = make.environment.base_url
+        http = httpx.AsyncClient(base_url=base, timeout=30, verify=verification_context())
     async with http:
         answer = await http.request(method, path, json=body)
     assert answer.status_code in (200, 201), answer.text

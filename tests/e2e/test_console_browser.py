@@ -29,6 +29,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Response, expect
 
 import paysdk
+from paysdk._tls import verification_context
 from paysdk.server.control_token import CONTROL_TOKEN_HEADER, control_token_digest
 
 from .axe import axe_source, axe_violations, describe
@@ -210,7 +211,7 @@ def test_every_page_declares_an_icon_that_loads(browser: Browser, full: Served) 
             href = icon.get_attribute("href")
             assert href is not None
             assert href.startswith(CONSOLE + "/static/"), href  # the CSP's img-src 'self' allows it
-            assert httpx.get(full.url + href).status_code == 200
+            assert httpx.get(full.url + href, verify=verification_context()).status_code == 200
     finally:
         context.close()
 
