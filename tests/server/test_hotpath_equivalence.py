@@ -177,7 +177,9 @@ async def _equivalent(db_url: str, tmp_path: Path, scenario: Scenario) -> list[A
         for table, rows in hot_rows.items()
         if rows != plain_rows.get(table)
     }
-    assert not differing, differing  # table: (rows only the hot path stored, rows only the plain path stored)
+    # table: (rows only the hot path stored, rows only the plain path stored), whole (a str message is
+    # not cut short as a repr is)
+    assert not differing, json.dumps(differing, indent=1)
     assert hot_rows == plain_rows
     return hot_answers
 
