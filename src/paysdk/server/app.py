@@ -1,4 +1,4 @@
-"""The app factory of the reference server (and :func:`~paysdk.server.boot.serve`, re-exported).
+"""The app factory of the reference server (:func:`~paysdk.server.boot.serve` runs it).
 
 One process serves the four addresses of :class:`paysdk.Environment` under path prefixes: base ``/``
 (payment links, alternative payments), webview ``/checkout`` (hosted pages), wallet ``/rest`` and
@@ -39,7 +39,6 @@ from paysdk.server.asgi.idempotency import Idempotency, idempotent_paths
 from paysdk.server.asgi.request_id import RequestId
 from paysdk.server.asgi.request_log import RequestLog, install_access_log_filter
 from paysdk.server.bodies import BODY_TIMEOUT, MAX_BODY_BYTES, MAX_UPLOAD_BYTES, UPLOAD_TIMEOUT, BodyBounds
-from paysdk.server.boot import serve
 from paysdk.server.clock import Clock
 from paysdk.server.connections import KEEP_ALIVE_TIMEOUT
 from paysdk.server.context import ServerContext
@@ -66,7 +65,7 @@ from paysdk.server.scheduler import JobHandler, Scheduler
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["KEEP_ALIVE_TIMEOUT", "REST_AFTER", "control_prefixes", "create_app", "is_control_path", "serve"]
+__all__ = ["KEEP_ALIVE_TIMEOUT", "REST_AFTER", "control_prefixes", "create_app", "is_control_path"]
 
 log = logging.getLogger("paysdk.server")
 
@@ -137,11 +136,13 @@ def create_app(
     ``/_sandbox/health``); a request no included route answers includes the pending routers of its own
     family up to the one that answers it, and the others follow :data:`REST_AFTER` seconds later (one
     per turn of the event loop; a request for ``/openapi.json``, ``/docs`` or a path no family's routers
-    answer includes them all at once) (:func:`serve` does, D303, D610); the route and table checks run once
-    all are included (D613). Default: everything at once, checked before anything is served.
+    answer includes them all at once) (:func:`~paysdk.server.boot.serve` does, D303, D610); the route
+    and table checks run once all are included (D613). Default: everything at once, checked before
+    anything is served.
     ``families``: the API families served (default :data:`paysdk.server.families.FAMILIES`; tests add one).
     ``database``: an already opened :class:`~paysdk.server.db.Database` to serve (``database_url`` is
-    then not read; :func:`serve` opens it first to check the schema, D310); the app disposes of it.
+    then not read; :func:`~paysdk.server.boot.serve` opens it first to check the schema, D310); the app
+    disposes of it.
     ``job_handlers``: job kinds to run besides the families' (embedding, tests; see
     :mod:`paysdk.server.scheduler`); ``job_lease``: how long (wall clock) a claim holds a job (D125).
     Raises ``ValueError`` naming a malformed ``environment``, ``public_url`` or allowed host, body bounds,

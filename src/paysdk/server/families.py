@@ -129,7 +129,7 @@ class Family:
 
     A router, fast-lane handler, job handler, hook or table may be given as a ``"package.module:attribute"``
     reference (:mod:`paysdk.server.refs`), imported when first needed: the registrations stay cheap to
-    import, and a server started by :func:`paysdk.server.app.serve` imports a family's routers on the
+    import, and a server started by :func:`paysdk.server.boot.serve` imports a family's routers on the
     first request they may answer (D303). :func:`routers_of`, :func:`fast_lane_of`, :func:`tables_of`
     and :func:`hook` resolve them. A table reference names a table class or a tuple of them (a family's
     reset order). The registrations import no family module: they name them (D550).

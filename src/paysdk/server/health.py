@@ -1,6 +1,6 @@
 """``GET /_sandbox/health``, the readiness probe, in a router of its own: part of the core (D550).
 
-It is the one router a server started by :func:`paysdk.server.app.serve` includes at start (D303): the
+It is the one router a server started by :func:`paysdk.server.boot.serve` includes at start (D303): the
 probe answers as soon as uvicorn listens, and the other routers (the rest of the control plane,
 :mod:`paysdk.server.routers.sandbox`, and every family's) are imported on the first request that needs
 them. So this module imports only what the answer needs, and no family.

@@ -37,7 +37,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from paysdk.contracts.callbacks import SubscriptionCallback
-from paysdk.server import jobs
 from paysdk.server.clock import Clock
 from paysdk.server.context import ServerContext
 from paysdk.server.core_tables import ClientRow
@@ -45,6 +44,7 @@ from paysdk.server.hotpath import Statement
 from paysdk.server.jobs import ClaimedJob
 from paysdk.server.renewal_dates import local_midnight, renewal_date
 from paysdk.server.services import callbacks
+from paysdk.server.services.renewal_schedule import EVERY, JOB_KIND, JOB_REF, ensure_schedule, first_run_at
 from paysdk.server.services.subscriptions import ChargeRequest, charge_many
 from paysdk.server.services.test_cards import Renewal, SavedCard
 from paysdk.server.subscription_tables import PlanRow, SubscriptionRow
@@ -66,12 +66,6 @@ __all__ = [
 
 log = logging.getLogger("paysdk.server.renewals")
 
-#: The job kind of the charge process (D145).
-JOB_KIND = "renewals"
-#: The one job's ref: one schedule for every client.
-JOB_REF = "schedule"
-#: Virtual time between two runs.
-EVERY = timedelta(hours=12)
 #: Subscriptions charged per database transaction.
 BATCH_SIZE = 1000
 #: The event type of the ``subsCallback`` (D148).
@@ -80,21 +74,6 @@ EVENT_TYPE = SubscriptionCallback.EVENT_TYPES["subscriptionSuspended"]
 _SUBS: Table = SubscriptionRow.__table__  # type: ignore[assignment]
 _OUTBOX: Table = WalletOutboxRow.__table__  # type: ignore[assignment]
 _CLIENTS: Table = ClientRow.__table__  # type: ignore[assignment]
-
-
-def first_run_at(now: datetime) -> datetime:
-    """The first 00:00 or 12:00 UTC strictly after the virtual time ``now``."""
-    utc = now.astimezone(UTC)
-    start = utc.replace(hour=0, minute=0, second=0, microsecond=0)
-    while start <= utc:
-        start += EVERY
-    return start
-
-
-def ensure_schedule(session: Session, now: datetime) -> bool:
-    """Queue the recurring charge process unless it is queued already (in the caller's transaction, the
-    one creating a subscription); whether it was queued now."""
-    return jobs.ensure_recurring(session, JOB_KIND, JOB_REF, first_run_at(now), EVERY, now)
 
 
 # ------------------------------------------------------------------------------------ expiry

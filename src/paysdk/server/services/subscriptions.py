@@ -47,6 +47,7 @@ from paysdk.server.errors import APIProblem
 from paysdk.server.hotpath import STATEMENTS, Statement
 from paysdk.server.hotpath.driver import copy_rows
 from paysdk.server.renewal_dates import local_date, local_midnight, renewal_date
+from paysdk.server.services.renewal_schedule import ensure_schedule
 from paysdk.server.services.test_cards import (
     Renewal,
     SavedCard,
@@ -306,15 +307,8 @@ def create_subscription(
     )
     session.add(row)
     session.flush()
-    _ensure_schedule(session, now)
+    ensure_schedule(session, now)  # the scheduled charge process, with the subscription (D145)
     return row
-
-
-def _ensure_schedule(session: Session, now: datetime) -> None:
-    """Queue the scheduled charge process with the subscription (D145)."""
-    from paysdk.server.services import renewals  # here: renewals imports this module
-
-    renewals.ensure_schedule(session, now)
 
 
 def create_subscriptions(
@@ -337,7 +331,7 @@ def create_subscriptions(
     )
     rows = [{**template, "sub_uid": uid, "card_token": new_card_token()} for uid in uids]
     _bulk_insert(session.connection(), rows)
-    _ensure_schedule(session, now)
+    ensure_schedule(session, now)  # the scheduled charge process, with the subscription (D145)
     return SandboxSubscriptionsCreated(count=len(uids), sub_uids=uids)
 
 
