@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from paysdk.server.db import UTCDateTime
+from paysdk.server.sqltypes import UTCDateTime
 
 __all__ = [
     "CORE_TABLES",

@@ -29,18 +29,17 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from sqlalchemy import DateTime, Dialect, Table, create_engine, event, text
+from sqlalchemy import Table, create_engine, event, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
-from sqlalchemy.types import TypeDecorator
 
 from paysdk.server.hotpath.driver import dbapi, execute_script
 from paysdk.server.hotpath.statements import STATEMENTS
+from paysdk.server.sqltypes import UTCDateTime
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -91,25 +90,6 @@ class SchemaMismatch(RuntimeError):
     """The database cannot be brought to this version's schema: a newer version made it, or its tables
     match no revision (see :meth:`Database.create_schema`); the message says which, and nothing was
     changed."""
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """An aware UTC datetime stored as naive UTC, identical on SQLite and PostgreSQL."""
-
-    impl = DateTime
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTC column")
-        return value.astimezone(UTC).replace(tzinfo=None)
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC)
 
 
 def default_database_url() -> str:

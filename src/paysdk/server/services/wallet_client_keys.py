@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 
 from paysdk import _jwt
 from paysdk.contracts.sandbox import SandboxClientCreate
-from paysdk.server.db import UTCDateTime
 from paysdk.server.errors import APIProblem
+from paysdk.server.sqltypes import UTCDateTime
 
 __all__ = [
     "DEFAULT_USER_ACCESS_TTL",
