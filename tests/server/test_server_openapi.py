@@ -369,9 +369,10 @@ async def test_the_document_is_structurally_valid_openapi_3_1(asgi_client: httpx
                 assert isinstance(media, dict), where
 
 
-async def test_the_document_is_built_once_and_cached(
-    app: FastAPI, asgi_client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def completions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One item per document generated and completed from here on, as in a process that made no app
+    before (the process's documents of D760 forgotten)."""
     calls: list[int] = []
     original = server_openapi.complete_openapi
 
@@ -380,7 +381,14 @@ async def test_the_document_is_built_once_and_cached(
         original(*args)
 
     monkeypatch.setattr(server_openapi, "complete_openapi", counted)
-    monkeypatch.setattr(server_openapi, "_DOCUMENTS", {})  # as in a process that made no app before
+    monkeypatch.setattr(server_openapi, "_DOCUMENTS", {})
+    return calls
+
+
+async def test_the_document_is_built_once_and_cached(
+    app: FastAPI, asgi_client: httpx.AsyncClient, completions: list[int]
+) -> None:
+    calls = completions
     answers = [(await asgi_client.get("/openapi.json")).content for _ in range(3)]
     assert answers[0] == answers[1] == answers[2]
     assert len(calls) == 1
@@ -394,19 +402,11 @@ def _statuses(document: dict[str, Any]) -> set[str]:
 
 
 def test_apps_of_one_shape_share_one_generation_and_each_has_its_own_copy(
-    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_url: str, tmp_path: Path, completions: list[int]
 ) -> None:
     """D760: a second app of the same families, routes, bounds and host rule parses the first one's
     document instead of generating it; another shape, or a route added, gets its own."""
-    calls: list[int] = []
-    original = server_openapi.complete_openapi
-
-    def counted(*args: Any) -> None:
-        calls.append(1)
-        original(*args)
-
-    monkeypatch.setattr(server_openapi, "complete_openapi", counted)
-    monkeypatch.setattr(server_openapi, "_DOCUMENTS", {})
+    calls = completions
     apps = [
         create_app(db_url, start_ticker=False),
         create_app(f"sqlite:///{tmp_path / 'b.db'}", start_ticker=False),
