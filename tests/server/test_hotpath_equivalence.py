@@ -12,6 +12,7 @@ On SQLite and PostgreSQL (``db_url``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -281,13 +282,20 @@ async def _batch_charges(client: httpx.AsyncClient, app: FastAPI) -> list[Any]:
     ]
 
 
+@functools.cache
+def _cardholder_files() -> tuple[tuple[bytes, str], ...]:
+    """The two files, made once: both paths get the same bytes (an xlsx made again a second later
+    differs by its creation time, and so by its size)."""
+    rows = [person(index, card=index % 2 == 0) for index in range(1, 41)]
+    rows[5][2] = rows[4][2]  # an email twice: that row fails
+    return ((csv_file(rows), "people.csv"), (xlsx_file([*rows, person(41)]), "more.xlsx"))
+
+
 async def _cardholders(client: httpx.AsyncClient, _app: FastAPI) -> list[Any]:
     office = Backoffice(client, await _merchant(client, "equivalence-cardholders"))
     partner = await office.partner("ptn_equivalence")
-    rows = [person(index, card=index % 2 == 0) for index in range(1, 41)]
-    rows[5][2] = rows[4][2]  # an email twice: that row fails
     answers = []
-    for content, name in ((csv_file(rows), "people.csv"), (xlsx_file([*rows, person(41)]), "more.xlsx")):
+    for content, name in _cardholder_files():
         answer = await office.upload(partner, content, name)
         answers.append(_answer(answer))
         events = await office.progress(partner, answer.json()["data"]["batchId"])
