@@ -28,9 +28,9 @@ from paysdk.server.auth import hook_keys_digest, sha256_hex
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
 from paysdk.server.families import reset_order
+from paysdk.server.passwords import hash_secret
 from paysdk.server.services import sandbox, wallet_balance, wallet_cards
 from paysdk.server.services.wallet_common import new_id, to_units
-from paysdk.server.services.wallet_users import hash_secret
 from paysdk.server.wallet_tables import WalletUserRow
 
 if TYPE_CHECKING:

@@ -49,11 +49,11 @@ from paysdk.server.cardholder_tables import BatchCardholderRow
 from paysdk.server.context import ServerContext
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem, problem_from_validation
+from paysdk.server.passwords import dummy_hash, hash_secret, verify_secret
 from paysdk.server.services import login_throttle, wallet_tokens
 from paysdk.server.services.wallet_balance import card_view
 from paysdk.server.services.wallet_common import new_id, valid_id, valid_slug, wallet_problem
 from paysdk.server.services.wallet_tokens import BACKOFFICE_AUDIENCE, Principal
-from paysdk.server.services.wallet_users import _dummy_hash, hash_secret, verify_secret
 from paysdk.server.wallet_tables import WalletCardRow, WalletUserRow
 
 __all__ = [
@@ -202,7 +202,7 @@ def user_login(
     operator = session.scalars(
         select(OperatorRow).where(OperatorRow.client_id == app.client_id, OperatorRow.email == key)
     ).first()
-    ok = verify_secret(body.password, operator.password_hash if operator is not None else _dummy_hash())
+    ok = verify_secret(body.password, operator.password_hash if operator is not None else dummy_hash())
     if operator is None or not ok:
         login_throttle.record_failure(session, now, "backoffice_user", app.client_id, key)
         return wallet_problem(

@@ -37,6 +37,7 @@ from paysdk.contracts.wallet import (
     WalletCode,
 )
 from paysdk.server.core_tables import ClientRow
+from paysdk.server.passwords import hash_secret
 from paysdk.server.services.wallet_balance import card_view, movement_view, reload
 from paysdk.server.services.wallet_card_access import (
     application_only,
@@ -50,7 +51,7 @@ from paysdk.server.services.wallet_card_access import (
 )
 from paysdk.server.services.wallet_common import from_units, new_id, sha256_hex, wallet_problem
 from paysdk.server.services.wallet_tokens import Principal
-from paysdk.server.services.wallet_users import hash_secret, load_user
+from paysdk.server.services.wallet_users import load_user
 from paysdk.server.wallet_tables import (
     WalletCardRow,
     WalletCvvTokenRow,

@@ -2,9 +2,10 @@
 
 Decisions D34, D37-D39:
 
-* Passwords (and card PINs) are hashed with ``hashlib.scrypt`` (N=2**14, r=8, p=1, 16-byte random salt)
-  and compared with :func:`hmac.compare_digest`. An unknown username costs the same scrypt as a known one,
-  so timing does not reveal which usernames exist. Wrong username or password: ``401 / 7101``.
+* Passwords (and card PINs) are hashed with scrypt (:mod:`paysdk.server.passwords`: N=2**14, r=8, p=1,
+  16-byte random salt) and compared with :func:`hmac.compare_digest`. An unknown username costs the
+  same scrypt as a known one, so timing does not reveal which usernames exist. Wrong username or
+  password: ``401 / 7101``.
 * ``/users/login``: the optional ``merchant`` must be the application token's slug (``400 / 7001``).
   The username is matched in its canonical form (D96: NFKC and case folding). Wrong passwords back off
   (D381, :mod:`~paysdk.server.services.login_throttle`): 5 in a row lock the name, ``429 / 7108``.
@@ -27,8 +28,6 @@ Decisions D34, D37-D39:
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import hmac
 import secrets
 from datetime import datetime, timedelta
@@ -61,6 +60,7 @@ from paysdk.contracts.wallet import (
 from paysdk.server.context import ServerContext
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.errors import APIProblem
+from paysdk.server.passwords import dummy_hash, hash_secret, verify_secret
 from paysdk.server.services import login_throttle, wallet_tokens
 from paysdk.server.services.wallet_common import new_id, sha256_hex, valid_id, wallet_problem
 from paysdk.server.services.wallet_tokens import Principal
@@ -79,7 +79,6 @@ __all__ = [
     "RESET_TTL",
     "cardholder_view",
     "create_user",
-    "hash_secret",
     "load_user",
     "logout",
     "outbox",
@@ -89,60 +88,19 @@ __all__ = [
     "user_login",
     "user_refresh",
     "verify_otp",
-    "verify_secret",
 ]
 
 OTP_TTL = timedelta(minutes=10)
 OTP_ATTEMPTS = 5
 RESET_TTL = timedelta(minutes=15)
 MIN_PASSWORD = 8
-_N, _R, _P = 2**14, 8, 1
-_DUMMY_HASH: str | None = None
-
-
-def hash_secret(secret: str) -> str:
-    """``scrypt$N$r$p$salt$hash`` (base64) of ``secret``."""
-    salt = secrets.token_bytes(16)
-    digest = hashlib.scrypt(secret.encode("utf-8"), salt=salt, n=_N, r=_R, p=_P, dklen=32)
-    return "$".join(
-        [
-            "scrypt",
-            str(_N),
-            str(_R),
-            str(_P),
-            base64.b64encode(salt).decode(),
-            base64.b64encode(digest).decode(),
-        ]
-    )
-
-
-def verify_secret(secret: str, stored: str) -> bool:
-    """Whether ``secret`` matches a :func:`hash_secret` value (constant-time comparison)."""
-    try:
-        scheme, n, r, p, salt_b64, digest_b64 = stored.split("$")
-        salt, expected = base64.b64decode(salt_b64), base64.b64decode(digest_b64)
-    except ValueError:
-        return False
-    if scheme != "scrypt":
-        return False
-    digest = hashlib.scrypt(
-        secret.encode("utf-8", "surrogatepass"), salt=salt, n=int(n), r=int(r), p=int(p), dklen=len(expected)
-    )
-    return hmac.compare_digest(digest, expected)
-
-
-def _dummy_hash() -> str:
-    global _DUMMY_HASH
-    if _DUMMY_HASH is None:
-        _DUMMY_HASH = hash_secret(secrets.token_hex(16))
-    return _DUMMY_HASH
 
 
 def unusable_hash() -> str:
     """A password hash no password matches (of a forgotten random secret, made once per process), for
     users created without a password (bulk cardholders, D186): no key derivation per user, and a login
     against it costs what a real one does."""
-    return _dummy_hash()
+    return dummy_hash()
 
 
 # ------------------------------------------------------------------------------------------ users
@@ -266,7 +224,7 @@ def user_login(
             WalletUserRow.client_id == app.client_id, WalletUserRow.username_key == key
         )
     ).first()
-    ok = verify_secret(body.password, user.password_hash if user is not None else _dummy_hash())
+    ok = verify_secret(body.password, user.password_hash if user is not None else dummy_hash())
     if user is None or not ok:
         login_throttle.record_failure(session, now, "user", app.client_id, key)
         return wallet_problem(
