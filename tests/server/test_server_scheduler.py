@@ -143,3 +143,69 @@ def _offset_us(app: FastAPI) -> int:
 def _job_statuses(app: FastAPI) -> list[str]:
     with app.state.paysdk.db.session() as session:
         return [job.status for job in session.scalars(sqlalchemy.select(JobRow).order_by(JobRow.id))]
+
+
+def _anything_due(app: FastAPI) -> bool:
+    scheduler = app.state.paysdk.scheduler
+    with app.state.paysdk.db.transaction() as connection:
+        due: bool = scheduler._anything_due(connection)
+    return due
+
+
+def _add_job(app: FastAPI, kind: str, due_in: timedelta, **fields: Any) -> int:
+    context = app.state.paysdk
+    with context.db.session() as session:
+        now = context.clock.now(session)
+        row = JobRow(
+            kind=kind, ref="r1", due_at=now + due_in, status="pending", created_at=now, attempts=0, **fields
+        )
+        session.add(row)
+        session.flush()
+        return row.id
+
+
+async def test_an_idle_tick_reads_and_claims_nothing(
+    app: FastAPI, asgi_client: httpx.AsyncClient, merchant: SandboxClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """D764: the ticker's run finds nothing due with one read, without a session or a claim; a link that
+    expires in 24 hours is not due, and neither is a job an hour ahead."""
+    await create_link(asgi_client, merchant)
+    _add_job(app, "callback", timedelta(hours=1))
+    scheduler = app.state.paysdk.scheduler
+    claims: list[object] = []
+    monkeypatch.setattr(scheduler, "_claim", lambda *args: claims.append(args))
+    assert _anything_due(app) is False
+    assert await scheduler.run_due() == 0
+    assert claims == []
+
+
+async def test_the_idle_check_sees_each_kind_of_due_work(
+    app: FastAPI, asgi_client: httpx.AsyncClient, merchant: SandboxClient
+) -> None:
+    """A job due now, a running job whose lease expired (its runner died), a job of a kind this server
+    has no handler for (never: it is never claimed), and a pending transaction past its expiry once the
+    virtual clock moved: the check answers as the claim would."""
+    assert _anything_due(app) is False
+    stranger = _add_job(app, "no-such-kind", timedelta(0))
+    assert _anything_due(app) is False
+    running = _add_job(
+        app, "callback", timedelta(0), lease_owner="dead", lease_until=datetime.now(UTC) + timedelta(hours=1)
+    )
+    with app.state.paysdk.db.session() as session:
+        session.get(JobRow, running).status = "running"
+    assert _anything_due(app) is False  # its lease holds
+    with app.state.paysdk.db.session() as session:
+        session.get(JobRow, running).lease_until = datetime.now(UTC) - timedelta(seconds=1)
+    assert _anything_due(app) is True  # taken over once the lease expired
+    with app.state.paysdk.db.session() as session:
+        session.get(JobRow, running).status = "done"
+        session.delete(session.get(JobRow, stranger))
+    assert _anything_due(app) is False
+
+    link = await create_link(asgi_client, merchant)  # expires in 24 hours
+    with app.state.paysdk.db.session() as session:
+        app.state.paysdk.clock.advance(session, 25 * 3600 * 10**6)  # the offset only: no job runs
+    assert _anything_due(app) is True
+    assert await app.state.paysdk.scheduler.run_due() == 1
+    assert (await transaction(asgi_client, link["uid"])).status == "expired"
+    assert _anything_due(app) is False

@@ -52,7 +52,11 @@ class Clock:
 
     def now(self, session: Session) -> datetime:
         """The current virtual time (aware UTC)."""
-        return self._wall() + timedelta(microseconds=self.offset_us(session))
+        return self.at_offset(self.offset_us(session))
+
+    def at_offset(self, offset_us: int) -> datetime:
+        """The virtual time now, for a stored offset of ``offset_us`` microseconds read by the caller."""
+        return self._wall() + timedelta(microseconds=offset_us)
 
     def offset_seconds(self, session: Session) -> Decimal:
         """The offset in seconds, exact."""

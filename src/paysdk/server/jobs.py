@@ -49,6 +49,7 @@ __all__ = [
     "LeaseLost",
     "add",
     "claim",
+    "claimable_at",
     "complete",
     "ensure_recurring",
     "extend",
@@ -138,6 +139,15 @@ def ensure_recurring(
     return True
 
 
+def claimable_at(wall_now: datetime) -> ColumnElement[bool]:
+    """A job that may be claimed at the wall time ``wall_now``: ``pending``, or ``running`` under a lease
+    that has expired (its runner died)."""
+    return or_(
+        JobRow.status == "pending",
+        and_(JobRow.status == "running", or_(JobRow.lease_until.is_(None), JobRow.lease_until < wall_now)),
+    )
+
+
 def claim(
     session: Session,
     *,
@@ -152,10 +162,7 @@ def claim(
     ``wall_now + lease``. ``None`` when there is none (or ten others were taken under our feet)."""
     if not kinds:
         return None
-    claimable = or_(
-        JobRow.status == "pending",
-        and_(JobRow.status == "running", or_(JobRow.lease_until.is_(None), JobRow.lease_until < wall_now)),
-    )
+    claimable = claimable_at(wall_now)
     for _ in range(10):
         row = session.execute(
             select(JobRow.id, JobRow.kind, JobRow.ref, JobRow.due_at, JobRow.attempts, JobRow.every_us)
