@@ -33,6 +33,8 @@ from openapi_core import OpenAPI
 from openapi_core.datatypes import RequestParameters
 from werkzeug.datastructures import Headers, ImmutableMultiDict
 
+from paysdk.server.openapi import openapi_text
+
 __all__ = ["Exchange", "Recorder", "checked_server_recorder", "conformance_errors", "openapi_of"]
 
 #: Paths outside the document: the control plane, FastAPI's own pages and the icon a browser asks for.
@@ -103,14 +105,16 @@ class _Response:
             )  # an event stream is text (its schema: a string)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=32)
 def _openapi(document_json: str) -> OpenAPI:
     return OpenAPI.from_dict(json.loads(document_json))
 
 
-def openapi_of(document: Mapping[str, Any]) -> OpenAPI:
-    """The openapi-core validator of ``document`` (checked as OpenAPI 3.1 once, then cached)."""
-    return _openapi(json.dumps(document, sort_keys=True))
+def openapi_of(document: Mapping[str, Any] | str) -> OpenAPI:
+    """The openapi-core validator of ``document`` (a mapping, or its JSON text as
+    :func:`paysdk.server.openapi.openapi_text` keeps it: no copy to key the cache on), checked as OpenAPI
+    3.1 once, then cached."""
+    return _openapi(document if isinstance(document, str) else json.dumps(document, sort_keys=True))
 
 
 def _describe(error: BaseException) -> str:
@@ -126,7 +130,7 @@ def _describe(error: BaseException) -> str:
     return "\n    ".join(parts)
 
 
-def conformance_errors(document: Mapping[str, Any], exchanges: Iterable[Exchange]) -> list[str]:
+def conformance_errors(document: Mapping[str, Any] | str, exchanges: Iterable[Exchange]) -> list[str]:
     """One message per exchange that does not conform to ``document`` (module docstring): the
     operation, the status and what does not match."""
     validator = openapi_of(document)
@@ -159,12 +163,6 @@ class Recorder:
         app.add_middleware(_RecordingMiddleware, recorder=self)
         self.apps.append(app)
 
-    def attach(self, app: FastAPI, slot: Any) -> None:
-        """Record into this recorder through the slot :func:`install_recording_slot` put in ``app`` (an
-        app shared by the tests, that already serves: no layer can be added to it any more)."""
-        slot.recorder = self
-        self.apps.append(app)
-
     def keep(self, exchange: Exchange) -> None:
         with self._lock:
             self.exchanges.append(exchange)
@@ -175,31 +173,21 @@ class Recorder:
             return
         with self._lock:
             exchanges = list(self.exchanges)
-        errors = conformance_errors(self.apps[0].openapi(), exchanges)
+        if not exchanges:
+            return
+        errors = conformance_errors(openapi_text(self.apps[0]), exchanges)
         assert not errors, f"{len(errors)} exchange(s) differ from /openapi.json:\n" + "\n".join(errors)
 
 
-def install_recording_slot(app: FastAPI, slot: Any) -> None:
-    """Add the recording layer to ``app`` reading its recorder from ``slot.recorder`` at each request
-    (``None``: nothing recorded): :meth:`Recorder.attach` fills it for one test."""
-    app.add_middleware(_RecordingMiddleware, slot=slot)
-
-
 class _RecordingMiddleware:
-    def __init__(self, app: Any, recorder: Recorder | None = None, slot: Any = None) -> None:
+    def __init__(self, app: Any, recorder: Recorder) -> None:
         self.app = app
-        self._recorder = recorder
-        self._slot = slot
-
-    @property
-    def recorder(self) -> Recorder | None:
-        recorder: Recorder | None = self._slot.recorder if self._slot is not None else self._recorder
-        return recorder
+        self.recorder = recorder
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         path = scope.get("path", "")
         recorder = self.recorder
-        if recorder is None or scope["type"] != "http" or path.startswith(_UNDOCUMENTED):
+        if scope["type"] != "http" or path.startswith(_UNDOCUMENTED):
             await self.app(scope, receive, send)
             return
         exchange = Exchange(

@@ -6,6 +6,7 @@ structurally, and real answers of the server are checked against it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
@@ -432,6 +433,35 @@ def test_apps_of_one_shape_share_one_generation_and_each_has_its_own_copy(
         assert "/extra-for-the-test" not in apps[1].openapi()["paths"]
     finally:
         for application in (*apps, wider):
+            application.state.paysdk.db.dispose()
+
+
+def test_the_text_of_one_shape_is_one_object_and_is_the_document(
+    db_url: str, tmp_path: Path, completions: list[int]
+) -> None:
+    """openapi_text (what the conformance recorder keys its validators on): the kept JSON text, the same
+    object for two apps of one shape, parsed nowhere; it is what ``app.openapi()`` answers, and follows a
+    route added as the document does."""
+    calls = completions
+    apps = [
+        create_app(db_url, start_ticker=False),
+        create_app(f"sqlite:///{tmp_path / 'b.db'}", start_ticker=False),
+    ]
+    try:
+        first, second = server_openapi.openapi_text(apps[0]), server_openapi.openapi_text(apps[1])
+        assert first is second
+        assert len(calls) == 1
+        assert json.loads(first) == apps[1].openapi()
+
+        async def extra() -> dict[str, str]:
+            return {}
+
+        apps[0].add_api_route("/extra-for-the-text", extra, methods=["GET"])
+        assert "/extra-for-the-text" in json.loads(server_openapi.openapi_text(apps[0]))["paths"]
+        assert server_openapi.openapi_text(apps[1]) is second
+        assert len(calls) == 2
+    finally:
+        for application in apps:
             application.state.paysdk.db.dispose()
 
 

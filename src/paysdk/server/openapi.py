@@ -35,6 +35,7 @@ app parses its own copy (D760).
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,7 +46,7 @@ from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BodyBounds
 from paysdk.server.families import FAMILIES, Family, honours_idempotency_key, idempotent_prefixes
 
-__all__ = ["REQUEST_ID_PATTERN", "complete_openapi", "install_openapi"]
+__all__ = ["REQUEST_ID_PATTERN", "complete_openapi", "install_openapi", "openapi_text"]
 
 #: The core's security scheme: a client's (merchant's) token; the families register theirs
 #: (:attr:`paysdk.server.families.Family.security_schemes`).
@@ -236,6 +237,16 @@ def complete_openapi(
 #: Completed documents as JSON, by the shape of the apps that serve them (module docstring, D760), with
 #: the families they were made for (held, so that the ids in the shape stay theirs).
 _DOCUMENTS: dict[tuple[object, ...], tuple[tuple[Family, ...], str]] = {}
+#: :func:`openapi_text` of each app :func:`install_openapi` completed.
+_TEXTS: weakref.WeakKeyDictionary[FastAPI, Callable[[], str]] = weakref.WeakKeyDictionary()
+
+
+def openapi_text(app: FastAPI) -> str:
+    """``app``'s ``/openapi.json`` document as JSON text: the one text kept for the app's shape (the
+    same object for every app of that shape until its routes change), without the parse and copy of
+    ``app.openapi()``. For checking many apps' traffic against their document (the test suite's
+    conformance recorder keys its validators on it). ``KeyError``: no :func:`install_openapi` on ``app``."""
+    return _TEXTS[app]()
 
 
 def install_openapi(
@@ -268,4 +279,12 @@ def install_openapi(
             made_for[:] = [now]
         return app.openapi_schema
 
+    def text() -> str:
+        made = _DOCUMENTS.get(shape())
+        if made is None:  # made here, or (the cache emptied) this app's own document
+            document = openapi()
+            made = _DOCUMENTS.get(made_for[0]) or ((), json.dumps(document))
+        return made[1]
+
     app.openapi = openapi  # type: ignore[method-assign]
+    _TEXTS[app] = text
