@@ -23,6 +23,10 @@ Fixtures (other test packages use these names):
 * ``hold_first_request`` -- ``hold(path)`` makes the server (in process or live) keep the first public
   request to ``path`` inside its handler, after the idempotency record was written, until
   ``.release`` is set; ``.finished`` is set once that request was answered (:class:`HeldRequest`).
+
+Password and PIN hashes are made at scrypt's lowest cost in the test processes (:func:`cheap_hashes`,
+D763): the suite makes thousands, and the cost is not what it tests (a hash carries its cost, and
+tests/server/test_server_passwords.py checks the default one).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from fastapi import FastAPI
 from openapi_conformance import Recorder
 from paysdk import _json
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
-from paysdk.server import create_app
+from paysdk.server import create_app, passwords
 from paysdk.server.clock import Clock
 from paysdk.server.connections import KEEP_ALIVE_TIMEOUT, uvicorn_connection_options
 from paysdk.testing._ready import serve_in_thread
@@ -57,6 +61,14 @@ from sdk_coverage import covers_check, report_collected  # the covers marker's c
 JSON_TYPE = {"Content-Type": "application/json"}
 
 PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def cheap_hashes() -> Iterator[None]:
+    """Every hash of the session at scrypt's cost 2 (module docstring)."""
+    previous = passwords.set_cost(2)
+    yield
+    passwords.set_cost(previous)
 
 
 def _pg_url_for(database: str) -> str:
@@ -102,6 +114,9 @@ def _postgres_database(worker_id: str) -> Iterator[str]:
         _drop_leftover_databases(admin)
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{name}"')
+        # A commit does not wait for its WAL to reach the disk: a test never outlives a crash of the
+        # server, and several thousand commits each waiting on an fsync made the PostgreSQL tests wait.
+        admin.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
         try:
             yield _pg_url_for(name)
         finally:
