@@ -57,4 +57,4 @@ def test_display_name_errors(cli_server: str) -> None:
     blank = _run("sandbox", "clients", "update", slug, "--display-name", "   ", code=6)
     assert "displayName" in blank.stderr  # the server's 409 names the field
     assert "Traceback" not in missing.stderr + blank.stderr
-    assert httpx.get(f"{cli_server}/_sandbox/clients/{slug}").json().get("displayName") is None
+    assert httpx.get(f"{cli_server}/_sandbox/clients/{slug}", timeout=60).json().get("displayName") is None

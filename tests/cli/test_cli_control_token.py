@@ -103,7 +103,9 @@ def test_sandbox_commands_send_the_profile_token(exposed: str, memory_keyring: M
     for field in ("sandboxToken", "productionToken", "callbackHeaderValue"):
         assert shown[field] == created[field]
     # A plain read is masked by the server itself (the exposed bind): ask it directly.
-    reread = httpx.get(f"{exposed}/_sandbox/clients/acme", headers={"Paysdk-Control-Token": TOKEN}).json()
+    reread = httpx.get(
+        f"{exposed}/_sandbox/clients/acme", headers={"Paysdk-Control-Token": TOKEN}, timeout=60
+    ).json()
     assert reread["sandboxToken"] == "****"
 
     assert _json("sandbox", "processor", "secret", "--show-secrets")["secret"].startswith("psec_")
@@ -121,7 +123,7 @@ def test_environment_variable_wins_and_a_wrong_token_is_refused(
     assert "stale-token" not in wrong.stdout + wrong.stderr
     monkeypatch.setenv("PAYSDK_CONTROL_TOKEN", TOKEN)
     assert _json("sandbox", "clients", "create", "--slug", "acme")["slug"] == "acme"
-    assert httpx.get(f"{exposed}/_sandbox/clients/acme").status_code == 401
+    assert httpx.get(f"{exposed}/_sandbox/clients/acme", timeout=60).status_code == 401
 
 
 def test_listen_sandbox_client_gets_the_full_header_value_through_reveal(

@@ -172,7 +172,7 @@ def test_the_header_is_checked_before_any_body_byte_is_read(config_dir: Path) ->
 
 def test_table_output_is_one_human_line_per_event_and_get_is_405(config_dir: Path) -> None:
     with start_listener(config_dir, global_args=("-o", "table")) as listener:
-        assert httpx.get(listener.url).status_code == 405
+        assert httpx.get(listener.url, timeout=60).status_code == 405
         assert listener.post(callback_body()).status_code == 200
         code, out, _ = listener.stop(signal.SIGTERM)
     assert code == 0

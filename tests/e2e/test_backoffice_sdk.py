@@ -186,7 +186,7 @@ async def test_backoffice_wrong_token_kinds_and_surfaces(
             transport=httpx.ASGITransport(app=request.getfixturevalue("app")), base_url="http://testserver"
         )
     else:
-        http = httpx.AsyncClient(base_url=request.getfixturevalue("live_server"))
+        http = httpx.AsyncClient(base_url=request.getfixturevalue("live_server"), timeout=60)
     association = f"{CMS}/app/partners/acme/cardholders/{cardholder_id}/cards/association"
     login = f"{CMS}/app/users/login"
     async with http:

@@ -211,7 +211,7 @@ def test_every_page_declares_an_icon_that_loads(browser: Browser, full: Served) 
             href = icon.get_attribute("href")
             assert href is not None
             assert href.startswith(CONSOLE + "/static/"), href  # the CSP's img-src 'self' allows it
-            assert httpx.get(full.url + href, verify=verification_context()).status_code == 200
+            assert httpx.get(full.url + href, verify=verification_context(), timeout=60).status_code == 200
     finally:
         context.close()
 

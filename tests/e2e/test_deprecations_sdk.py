@@ -256,7 +256,7 @@ def test_a_mark_set_through_one_process_is_honoured_by_another(live_server: str,
         }
 
         def marked() -> bool:
-            answer = httpx.post(other + "/leads", json=body, headers=token)
+            answer = httpx.post(other + "/leads", json=body, headers=token, timeout=60)
             assert answer.status_code == 201
             return "deprecation" in answer.headers
 
@@ -270,11 +270,12 @@ def test_a_mark_set_through_one_process_is_honoured_by_another(live_server: str,
         one.sandbox.deprecations.set("POST /leads")
         time.sleep(REFRESH_SECONDS)
         assert marked()
-        httpx.post(live_server + "/_sandbox/reset")  # reset through the first empties them for both
+        # Reset through the first empties them for both.
+        httpx.post(live_server + "/_sandbox/reset", timeout=60)
         time.sleep(REFRESH_SECONDS)
         assert _unmarked(other)
 
 
 def _unmarked(url: str) -> bool:
-    marks: list[Any] = httpx.get(url + "/_sandbox/deprecations").json()
+    marks: list[Any] = httpx.get(url + "/_sandbox/deprecations", timeout=60).json()
     return marks == []

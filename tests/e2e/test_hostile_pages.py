@@ -112,7 +112,7 @@ def test_a_cross_origin_form_post_is_refused_and_changes_nothing(
     client, uid, url = _link(live_server)
     fields = {"orderId": uid, **CARD_FIELDS}
     if with_token:  # even a token read off the real page does not help another origin (Origin check)
-        page_html = httpx.get(url).text
+        page_html = httpx.get(url, timeout=60).text
         fields["formToken"] = page_html.split("name='formToken' value='", 1)[1].split("'", 1)[0]
     # With no-referrer the browser sends ``Origin: null``, as from the checkout's own page: the token decides.
     head = "<meta name='referrer' content='no-referrer'>" if hide_origin else ""

@@ -44,7 +44,7 @@ class Raw:
                 transport=httpx.ASGITransport(app=app), base_url="http://testserver"
             )
         else:
-            self.http = httpx.Client(base_url=request.getfixturevalue("live_server"))
+            self.http = httpx.Client(base_url=request.getfixturevalue("live_server"), timeout=60)
 
     async def post(self, path: str, content: bytes, headers: dict[str, str] | None = None) -> httpx.Response:
         response: httpx.Response = await call(

@@ -69,7 +69,7 @@ def test_the_request_cycle_is_behind_receive(serve: Callable[[App], tuple[uvicor
         await send({"type": "http.response.body", "body": b""})
 
     _server, url = serve(app)
-    assert httpx.get(url).status_code == 204
+    assert httpx.get(url, timeout=60).status_code == 204
     where = f"{VERSION}: uvicorn's receive ({seen['cycle']})"
     assert seen["found"], f"{where} is not bound to a uvicorn.protocols.http request cycle"
     assert seen["transport"], f"{where}: the cycle's transport (with abort) is gone"
@@ -92,7 +92,7 @@ def test_the_server_protocol_parts() -> None:
     HeadTimeoutProtocol.connection_made = spy  # type: ignore[method-assign]
     try:
         with _serve(app, **PROTOCOLS["paysdk"]) as served:
-            assert httpx.get(served.url).status_code == 204
+            assert httpx.get(served.url, timeout=60).status_code == 204
     finally:
         HeadTimeoutProtocol.connection_made = original  # type: ignore[method-assign]
     assert isinstance(seen.get("conn"), h11.Connection), (
@@ -116,7 +116,7 @@ def test_abort_connection_drops_the_socket(serve: Callable[[App], tuple[uvicorn.
 
     _server, url = serve(app)
     with pytest.raises(httpx.TransportError):
-        httpx.get(url)
+        httpx.get(url, timeout=60)
     assert aborted == [True], f"{VERSION}: abort_connection found no uvicorn transport to abort"
 
 
@@ -184,5 +184,5 @@ def test_the_server_protocol_keeps_the_cycle_behind_wrappers() -> None:
         await app(scope, wrapped_receive, send)
 
     with _serve(wrapper, **PROTOCOLS["paysdk"]) as served, pytest.raises(httpx.TransportError):
-        httpx.get(served.url)
+        httpx.get(served.url, timeout=60)
     assert aborted == [True], f"{VERSION}: H11Protocol.app is not what uvicorn runs each request with"

@@ -243,7 +243,7 @@ async def test_nobody_calls_and_the_full_server_loads_after_a_second(db_url: str
 
 async def test_the_first_health_answer_starts_the_load(db_url: str) -> None:
     async with _boot_server(db_url) as (app, base):
-        async with httpx.AsyncClient(base_url=base) as client:
+        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
             assert (await client.get("/_sandbox/health")).status_code == 200
         assert await _until(lambda: app.app is not None, boot.WARM_UP_AFTER * 0.9)
         assert await _until(_scheduler_running, 5)
@@ -274,7 +274,10 @@ async def test_a_load_that_fails_is_logged_once_answered_500_and_the_stop_stays_
     def broken(database: Database) -> Any:
         raise RuntimeError("an import failed")
 
-    async with _boot_server(db_url, broken) as (_, base), httpx.AsyncClient(base_url=base) as client:
+    async with (
+        _boot_server(db_url, broken) as (_, base),
+        httpx.AsyncClient(base_url=base, timeout=60) as client,
+    ):
         assert (await client.get("/_sandbox/health")).status_code == 200  # the probe needs nothing else
         await asyncio.sleep(0.1)
         assert (await client.get("/transactions/x")).status_code == 500

@@ -51,7 +51,7 @@ def _rows(count: int) -> list[list[object]]:
 
 
 async def test_live_stream_while_processing_then_cut_and_resumed(live_server: str, db_url: str) -> None:
-    async with httpx.AsyncClient(base_url=live_server) as client:
+    async with httpx.AsyncClient(base_url=live_server, timeout=60) as client:
         bo = Backoffice(client, await _merchant(client))
         partner = await bo.partner()
         token = await bo.token()
@@ -125,8 +125,8 @@ async def test_two_instances_upload_through_one_stream_from_the_other(pg_databas
     one, two = _Process(pg_database), _Process(pg_database)
     try:
         async with (
-            httpx.AsyncClient(base_url=one.url) as first,
-            httpx.AsyncClient(base_url=two.url) as second,
+            httpx.AsyncClient(base_url=one.url, timeout=60) as first,
+            httpx.AsyncClient(base_url=two.url, timeout=60) as second,
         ):
             merchant = await _merchant(first)
             uploader, streamer = Backoffice(first, merchant), Backoffice(second, merchant)

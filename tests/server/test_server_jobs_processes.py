@@ -155,7 +155,10 @@ def test_two_processes_never_deliver_one_callback_round_twice(
 ) -> None:
     first, second = workers(2)
     response = httpx.post(
-        first.url + "/_sandbox/clients", content=dumps({"callbackUrl": callback_sink.url}), headers=JSON_TYPE
+        first.url + "/_sandbox/clients",
+        content=dumps({"callbackUrl": callback_sink.url}),
+        headers=JSON_TYPE,
+        timeout=60,
     )
     assert response.status_code == 201, response.text
     merchant = SandboxClient.model_validate(_json.loads(response.content))

@@ -110,7 +110,7 @@ def access_logged_server(db_url: str) -> Iterator[tuple[str, _Capture]]:
 
 def test_access_log_masks_query_secrets(access_logged_server: tuple[str, _Capture]) -> None:
     base, capture = access_logged_server
-    with httpx.Client(base_url=base) as client:
+    with httpx.Client(base_url=base, timeout=60) as client:
         slug = client.post("/_sandbox/clients", json={}).json()["slug"]
         token = client.get(f"/_sandbox/clients/{slug}").json()["sandboxToken"]
         answer = client.post(

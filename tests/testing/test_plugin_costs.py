@@ -105,16 +105,19 @@ def test_inboxes_share_one_accepting_thread_and_stop_one_by_one() -> None:
         assert len({inbox.port for inbox in inboxes}) == 3
         assert len(_inbox_threads()) == 1
         for inbox in inboxes:
-            answer = httpx.post(inbox.url, content=b"[1]", headers={inbox.header_name: inbox.header_value})
+            answer = httpx.post(
+                inbox.url, content=b"[1]", headers={inbox.header_name: inbox.header_value}, timeout=60
+            )
             assert answer.status_code == 400  # reached this inbox: its header, a body it refuses
             assert len(inbox.deliveries) == 1
         second.down()
         with pytest.raises(httpx.ConnectError):
-            httpx.post(second.url, content=b"[1]")
-        assert httpx.post(third.url, content=b"[1]").status_code == 401  # no header: refused by it
+            httpx.post(second.url, content=b"[1]", timeout=60)
+        refused = httpx.post(third.url, content=b"[1]", timeout=60)
+        assert refused.status_code == 401  # no header: refused by it
         assert [len(inbox.deliveries) for inbox in inboxes] == [1, 1, 2]
         second.up()
-        assert httpx.post(second.url, content=b"[1]").status_code == 401
+        assert httpx.post(second.url, content=b"[1]", timeout=60).status_code == 401
     assert len(_inbox_threads()) <= 1
 
 

@@ -289,11 +289,11 @@ def test_serve_loads_the_seed_and_reset_restores_it(tmp_path: Path) -> None:
     base = f"http://127.0.0.1:{port}"
     try:
         wait_ready(http_ok(f"{base}/_sandbox/health"), what="paysdk serve --seed", process=proc)
-        assert httpx.get(f"{base}/_sandbox/clients/shop").json()["sandboxToken"] == TOKEN
-        httpx.post(f"{base}/_sandbox/clients", content=b'{"slug": "extra"}', headers=JSON_TYPE)
-        assert httpx.post(f"{base}/_sandbox/reset").status_code == 200
-        assert httpx.get(f"{base}/_sandbox/clients/extra").status_code == 404
-        assert httpx.get(f"{base}/_sandbox/clients/shop").json()["sandboxToken"] == TOKEN
+        assert httpx.get(f"{base}/_sandbox/clients/shop", timeout=60).json()["sandboxToken"] == TOKEN
+        httpx.post(f"{base}/_sandbox/clients", content=b'{"slug": "extra"}', headers=JSON_TYPE, timeout=60)
+        assert httpx.post(f"{base}/_sandbox/reset", timeout=60).status_code == 200
+        assert httpx.get(f"{base}/_sandbox/clients/extra", timeout=60).status_code == 404
+        assert httpx.get(f"{base}/_sandbox/clients/shop", timeout=60).json()["sandboxToken"] == TOKEN
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
