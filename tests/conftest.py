@@ -2,11 +2,12 @@
 
 Fixtures (other test packages use these names):
 
-* ``db_url`` -- parametrized ``sqlite`` / ``postgresql``: a fresh SQLite file per test, or a PostgreSQL
-  database created for this test session or xdist worker (``paysdk_test_<worker>_<pid>``, dropped at
-  the end; one left by a killed run is dropped by the next) whose tables are emptied before each test.
-  PostgreSQL down is a failure, never a skip.
-* ``app`` -- ``create_app(db_url, start_ticker=False)``; its wall clock is the real one unless the test
+* ``db_url`` -- parametrized ``sqlite`` / ``postgresql``: the SQLite file or the PostgreSQL database
+  (``paysdk_test_<worker>_<pid>``, dropped at the end; one left by a killed run is dropped by the next)
+  of this test session or xdist worker, whose tables are emptied before each test, as a merchant's suite
+  resets the plugin's server between tests. PostgreSQL down is a failure, never a skip.
+* ``app`` -- ``create_app(db_url, start_ticker=False)`` over the worker's kept engine (its pool and
+  compiled statements stay warm; a database object and an app of its own per test); its wall clock is the real one unless the test
   parametrizes ``wall_clock`` with an aware ``datetime`` (``@pytest.mark.parametrize("wall_clock", [...])``):
   then the server's wall clock starts at that instant and runs on at the real pace (:class:`PinnedWall`),
   so a verdict that depends on the time of day is the same whenever the suite runs.
@@ -35,6 +36,7 @@ import contextlib
 import os
 import re
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -190,6 +192,53 @@ def _empty_postgres_tables(url: str) -> str:
     return str(signature[0])
 
 
+@pytest.fixture(scope="session")
+def _sqlite_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The SQLite database file of this test session or xdist worker, emptied before each test as the
+    PostgreSQL one is (``db_url``)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'server.db'}"
+    yield url
+    kept = _SHARED_ENGINES.pop(url, None)
+    if kept is not None:
+        kept[0].dispose()
+    emptying = _EMPTYING_SQLITE.pop(url, None)
+    if emptying is not None:
+        emptying.close()
+
+
+#: The worker's kept connection per SQLite file, for emptying it between tests (foreign keys off).
+_EMPTYING_SQLITE: dict[str, sqlite3.Connection] = {}
+
+
+def _empty_sqlite_tables(url: str) -> str:
+    """Every table of the SQLite file of ``url`` emptied (its ``AUTOINCREMENT`` counters too), in one
+    transaction on a kept connection; returns the schema's signature (every table and index as created)."""
+    connection = _EMPTYING_SQLITE.get(url)
+    if connection is None:
+        connection = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=30, isolation_level=None)
+        connection.execute("PRAGMA foreign_keys=OFF")
+        _EMPTYING_SQLITE[url] = connection
+    tables = [
+        row[0]
+        for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_stat%'"
+        )
+    ]
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for table in tables:
+            connection.execute(f'DELETE FROM "{table}"')
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+    signature = connection.execute(
+        "SELECT group_concat(type || ':' || name || ':' || coalesce(sql, ''), '|') FROM "
+        "(SELECT type, name, sql FROM sqlite_master ORDER BY type, name)"
+    ).fetchone()
+    return str(signature[0] if signature else "")
+
+
 #: The app fixtures' engine per PostgreSQL database of the worker, kept from test to test with the schema
 #: signature its last app found current: its pool and compiled statements stay warm (a new engine opened
 #: new server connections, ~6 ms of the server's CPU each, and compiled every statement again). Each test
@@ -197,12 +246,10 @@ def _empty_postgres_tables(url: str) -> str:
 _SHARED_ENGINES: dict[str, tuple[Engine, str]] = {}
 
 
-def _app_database(url: str, signature: str) -> Database | None:
-    """A database over the worker's kept engine of ``url`` (PostgreSQL) for an app fixture; ``None`` for
-    SQLite (a new file per test). Its schema is taken as current when the signature is the one the
-    previous app made current; else (a test dropped or altered a table) it is checked again."""
-    if not url.startswith("postgresql"):
-        return None
+def _app_database(url: str, signature: str) -> Database:
+    """A database over the worker's kept engine of ``url`` for an app fixture. Its schema is taken as
+    current when the signature is the one the previous app found current; else (a test dropped or altered
+    a table) it is checked again."""
     kept = _SHARED_ENGINES.get(url)
     if kept is None:
         database = Database(url)
@@ -218,12 +265,14 @@ def _app_database(url: str, signature: str) -> Database | None:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"], ids=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
+def db_url(request: pytest.FixtureRequest) -> str:
     """A database URL for the reference server (see the module docstring)."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'server.db'}"
-    url: str = request.getfixturevalue("_postgres_database")
-    request.node.stash[_SCHEMA_SIGNATURE] = _empty_postgres_tables(url)
+        url: str = request.getfixturevalue("_sqlite_database")
+        request.node.stash[_SCHEMA_SIGNATURE] = _empty_sqlite_tables(url)
+    else:
+        url = request.getfixturevalue("_postgres_database")
+        request.node.stash[_SCHEMA_SIGNATURE] = _empty_postgres_tables(url)
     run_reset_hooks()  # the process-wide caches of rows just deleted (the deprecation marks) forget them
     return url
 

@@ -229,10 +229,12 @@ class Database:
 
     ``families``: the API families whose tables it creates and resets (default
     :data:`paysdk.server.families.FAMILIES`, read when the schema is created or reset).
-    ``engine``: a PostgreSQL engine of ``url`` to serve with instead of making one, which this instance
-    never disposes of: a test suite that makes an app per test over one database keeps its pool and its
-    compiled statements warm from app to app (a new server connection costs PostgreSQL ~6 ms of CPU, and
-    a new engine compiles every statement again). SQLite instances make their own (``ValueError``).
+    ``engine``: the :attr:`engine` of another instance over the same database to serve with instead of
+    making one; this instance never disposes of it (its own SQLite connections with settings of their own,
+    the kept ones, are discarded, never returned to the shared pool). A test suite that makes an app per
+    test over one database so keeps its pool and its compiled statements warm from app to app (a new
+    engine compiles every statement again, and a new PostgreSQL connection costs the server ~6 ms of CPU).
+    ``ValueError`` for an engine of another database, or an in-memory SQLite one.
     """
 
     def __init__(
@@ -253,23 +255,29 @@ class Database:
         #: Why the SQLite database file is open to other users (``None``: it is not, or there is no file),
         #: logged once, here, as a warning (``paysdk serve`` shows it, D362).
         self.file_warning: str | None = None
-        if engine is not None and self.dialect != "postgresql":
-            raise ValueError("only a PostgreSQL database takes an engine of its own")
+        if engine is not None and (
+            engine.url.get_backend_name() != self.dialect or engine.url.database != parsed.database
+        ):
+            raise ValueError("the engine given must be of the same database")
         if self.dialect == "sqlite":
             memory = parsed.database in (None, "", ":memory:")
+            if memory and engine is not None:
+                raise ValueError("an in-memory SQLite database takes no engine of another instance")
             if not memory and not str(parsed.database).startswith("file:"):
                 self.file_warning = _private_sqlite_file(Path(str(parsed.database)), tighten=False)
                 if self.file_warning is not None:
                     log.warning("%s", self.file_warning)
-            self.engine: Engine = create_engine(
-                self.url,
-                connect_args={"check_same_thread": False, "timeout": 30},
-                **({} if not memory else {"poolclass": NullPool}),
-            )
-            _configure_sqlite(self.engine)
+            if engine is not None:
+                self.engine: Engine = engine  # made by another instance: configured (see the docstring)
+            else:
+                self.engine = create_engine(
+                    self.url,
+                    connect_args={"check_same_thread": False, "timeout": 30},
+                    **({} if not memory else {"poolclass": NullPool}),
+                )
+                _configure_sqlite(self.engine)
         elif engine is not None and self.dialect == "postgresql":
-            # Shared with other instances (see the class docstring); :meth:`dispose` leaves it open.
-            self.engine = engine
+            self.engine = engine  # shared with other instances (see the class docstring)
         elif self.dialect == "postgresql":
             self.engine = create_engine(self.url, pool_pre_ping=True, pool_size=5, max_overflow=10)
         else:
@@ -531,6 +539,8 @@ class Database:
         with self.lock:
             for kept in (self._batch_connection, self._reset_connection):
                 if kept is not None:
+                    if not self._owns_engine:
+                        kept.invalidate()  # its PRAGMAs are its own: never back into the shared pool
                     kept.close()
             self._batch_connection = self._reset_connection = None
         if self._owns_engine:
