@@ -7,10 +7,11 @@ Fixtures (other test packages use these names):
   of this test session or xdist worker, whose tables are emptied before each test, as a merchant's suite
   resets the plugin's server between tests. PostgreSQL down is a failure, never a skip.
 * ``app`` -- ``create_app(db_url, start_ticker=False)`` over the worker's kept engine (its pool and
-  compiled statements stay warm; a database object and an app of its own per test); its wall clock is the real one unless the test
-  parametrizes ``wall_clock`` with an aware ``datetime`` (``@pytest.mark.parametrize("wall_clock", [...])``):
-  then the server's wall clock starts at that instant and runs on at the real pace (:class:`PinnedWall`),
-  so a verdict that depends on the time of day is the same whenever the suite runs.
+  compiled statements stay warm; a database object and an app of its own per test); its wall clock is
+  the real one unless the test parametrizes ``wall_clock`` with an aware ``datetime``
+  (``@pytest.mark.parametrize("wall_clock", [...])``): then the server's wall clock starts at that
+  instant and runs on at the real pace (:class:`PinnedWall`), so a verdict that depends on the time of
+  day is the same whenever the suite runs.
 * ``asgi_client`` -- ``httpx.AsyncClient`` over ``httpx.ASGITransport(app)``, base URL ``http://testserver``.
 * ``merchant`` -- a :class:`~paysdk.contracts.sandbox.SandboxClient` created through the control plane
   with the defaults; ``merchant_factory`` -- ``await merchant_factory(**fields)`` for custom ones
@@ -134,7 +135,8 @@ def _postgres_database(worker_id: str) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-#: One statement that empties every table of the public schema (the foreign-key triggers off for it:
+#: One statement that empties every table of the public schema but the schema's revision (``alembic_version``,
+#: as :meth:`~paysdk.server.db.Database.reset` leaves it; the foreign-key triggers off for it:
 #: every row of every table goes, so no order is needed) and puts back every sequence used since the last
 #: time (``setval``, not ``ALTER SEQUENCE ... RESTART``: no catalog change, ~0.5 ms each where the 23
 #: ``ALTER`` s cost ~12 ms of the server's CPU); then the schema's signature (tables, indexes, columns).
@@ -143,7 +145,8 @@ DO $$
 DECLARE item record;
 BEGIN
   SET LOCAL session_replication_role = replica;
-  FOR item IN SELECT tablename FROM pg_tables WHERE schemaname = 'public' LOOP
+  FOR item IN SELECT tablename FROM pg_tables
+      WHERE schemaname = 'public' AND tablename <> 'alembic_version' LOOP
     EXECUTE format('DELETE FROM public.%I', item.tablename);
   END LOOP;
   FOR item IN SELECT sequencename, start_value FROM pg_sequences
@@ -211,8 +214,11 @@ _EMPTYING_SQLITE: dict[str, sqlite3.Connection] = {}
 
 
 def _empty_sqlite_tables(url: str) -> str:
-    """Every table of the SQLite file of ``url`` emptied (its ``AUTOINCREMENT`` counters too), in one
-    transaction on a kept connection; returns the schema's signature (every table and index as created)."""
+    """Every table of the SQLite file of ``url`` that holds a row, but the schema's revision, emptied
+    (``AUTOINCREMENT`` counters too) in one transaction on a kept connection, and its WAL folded back into
+    the file (each test starts on a short log, as on a new file); returns the schema's signature (every
+    table and index as created). Empty tables are left alone: a ``DELETE`` rewrites their pages even so
+    (D491)."""
     connection = _EMPTYING_SQLITE.get(url)
     if connection is None:
         connection = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=30, isolation_level=None)
@@ -221,17 +227,23 @@ def _empty_sqlite_tables(url: str) -> str:
     tables = [
         row[0]
         for row in connection.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_stat%'"
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_stat%' "
+            "AND name <> 'alembic_version'"
         )
     ]
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        for table in tables:
-            connection.execute(f'DELETE FROM "{table}"')
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
+    if tables:
+        occupied = " UNION ALL ".join(
+            f"SELECT '{name}' WHERE EXISTS (SELECT 1 FROM \"{name}\")" for name in tables
+        )
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            for (table,) in connection.execute(occupied).fetchall():
+                connection.execute(f'DELETE FROM "{table}"')
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     signature = connection.execute(
         "SELECT group_concat(type || ':' || name || ':' || coalesce(sql, ''), '|') FROM "
         "(SELECT type, name, sql FROM sqlite_master ORDER BY type, name)"
