@@ -20,7 +20,7 @@ sleep 60  # let the 1-minute load average climb to the hog's level before the fi
 status=0
 for run in $(seq 1 "$RUNS"); do
   start=$(date +%s)
-  if .venv/bin/python -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadgroup > "$log/run$run.txt" 2>&1; then rc=0; else rc=$?; status=1; fi
+  if env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadgroup > "$log/run$run.txt" 2>&1; then rc=0; else rc=$?; status=1; fi
   end=$(date +%s)
   printf 'run %s: exit %s in %ss; %s\n' "$run" "$rc" "$((end - start))" "$(tail -1 "$log/run$run.txt")"
   grep -E '^(FAILED|ERROR) ' "$log/run$run.txt" || true

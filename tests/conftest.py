@@ -34,6 +34,7 @@ tests/server/test_server_passwords.py checks the default one).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import socket
@@ -176,10 +177,19 @@ def _empty_postgres_tables(url: str) -> str:
     if connection is None or connection.closed or connection.broken:
         connection = _EMPTYING[url] = psycopg.connect(url, autocommit=True)
     try:
-        with connection.cursor() as cursor:
-            cursor.execute(_EMPTY_POSTGRES)
-            cursor.nextset()  # past the DO block's result: the signature
-            signature = cursor.fetchone()
+        for attempt in itertools.count(1):
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute(_EMPTY_POSTGRES)
+                    cursor.nextset()  # past the DO block's result: the signature
+                    signature = cursor.fetchone()
+                break
+            except psycopg.errors.DeadlockDetected:
+                # The previous test's server may still finish a job (a batch) as it stops: its rows are
+                # locked in another order. The emptying was rolled back: once that work is done, again.
+                if attempt == 50:
+                    raise
+                time.sleep(0.2)
     except psycopg.errors.InsufficientPrivilege:
         tables = [
             row[0]
