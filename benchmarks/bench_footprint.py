@@ -104,7 +104,7 @@ def measure(runs: int = IMPORT_RUNS) -> tuple[dict[str, int], dict[str, float], 
         venvs: dict[str, Path] = {}
         for name, requirement in (("paysdk", str(wheel)), *((other, other) for other in OTHERS)):
             venv = venvs[name] = tmp / f"venv-{name}"
-            helpers.make_venv(venv, requirement)
+            helpers.make_venv(venv, requirement, compile_bytecode=True)  # as a user's pip installs
             sizes[name] = site_packages_bytes(venv)
         imports = import_seconds(venvs, runs)
     return sizes, imports, time.perf_counter() - started

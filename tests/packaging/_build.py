@@ -78,25 +78,28 @@ def build_dist(out: Path) -> Dist:
     return Dist(wheel=wheels[0], sdist=sdists[0])
 
 
-def make_venv(path: Path, requirement: str) -> Path:
+def make_venv(path: Path, requirement: str, *, compile_bytecode: bool = False) -> Path:
     """A fresh virtual environment at ``path`` with ``requirement`` installed; its ``bin`` directory.
 
     The environment has no pip of its own (``--without-pip``): this interpreter's pip installs into it
     (``--python``), so its ``site-packages`` holds the requirement and its dependencies only.
     """
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, timeout=120)
-    pip_install(path, requirement)
+    pip_install(path, requirement, compile_bytecode=compile_bytecode)
     return path / "bin"
 
 
-def pip_install(venv: Path, requirement: str) -> None:
+def pip_install(venv: Path, requirement: str, *, compile_bytecode: bool = False) -> None:
     """Install ``requirement`` into the environment at ``venv``; fail with pip's output if it fails.
 
-    ``--no-compile``: the modules a test imports are compiled as it imports them; byte-compiling every
-    installed module up front (SQLAlchemy, pydantic, FastAPI...) was a third of an install's CPU."""
+    ``compile_bytecode``: byte-compile every installed module as pip does by default (what a user's
+    install holds: the footprint benchmark). The tests install with ``--no-compile``: the modules a test
+    imports are compiled as it imports them, and compiling every installed module up front (SQLAlchemy,
+    pydantic, FastAPI...) was a third of an install's CPU."""
     python = str(venv / "bin" / "python")
+    compiling = [] if compile_bytecode else ["--no-compile"]
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-compile", requirement],
+        [sys.executable, "-m", "pip", "--python", python, "install", "-q", *compiling, requirement],
         capture_output=True,
         text=True,
         timeout=INSTALL_TIMEOUT,
