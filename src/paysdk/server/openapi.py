@@ -35,7 +35,6 @@ app parses its own copy (D760).
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -237,16 +236,21 @@ def complete_openapi(
 #: Completed documents as JSON, by the shape of the apps that serve them (module docstring, D760), with
 #: the families they were made for (held, so that the ids in the shape stay theirs).
 _DOCUMENTS: dict[tuple[object, ...], tuple[tuple[Family, ...], str]] = {}
-#: :func:`openapi_text` of each app :func:`install_openapi` completed.
-_TEXTS: weakref.WeakKeyDictionary[FastAPI, Callable[[], str]] = weakref.WeakKeyDictionary()
+#: Where :func:`install_openapi` keeps :func:`openapi_text`'s function on the app (``app.state``: on the
+#: app itself, so that nothing global holds an app).
+_TEXT_ATTRIBUTE = "paysdk_openapi_text"
 
 
 def openapi_text(app: FastAPI) -> str:
     """``app``'s ``/openapi.json`` document as JSON text: the one text kept for the app's shape (the
     same object for every app of that shape until its routes change), without the parse and copy of
     ``app.openapi()``. For checking many apps' traffic against their document (the test suite's
-    conformance recorder keys its validators on it). ``KeyError``: no :func:`install_openapi` on ``app``."""
-    return _TEXTS[app]()
+    conformance recorder keys its validators on it). ``LookupError``: no :func:`install_openapi` on
+    ``app``."""
+    text: Callable[[], str] | None = getattr(app.state, _TEXT_ATTRIBUTE, None)
+    if text is None:
+        raise LookupError("this app's document was not completed by install_openapi")
+    return text()
 
 
 def install_openapi(
@@ -287,4 +291,4 @@ def install_openapi(
         return made[1]
 
     app.openapi = openapi  # type: ignore[method-assign]
-    _TEXTS[app] = text
+    setattr(app.state, _TEXT_ATTRIBUTE, text)
