@@ -161,7 +161,7 @@ SELECT md5(coalesce(string_agg(c.relname || ':' || a.attname || ':' || a.atttypi
   WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i') AND a.attnum > 0 AND NOT a.attisdropped
 """
 
-#: The schema signature :func:`_empty_postgres_tables` found before the test (``db_url``, PostgreSQL).
+#: The schema signature the emptying found before the test (``db_url``; both databases).
 _SCHEMA_SIGNATURE = pytest.StashKey[str]()
 
 #: The worker's kept connection per PostgreSQL database, for emptying it between tests.
@@ -261,10 +261,10 @@ def _empty_sqlite_tables(url: str) -> str:
     return str(signature[0] if signature else "")
 
 
-#: The app fixtures' engine per PostgreSQL database of the worker, kept from test to test with the schema
-#: signature its last app found current: its pool and compiled statements stay warm (a new engine opened
-#: new server connections, ~6 ms of the server's CPU each, and compiled every statement again). Each test
-#: still gets an app and a :class:`~paysdk.server.db.Database` of its own over it.
+#: The app fixtures' engine per database of the worker (PostgreSQL or SQLite), kept from test to test with
+#: the schema signature its last app found current: its pool and compiled statements stay warm (a new engine
+#: compiled every statement again, and each new PostgreSQL connection cost its server ~6 ms of CPU). Each
+#: test still gets an app and a :class:`~paysdk.server.db.Database` of its own over it.
 _SHARED_ENGINES: dict[str, tuple[Engine, str]] = {}
 
 
