@@ -127,12 +127,7 @@ def _postgres_database(worker_id: str) -> Iterator[str]:
         try:
             yield url
         finally:
-            kept = _SHARED_ENGINES.pop(url, None)
-            if kept is not None:
-                kept[0].dispose()
-            emptying = _EMPTYING.pop(url, None)
-            if emptying is not None:
-                emptying.close()
+            _release(url)
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -211,12 +206,7 @@ def _sqlite_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     PostgreSQL one is (``db_url``)."""
     url = f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'server.db'}"
     yield url
-    kept = _SHARED_ENGINES.pop(url, None)
-    if kept is not None:
-        kept[0].dispose()
-    emptying = _EMPTYING_SQLITE.pop(url, None)
-    if emptying is not None:
-        emptying.close()
+    _release(url)
 
 
 #: The worker's kept connection per SQLite file, for emptying it between tests (foreign keys off).
@@ -259,6 +249,17 @@ def _empty_sqlite_tables(url: str) -> str:
         "(SELECT type, name, sql FROM sqlite_master ORDER BY type, name)"
     ).fetchone()
     return str(signature[0] if signature else "")
+
+
+def _release(url: str) -> None:
+    """Close what the worker kept for the database of ``url``: its app engine and its emptying connection."""
+    kept = _SHARED_ENGINES.pop(url, None)
+    if kept is not None:
+        kept[0].dispose()
+    postgres, sqlite = _EMPTYING.pop(url, None), _EMPTYING_SQLITE.pop(url, None)
+    for emptying in (postgres, sqlite):
+        if emptying is not None:
+            emptying.close()
 
 
 #: The app fixtures' engine per database of the worker (PostgreSQL or SQLite), kept from test to test with
