@@ -145,7 +145,13 @@ def serve(
 
 
 def reference_app() -> Any:
-    """The reference server on the benchmark's SQLite file (uvicorn factory)."""
+    """The reference server on the benchmark's SQLite file (uvicorn factory). ``PAYSDK_BENCH_DROP``
+    (comma-separated class names, unset by ``make bench``) leaves those ASGI layers of
+    :mod:`paysdk.server.asgi` out of the app: the ablations of ``benchmarks/bench_layers.py``."""
     from paysdk.server import create_app
 
-    return create_app(os.environ["PAYSDK_BENCH_DB"])
+    app = create_app(os.environ["PAYSDK_BENCH_DB"])
+    drop = set(filter(None, os.environ.get("PAYSDK_BENCH_DROP", "").split(",")))
+    if drop:
+        app.user_middleware = [m for m in app.user_middleware if getattr(m.cls, "__name__", "") not in drop]
+    return app
