@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -50,8 +51,25 @@ async def stub_app(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": STUB_BODY})
 
 
+def as_served(build: Callable[[], Any]) -> Any:
+    """``build()`` run the way ``paysdk serve`` runs the server's start: imports and build with the
+    collector off, then frozen (D308), and the collector's thresholds set for serving (D769). Both
+    factories below get it, so the throughput row compares the servers' code, not collector settings."""
+    from paysdk._gc import SERVING_THRESHOLDS, imports_without_collection
+
+    with imports_without_collection():
+        app = build()
+    gc.set_threshold(*SERVING_THRESHOLDS)
+    return app
+
+
 def starlette_app() -> Any:
-    """A bare Starlette endpoint doing what a minimal POST /transactions handler must: parse, answer."""
+    """A bare Starlette endpoint doing what a minimal POST /transactions handler must: parse, answer
+    (its process set up as ``paysdk serve`` sets up the server's: :func:`as_served`)."""
+    return as_served(_starlette_app)
+
+
+def _starlette_app() -> Any:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse
@@ -147,10 +165,15 @@ def serve(
 def reference_app() -> Any:
     """The reference server on the benchmark's SQLite file (uvicorn factory). ``PAYSDK_BENCH_DROP``
     (comma-separated class names, unset by ``make bench``) leaves those ASGI layers of
-    :mod:`paysdk.server.asgi` out of the app: the ablations of ``benchmarks/bench_layers.py``."""
-    from paysdk.server import create_app
+    :mod:`paysdk.server.asgi` out of the app: the ablations of ``benchmarks/bench_layers.py``. Its process
+    is set up as ``paysdk serve`` sets up the server's (:func:`as_served`)."""
 
-    app = create_app(os.environ["PAYSDK_BENCH_DB"])
+    def build() -> Any:
+        from paysdk.server import create_app
+
+        return create_app(os.environ["PAYSDK_BENCH_DB"])
+
+    app = as_served(build)
     drop = set(filter(None, os.environ.get("PAYSDK_BENCH_DROP", "").split(",")))
     if drop:
         app.user_middleware = [m for m in app.user_middleware if getattr(m.cls, "__name__", "") not in drop]

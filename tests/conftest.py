@@ -26,6 +26,9 @@ Fixtures (other test packages use these names):
   request to ``path`` inside its handler, after the idempotency record was written, until
   ``.release`` is set; ``.finished`` is set once that request was answered (:class:`HeldRequest`).
 
+The test processes run with the collector set as a serving server's (D769): the serving thresholds from
+the session's start, and what the collection made frozen.
+
 Password and PIN hashes are made at scrypt's lowest cost in the test processes (:func:`cheap_hashes`,
 D763): the suite makes thousands, and the cost is not what it tests (a hash carries its cost, and
 tests/server/test_server_passwords.py checks the default one).
@@ -34,6 +37,7 @@ tests/server/test_server_passwords.py checks the default one).
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import os
 import re
@@ -55,6 +59,7 @@ from sqlalchemy import Engine
 
 from openapi_conformance import Recorder
 from paysdk import _json
+from paysdk._gc import SERVING_THRESHOLDS
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
 from paysdk.server import create_app, passwords
 from paysdk.server.clock import Clock
@@ -560,5 +565,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """With ``$PAYSDK_COVERAGE_REPORT`` set, write which SDK methods the collected tests cover."""
+    """With ``$PAYSDK_COVERAGE_REPORT`` set, write which SDK methods the collected tests cover; then freeze
+    what the process made so far."""
     report_collected(session)
+    # What the imports and the collection made lives as long as the process: frozen, it is left out of
+    # every later collection (D769), as ``paysdk serve`` freezes the server's imports (D308).
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The test processes collect garbage as a serving server does (D769): a test makes hundreds of
+    requests to in-process and live servers, and Python's default young-generation threshold collects
+    every few of them (~14% of the e2e tests' CPU)."""
+    gc.set_threshold(*SERVING_THRESHOLDS)

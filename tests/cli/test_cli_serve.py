@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from paysdk._gc import SERVING_THRESHOLDS
 from paysdk.server.db import Database
 from paysdk.testing._ready import http_ok, wait_ready
 
@@ -118,6 +119,7 @@ def probe(app, **options):
         "modules": sorted(sys.modules),
         "gc": gc.isenabled(),
         "frozen": gc.get_freeze_count(),
+        "thresholds": list(gc.get_threshold()),
     }
     print(json.dumps(seen))
 
@@ -166,6 +168,7 @@ def test_a_start_without_seed_imports_no_seed_contracts(config_dir: Path, tmp_pa
     finally:
         database.dispose()
     assert seen["gc"] is True  # the imports ran with the collector off; it is on when the server serves
+    assert tuple(seen["thresholds"]) == SERVING_THRESHOLDS  # and set for serving (D769)
 
 
 def test_a_start_on_an_existing_database_imports_no_table_and_no_orm(
@@ -208,5 +211,27 @@ def test_the_collector_is_on_again_however_the_imports_end() -> None:
             pass
         assert not gc.isenabled()
     finally:
-        gc.enable()
-        gc.unfreeze()
+        gc.enable()  # what the blocks froze stays frozen, as the test process's own objects (D769)
+
+
+def test_the_serving_thresholds_are_undone_however_serving_ends() -> None:
+    """:func:`paysdk._gc.thresholds_for_serving` (D769) sets the collector for serving and puts back what
+    the process had, after a failure too."""
+    from paysdk._gc import thresholds_for_serving
+
+    kept = gc.get_threshold()  # the test process's own (tests/conftest.py)
+    gc.set_threshold(700, 10, 10)  # Python's defaults
+    try:
+        seen: list[tuple[int, int, int]] = []
+
+        def serving() -> None:
+            with thresholds_for_serving():
+                seen.append(gc.get_threshold())
+                raise RuntimeError("the server stopped")
+
+        with pytest.raises(RuntimeError, match="the server stopped"):
+            serving()
+        assert seen == [SERVING_THRESHOLDS]
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*kept)

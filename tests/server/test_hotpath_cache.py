@@ -6,12 +6,17 @@ ledger's two (its guarded updates' SQL and result processors) and the idempotenc
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import cast
 
 import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from server_helpers import auth, dumps, link_body
 from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from wallet.kit import Kit
 
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
@@ -21,7 +26,9 @@ from paysdk.server.clock import Clock
 from paysdk.server.core_tables import ClientRow
 from paysdk.server.db import Database
 from paysdk.server.hotpath import STATEMENTS, Statement
+from paysdk.server.hotpath.statements import _compile
 from paysdk.server.services import sandbox, wallet_ledger
+from paysdk.server.sqltypes import UTCDateTime
 
 _CLIENTS = cast(Table, ClientRow.__table__)
 _SLUG = Statement(select(_CLIENTS.c.slug, _CLIENTS.c.created_at).where(_CLIENTS.c.slug == bindparam("slug")))
@@ -138,3 +145,36 @@ def test_a_database_with_the_hot_path_off_compiles_nothing_and_answers_alike(
     finally:
         hot.dispose()
         plain.dispose()
+
+
+_STAMPED = Statement(select(_CLIENTS.c.slug).where(_CLIENTS.c.created_at == bindparam("at")))
+
+
+@given(
+    st.datetimes(
+        min_value=datetime(1, 1, 2),
+        max_value=datetime(9999, 12, 30),
+        timezones=st.sampled_from(
+            [UTC, timezone(timedelta(hours=-6)), timezone(timedelta(hours=5, minutes=30))]
+        ),
+    )
+)
+def test_a_utc_datetime_is_bound_on_sqlite_as_sqlalchemy_binds_it(value: datetime) -> None:
+    """The hot path binds ``UTCDateTime`` on SQLite with the type's fused processor (D770): the very text
+    SQLAlchemy's own processing stores, for any aware datetime."""
+    dialect = sqlite.dialect()
+    compiled = _compile(_STAMPED, dialect)
+    ordinary = UTCDateTime().dialect_impl(dialect).bind_processor(dialect)
+    assert ordinary is not None
+    fused = compiled.binds[compiled.names.index("at")]
+    assert fused is not None
+    assert fused.__module__ == "paysdk.server.sqltypes"  # the fused one, not SQLAlchemy's
+    assert fused(value) == ordinary(value)
+
+
+def test_the_fused_datetime_processor_is_sqlite_only_and_refuses_naive_values() -> None:
+    assert UTCDateTime().fast_bind_processor(postgresql.dialect()) is None  # type: ignore[no-untyped-call]
+    fused = UTCDateTime().fast_bind_processor(sqlite.dialect())
+    assert fused is not None
+    with pytest.raises(ValueError, match="naive datetime"):
+        fused(datetime(2026, 1, 1))

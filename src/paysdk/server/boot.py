@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk import _json
-from paysdk._gc import imports_without_collection
+from paysdk._gc import imports_without_collection, thresholds_for_serving
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BODY_TIMEOUT, MAX_UPLOAD_BYTES
 from paysdk.server.connections import (
@@ -287,13 +287,14 @@ def serve(
         database.dispose()
         raise
     log.info("paysdk reference server (%s) on http://%s:%s", environment, host, port)
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level="info",
-        proxy_headers=False,
-        **uvicorn_connection_options(keep_alive_timeout),
-        # Open event streams (/_sandbox/events) never end by themselves: cancelled after this on Ctrl-C.
-        timeout_graceful_shutdown=STREAMS_SHUTDOWN_TIMEOUT,
-    )
+    with thresholds_for_serving():  # this call owns the process while it serves (D769)
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="info",
+            proxy_headers=False,
+            **uvicorn_connection_options(keep_alive_timeout),
+            # Open event streams (/_sandbox/events) never end by themselves: cancelled after this on Ctrl-C.
+            timeout_graceful_shutdown=STREAMS_SHUTDOWN_TIMEOUT,
+        )

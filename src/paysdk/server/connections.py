@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import weakref
 from typing import Any
 
 import h11
@@ -60,7 +61,10 @@ class _LingeringTransport:
 
     def __init__(self, real: asyncio.Transport, protocol: HeadTimeoutProtocol) -> None:
         self._real = real
-        self._protocol = protocol
+        # Weakly: the protocol holds this transport, and the real transport holds the protocol while the
+        # connection lives; a strong reference back would keep the protocol and its last request cycle
+        # for the garbage collector after the connection closed (D769).
+        self._protocol = weakref.proxy(protocol)
         self.lingering = False
         self._idle_timer: asyncio.TimerHandle | None = None
         self._deadline = 0.0
