@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 import re
+import socket
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
+import pytest
 from server_helpers import (
     JSON_TYPE,
     advance,
@@ -230,3 +232,21 @@ async def test_no_callback_url_means_no_delivery(
     link = await create_link(asgi_client, merchant)
     await pay(asgi_client, link["uid"], "4242424242424242")
     assert await attempts(asgi_client) == []
+
+
+def test_a_sink_that_is_down_keeps_its_port(callback_sink: Any) -> None:
+    """The test receiver refuses deliveries while down, and no other socket of this machine can take its
+    port meanwhile (a sink of another test, in another worker, would receive this test's retries)."""
+    callback_sink.down()
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(callback_sink.url, json={}, timeout=30)
+    other = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with pytest.raises(OSError, match="in use"):
+            other.bind(("127.0.0.1", callback_sink.port))
+    finally:
+        other.close()
+    callback_sink.up()
+    assert httpx.post(callback_sink.url, json={}, timeout=30).status_code == 200
+    assert len(callback_sink.received) == 1
