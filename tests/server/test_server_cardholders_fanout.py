@@ -63,8 +63,9 @@ def event_reads() -> Iterator[list[str]]:
 
 
 @pytest.fixture
-def held_batches(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """Batch jobs wait for this event before they run (the streams open on a queued batch first)."""
+def held_batches(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Batch jobs wait for this event before they run (the streams open on a queued batch first). It is
+    set when the test ends, so a batch still held does not keep the live server from stopping."""
     gate = threading.Event()
     run_batch = service.run_batch
 
@@ -74,7 +75,8 @@ def held_batches(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
 
     monkeypatch.setattr(service, "run_batch", held)
     monkeypatch.setattr(service, "CHUNK_ROWS", 100)
-    return gate
+    yield gate
+    gate.set()
 
 
 async def test_200_streams_over_a_socket_share_one_reader_and_all_get_done(

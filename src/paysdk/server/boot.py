@@ -245,7 +245,9 @@ def serve(
     token unless told otherwise; this function does not.
 
     Without ``seed``, the schema is made current (or refused) first, then the readiness probe is answered
-    before the rest of the server is imported (:class:`BootApp`, D310, D611).
+    before the rest of the server is imported (:class:`BootApp`, D310, D611). While it serves, the
+    process's garbage collector runs at serving thresholds, put back when it returns
+    (:func:`paysdk._gc.thresholds_for_serving`, D769).
     """
     import uvicorn
 
