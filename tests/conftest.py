@@ -423,8 +423,12 @@ class ReceivedCallback:
         return _json.loads(self.body)
 
 
+#: ``socket.SO_REUSEPORT`` where the platform has it (not on Windows).
+_REUSE_PORT: int | None = getattr(socket, "SO_REUSEPORT", None)
+
+
 class _ReusePortServer(ThreadingHTTPServer):
-    allow_reuse_port = True  # binds beside the sink's reservation of its port
+    allow_reuse_port = _REUSE_PORT is not None  # binds beside the sink's reservation of its port
 
 
 class CallbackSink:
@@ -439,10 +443,14 @@ class CallbackSink:
         # The port is held from here to :meth:`close` by a bound socket that never listens (both it and
         # the server's set SO_REUSEPORT): while the sink is down, deliveries are refused, and no other
         # test's sink, in this worker or another, can be given the port and receive them.
+        # Where the platform has no SO_REUSEPORT (Windows), the reservation only picks the port.
         self._reservation = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._reservation.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if _REUSE_PORT is not None:
+            self._reservation.setsockopt(socket.SOL_SOCKET, _REUSE_PORT, 1)
         self._reservation.bind(("127.0.0.1", 0))
         self.port: int = self._reservation.getsockname()[1]
+        if _REUSE_PORT is None:
+            self._reservation.close()
         self.up()
 
     @property

@@ -16,6 +16,8 @@ from sqlalchemy.types import TypeDecorator
 
 __all__ = ["UTCDateTime"]
 
+_NAIVE = "naive datetime given to a UTC column"
+
 
 class UTCDateTime(TypeDecorator[datetime]):
     """An aware UTC datetime stored as naive UTC, identical on SQLite and PostgreSQL."""
@@ -27,7 +29,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTC column")
+            raise ValueError(_NAIVE)
         return value.astimezone(UTC).replace(tzinfo=None)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
@@ -51,7 +53,7 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 def _sqlite_text(value: datetime) -> str:
     if value.tzinfo is None:
-        raise ValueError("naive datetime given to a UTC column")
+        raise ValueError(_NAIVE)
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
