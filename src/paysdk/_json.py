@@ -66,6 +66,17 @@ def _parse_constant(name: str) -> Any:
     raise JSONDecodeError(f"{name} is not valid JSON")
 
 
+#: The two decoders :func:`loads` uses, made once: ``json.loads`` with keyword arguments builds a decoder
+#: and its scanner for every document (about half the cost of parsing a small body).
+_DECODER = json.JSONDecoder(parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant)
+_UNIQUE_DECODER = json.JSONDecoder(
+    parse_float=_parse_float,
+    parse_int=_parse_int,
+    parse_constant=_parse_constant,
+    object_pairs_hook=_unique_object,
+)
+
+
 def loads(data: bytes | str, *, unique_keys: bool = False) -> Any:
     """Parse a JSON document; non-integer numbers become ``Decimal``.
 
@@ -80,14 +91,12 @@ def loads(data: bytes | str, *, unique_keys: bool = False) -> Any:
             raise JSONDecodeError(f"body is not UTF-8 (byte {exc.start})") from exc
     else:
         text = data
-    try:
-        return json.loads(
-            text,
-            parse_float=_parse_float,
-            parse_int=_parse_int,
-            parse_constant=_parse_constant,
-            object_pairs_hook=_unique_object if unique_keys else None,
+    if text.startswith("\ufeff"):  # what json.loads refuses before decoding, in its words
+        raise JSONDecodeError(
+            "malformed JSON: Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)"
         )
+    try:
+        return (_UNIQUE_DECODER if unique_keys else _DECODER).decode(text)
     except JSONDecodeError:
         raise
     except (ValueError, RecursionError) as exc:

@@ -78,6 +78,23 @@ def test_unsupported_db_is_a_usage_error_without_a_class_name(config_dir: Path, 
     assert out == ""
 
 
+@pytest.mark.parametrize(
+    "db", ["sqlite://", "sqlite:///:memory:", "sqlite:///file::memory:?cache=shared&uri=true"]
+)
+def test_an_in_memory_sqlite_db_is_a_usage_error(config_dir: Path, db: str) -> None:
+    """D771: a server on an in-memory database served nothing and printed a traceback; now exit 2."""
+    proc = _serve(config_dir, "--port", "0", "--db", db)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    last = err.splitlines()[-1]
+    assert last == (
+        "Error: invalid value for --db: 'sqlite://...' is an in-memory SQLite database: the server needs"
+        " one that all its connections and processes share: use sqlite:///FILE or postgresql://USER@HOST/DB"
+    ), last
+    assert "Traceback" not in err
+    assert out == ""
+
+
 def test_sigterm_is_a_clean_stop_with_exit_0(config_dir: Path, tmp_path: Path) -> None:
     with _bound_socket() as probe:
         port = probe.getsockname()[1]

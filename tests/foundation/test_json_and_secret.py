@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 from decimal import Decimal
 from typing import Any
@@ -63,6 +64,27 @@ def test_numbers_parse_as_decimal_never_float() -> None:
 def test_loads_refuses_what_no_amount_can_be(body: bytes) -> None:
     with pytest.raises(_json.JSONDecodeError):
         _json.loads(body)
+
+
+@given(json_values, st.sampled_from(["", " ", "\n\t"]))
+def test_loads_reads_what_json_loads_reads(value: Any, space: str) -> None:
+    """The kept decoders (made once, not per call) read any document as ``json.loads`` with the same
+    hooks would, whitespace around it included; the duplicate-key one too where keys differ."""
+    text = space + _json.dumps(value).decode() + space
+    expected = json.loads(text, parse_float=Decimal)
+    assert _json.loads(text) == expected
+    assert _json.loads(text.encode()) == expected
+    assert _json.loads(text, unique_keys=True) == expected  # a dict's keys are unique
+
+
+def test_loads_refuses_a_byte_order_mark_and_a_duplicate_key_only_when_asked() -> None:
+    for body in ("\ufeff{}", b"\xef\xbb\xbf{}"):
+        with pytest.raises(_json.JSONDecodeError, match="Unexpected UTF-8 BOM"):
+            _json.loads(body)
+    assert _json.loads('{"a": 1, "a": 2}') == {"a": 2}
+    with pytest.raises(_json.DuplicateKeyError, match="'a'"):
+        _json.loads('{"a": 1, "a": 2}', unique_keys=True)
+    assert _json.loads('{"a": 1, "b": {"a": 2}}', unique_keys=True) == {"a": 1, "b": {"a": 2}}
 
 
 def test_dumps_writes_enums_as_values_and_refuses_non_finite() -> None:

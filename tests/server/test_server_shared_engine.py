@@ -4,12 +4,16 @@ SQLite reset connection's foreign keys off) goes back into the shared pool."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
-from paysdk.server.db import Database
+from paysdk.server import create_app
+from paysdk.server.db import Database, is_in_memory_sqlite
 
 
 def test_instances_over_one_engine_leave_it_open_and_clean(db_url: str) -> None:
@@ -49,10 +53,38 @@ def test_an_engine_of_another_database_is_refused(db_url: str, tmp_path: Path) -
         other.dispose()
 
 
-def test_an_in_memory_database_takes_no_engine() -> None:
-    first = Database("sqlite://")
-    try:
-        with pytest.raises(ValueError, match="in-memory"):
-            Database("sqlite://", engine=first.engine)
-    finally:
-        first.dispose()
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite://",
+        "sqlite:///:memory:",
+        "sqlite:///file::memory:?cache=shared&uri=true",
+        "sqlite:///file:shop?mode=memory&uri=true",
+    ],
+)
+def test_an_in_memory_database_is_refused(url: str, tmp_path: Path) -> None:
+    """D771: each connection of the server (its worker thread, the event loop) saw a database of its own,
+    so the first request failed on a missing table; now the database is refused when it is made."""
+    with pytest.raises(ValueError, match=r"is an in-memory SQLite database: .* use sqlite:///FILE"):
+        Database(url)
+    with pytest.raises(ValueError, match="in-memory"):
+        create_app(url, start_ticker=False)
+    assert not is_in_memory_sqlite(f"sqlite:///{tmp_path / 'shop.db'}")
+    assert not is_in_memory_sqlite(f"sqlite:///file:{tmp_path / 'shop.db'}?uri=true")
+    assert not is_in_memory_sqlite("postgresql+psycopg://u@h/memory")
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "mysql://root:hunter2@db/shop", "not a url"])
+def test_python_m_paysdk_server_refuses_a_database_it_cannot_run_on(url: str, tmp_path: Path) -> None:
+    """D771: a usage error naming --db, before anything listens; no traceback, no password."""
+    done = subprocess.run(
+        [sys.executable, "-m", "paysdk.server", "--port", "0", "--db", url],
+        capture_output=True,
+        text=True,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("PAYSDK_")}, "HOME": str(tmp_path)},
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1].startswith("python -m paysdk.server: error: --db: "), done.stderr
+    assert "Traceback" not in done.stderr
+    assert "hunter2" not in done.stderr

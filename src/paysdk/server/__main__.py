@@ -108,20 +108,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     for note in notes:
         sys.stderr.write(note + "\n")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from sqlalchemy.exc import ArgumentError
+
     from paysdk.server.boot import serve
 
-    serve(
-        args.host,
-        args.port,
-        args.db,
-        args.environment,
-        args.public_url,
-        args.allowed_host,
-        body_timeout=args.body_timeout,
-        keep_alive_timeout=args.keep_alive_timeout,
-        upload_limit=args.upload_limit << 20,
-        control_token=token,
-    )
+    try:
+        serve(
+            args.host,
+            args.port,
+            args.db,
+            args.environment,
+            args.public_url,
+            args.allowed_host,
+            body_timeout=args.body_timeout,
+            keep_alive_timeout=args.keep_alive_timeout,
+            upload_limit=args.upload_limit << 20,
+            control_token=token,
+        )
+    except (ValueError, ArgumentError) as exc:
+        # Raised before anything listens: the database URL (unparsable, unsupported, in memory: D771).
+        # Their messages name the dialect or an in-memory URL, never a password.
+        parser.error(f"--db: {exc}")
     return 0
 
 

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sqlalchemy import Table, create_engine, event, text
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.pool import NullPool
 
 from paysdk.server.hotpath.driver import dbapi, execute_script
 from paysdk.server.hotpath.statements import STATEMENTS
@@ -52,6 +51,7 @@ __all__ = [
     "UTCDateTime",
     "default_database_url",
     "from_cents",
+    "is_in_memory_sqlite",
     "normalize_database_url",
     "on_reset",
     "run_reset_hooks",
@@ -180,6 +180,27 @@ def normalize_database_url(url: str | None) -> str:
     return url
 
 
+#: Why an in-memory SQLite database cannot serve (D771): the sentence of the ``ValueError`` and of
+#: ``paysdk serve --db``'s usage error.
+IN_MEMORY_REFUSED = (
+    "is an in-memory SQLite database: the server needs one that all its connections and processes share"
+)
+
+
+def is_in_memory_sqlite(url: str) -> bool:
+    """Whether ``url`` names an in-memory SQLite database: ``sqlite://``, ``sqlite:///:memory:``, or a
+    ``file:`` URI in memory (``file::memory:``, ``?mode=memory``). The server refuses one (D771)."""
+    parsed = make_url(url.strip())
+    if parsed.get_backend_name() != "sqlite":
+        return False
+    database = parsed.database or ""
+    return (
+        database in ("", ":memory:")
+        or database.startswith("file::memory:")
+        or (database.startswith("file:") and parsed.query.get("mode") == "memory")
+    )
+
+
 #: SQLite's columns and indexes of every table, in two queries. Quoted names of no input.
 _SQLITE_COLUMNS = (
     "SELECT m.name, p.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS p WHERE m.type = 'table'"
@@ -234,7 +255,7 @@ class Database:
     the kept ones, are discarded, never returned to the shared pool). A test suite that makes an app per
     test over one database so keeps its pool and its compiled statements warm from app to app (a new
     engine compiles every statement again, and a new PostgreSQL connection costs the server ~6 ms of CPU).
-    ``ValueError`` for an engine of another database, or an in-memory SQLite one.
+    ``ValueError`` for an engine of another database, or an in-memory SQLite database (D771).
     """
 
     def __init__(
@@ -260,10 +281,9 @@ class Database:
         ):
             raise ValueError("the engine given must be of the same database")
         if self.dialect == "sqlite":
-            memory = parsed.database in (None, "", ":memory:")
-            if memory and engine is not None:
-                raise ValueError("an in-memory SQLite database takes no engine of another instance")
-            if not memory and not str(parsed.database).startswith("file:"):
+            if is_in_memory_sqlite(self.url):
+                raise ValueError(f"{self.url!r} {IN_MEMORY_REFUSED}: use sqlite:///FILE")
+            if not str(parsed.database).startswith("file:"):
                 self.file_warning = _private_sqlite_file(Path(str(parsed.database)), tighten=False)
                 if self.file_warning is not None:
                     log.warning("%s", self.file_warning)
@@ -271,9 +291,7 @@ class Database:
                 self.engine: Engine = engine  # made by another instance: configured (see the docstring)
             else:
                 self.engine = create_engine(
-                    self.url,
-                    connect_args={"check_same_thread": False, "timeout": 30},
-                    **({} if not memory else {"poolclass": NullPool}),
+                    self.url, connect_args={"check_same_thread": False, "timeout": 30}
                 )
                 _configure_sqlite(self.engine)
         elif engine is not None and self.dialect == "postgresql":

@@ -50,6 +50,12 @@ def _check_database_url(url: str | None) -> None:
         make_url(url)
     except (ArgumentError, ValueError):
         raise _bad_database_url(url, "is not a valid database URL") from None
+    try:
+        from paysdk.server.db import IN_MEMORY_REFUSED, is_in_memory_sqlite  # serve imports it next anyway
+    except ImportError:  # no server extra: serve says so next
+        return
+    if is_in_memory_sqlite(url):
+        raise _bad_database_url(url, IN_MEMORY_REFUSED)
 
 
 def _check_address_free(host: str, port: int) -> None:
