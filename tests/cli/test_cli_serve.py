@@ -88,6 +88,20 @@ def test_unsupported_db_is_a_usage_error_without_a_class_name(config_dir: Path, 
     assert out == ""
 
 
+@pytest.mark.postgres
+def test_a_database_that_cannot_be_opened_is_one_line_in_the_drivers_words(config_dir: Path) -> None:
+    """Not SQLAlchemy's class name and link: what PostgreSQL said, exit 1, nothing listening."""
+    url = "postgresql://postgres:hunter2@127.0.0.1:5432/paysdk_no_such_database"
+    proc = _serve(config_dir, "--port", "0", "--db", url)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert err.splitlines()[-1].startswith("Error: cannot open the database of --db: "), err
+    assert 'database "paysdk_no_such_database" does not exist' in err
+    for hidden in ("Traceback", "OperationalError", "sqlalche.me", "hunter2"):
+        assert hidden not in err
+    assert out == ""
+
+
 def test_sigterm_is_a_clean_stop_with_exit_0(config_dir: Path, tmp_path: Path) -> None:
     with _bound_socket() as probe:
         port = probe.getsockname()[1]
