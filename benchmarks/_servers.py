@@ -55,7 +55,7 @@ def as_served(build: Callable[[], Any]) -> Any:
     """``build()`` run the way ``paysdk serve`` runs the server's start: imports and build with the
     collector off, then frozen (D308), and the collector's thresholds set for serving (D769). Both
     factories below get it, so the throughput row compares the servers' code, not collector settings."""
-    from paysdk._gc import SERVING_THRESHOLDS, imports_without_collection
+    from paysdk.server.collector import SERVING_THRESHOLDS, imports_without_collection
 
     with imports_without_collection():
         app = build()

@@ -60,10 +60,10 @@ from sqlalchemy import Engine
 
 from openapi_conformance import Recorder
 from paysdk import _json
-from paysdk._gc import SERVING_THRESHOLDS
 from paysdk.contracts.sandbox import SandboxClient, SandboxClientCreate
 from paysdk.server import create_app, passwords
 from paysdk.server.clock import Clock
+from paysdk.server.collector import SERVING_THRESHOLDS
 from paysdk.server.connections import KEEP_ALIVE_TIMEOUT, uvicorn_connection_options
 from paysdk.server.db import Database, run_reset_hooks
 from paysdk.testing._ready import serve_in_thread

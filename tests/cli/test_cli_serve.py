@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from paysdk._gc import SERVING_THRESHOLDS
+from paysdk.server.collector import SERVING_THRESHOLDS
 from paysdk.server.db import Database
 from paysdk.testing._ready import http_ok, wait_ready
 
@@ -215,7 +215,7 @@ def test_a_start_on_an_existing_database_imports_no_table_and_no_orm(
 
 
 def _failing_import() -> None:
-    from paysdk._gc import imports_without_collection
+    from paysdk.server.collector import imports_without_collection
 
     with imports_without_collection():
         assert not gc.isenabled()
@@ -223,7 +223,7 @@ def _failing_import() -> None:
 
 
 def test_the_collector_is_on_again_however_the_imports_end() -> None:
-    from paysdk._gc import imports_without_collection
+    from paysdk.server.collector import imports_without_collection
 
     assert gc.isenabled()
     try:
@@ -239,9 +239,9 @@ def test_the_collector_is_on_again_however_the_imports_end() -> None:
 
 
 def test_the_serving_thresholds_are_undone_however_serving_ends() -> None:
-    """:func:`paysdk._gc.thresholds_for_serving` (D769) sets the collector for serving and puts back what
-    the process had, after a failure too."""
-    from paysdk._gc import thresholds_for_serving
+    """:func:`paysdk.server.collector.thresholds_for_serving` (D769) sets the collector for serving and
+    puts back what the process had, after a failure too."""
+    from paysdk.server.collector import thresholds_for_serving
 
     kept = gc.get_threshold()  # the test process's own (tests/conftest.py)
     gc.set_threshold(700, 10, 10)  # Python's defaults

@@ -96,7 +96,6 @@ class CodeInfo:
         return "wallet" if isinstance(self.code, WalletCode) else "general"
 
 
-_W = WalletCode
 _ROWS: Final = (
     CodeInfo(
         OwnCode.AMOUNT_OUT_OF_RANGE,
@@ -114,63 +113,71 @@ _ROWS: Final = (
     CodeInfo(
         OwnCode.UNKNOWN_CLIENT, 409, "the client slug does not name the caller's client (case-sensitive)"
     ),
-    CodeInfo(_W.VALIDATION_ERROR, 400, "a field is missing or invalid (details name it)"),
-    CodeInfo(_W.INVALID_CREDENTIALS, 401, "wrong username or password"),
+    CodeInfo(WalletCode.VALIDATION_ERROR, 400, "a field is missing or invalid (details name it)"),
+    CodeInfo(WalletCode.INVALID_CREDENTIALS, 401, "wrong username or password"),
     CodeInfo(
-        _W.TOKEN_INVALID,
+        WalletCode.TOKEN_INVALID,
         401,
         "no, malformed or badly signed token; wrong `alg`, `typ`, `iss`, `aud` or `kid`; "
         "missing claims; `crit`",
         Remedy.LOG_IN_AGAIN,
     ),
-    CodeInfo(_W.TOKEN_EXPIRED, 401, "`exp` passed on the virtual clock", Remedy.LOG_IN_AGAIN),
+    CodeInfo(WalletCode.TOKEN_EXPIRED, 401, "`exp` passed on the virtual clock", Remedy.LOG_IN_AGAIN),
     CodeInfo(
-        _W.TOKEN_REVOKED, 401, "logged-out session, revoked family, or reset password", Remedy.LOG_IN_AGAIN
+        WalletCode.TOKEN_REVOKED,
+        401,
+        "logged-out session, revoked family, or reset password",
+        Remedy.LOG_IN_AGAIN,
     ),
     CodeInfo(
-        _W.REFRESH_TOKEN_REUSED,
+        WalletCode.REFRESH_TOKEN_REUSED,
         401,
         "a rotated refresh token presented again: the family is revoked",
         Remedy.LOG_IN_AGAIN,
     ),
     CodeInfo(
-        _W.WRONG_TOKEN_TYPE,
+        WalletCode.WRONG_TOKEN_TYPE,
         401,
         "a refresh token as bearer, an access token to a refresh endpoint, a user token where the "
         "application's is needed, or the reverse",
         Remedy.OTHER_TOKEN_KIND,
     ),
-    CodeInfo(_W.WRONG_ENVIRONMENT, 401, "a token of the other environment", Remedy.LOG_IN_AGAIN),
+    CodeInfo(WalletCode.WRONG_ENVIRONMENT, 401, "a token of the other environment", Remedy.LOG_IN_AGAIN),
     CodeInfo(
-        _W.LOGIN_THROTTLED,
+        WalletCode.LOGIN_THROTTLED,
         429,
         "5 wrong passwords for the login name: wait `Retry-After` seconds (virtual clock)",
     ),
-    CodeInfo(_W.USER_NOT_FOUND, 404, "no such user for this merchant"),
-    CodeInfo(_W.OTP_INVALID, 400, "wrong code or purpose"),
-    CodeInfo(_W.OTP_EXPIRED, 400, "code older than 10 minutes, or none requested"),
-    CodeInfo(_W.OTP_ATTEMPTS_EXCEEDED, 429, "5 wrong tries"),
-    CodeInfo(_W.RESET_TOKEN_INVALID, 400, "reset token wrong, used or expired"),
-    CodeInfo(_W.PASSWORD_MISMATCH, 400, "`newPassword` differs from `confirmPassword`"),
-    CodeInfo(_W.PASSWORD_TOO_WEAK, 400, "fewer than 8 characters"),
-    CodeInfo(_W.CARD_NOT_FOUND, 404, "no such card for this merchant"),
-    CodeInfo(_W.CARD_NOT_ACTIVE, 409, "the card is blocked or inactive"),
-    CodeInfo(_W.INSUFFICIENT_FUNDS, 422, "available balance below the amount (nothing changes)"),
-    CodeInfo(_W.INVALID_AMOUNT, 400, "not > 0, more than 4 decimals, not finite"),
-    CodeInfo(_W.CURRENCY_MISMATCH, 409, "a transfer between cards of different currencies"),
-    CodeInfo(_W.SAME_CARD, 400, "a transfer to the same card"),
-    CodeInfo(_W.CARD_NOT_FUNDABLE, 409, "funds or transfers on a linked third-party card"),
-    CodeInfo(_W.CARD_ALREADY_LINKED, 409, "linking a card that already has a holder"),
-    CodeInfo(_W.LINKING_TOKEN_INVALID, 400, "the temporary linking token is wrong, used or expired"),
-    CodeInfo(_W.PERMISSION_DENIED, 403, "the caller lacks the card permission of the operation"),
-    CodeInfo(_W.PERMISSION_NOT_FOUND, 404, "no such permission record"),
-    CodeInfo(_W.CVV_TOKEN_INVALID, 403, "view token wrong, used, expired, or for another card or user"),
-    CodeInfo(_W.CVV_NEEDS_USER_SESSION, 403, "CVV asked with application credentials"),
+    CodeInfo(WalletCode.USER_NOT_FOUND, 404, "no such user for this merchant"),
+    CodeInfo(WalletCode.OTP_INVALID, 400, "wrong code or purpose"),
+    CodeInfo(WalletCode.OTP_EXPIRED, 400, "code older than 10 minutes, or none requested"),
+    CodeInfo(WalletCode.OTP_ATTEMPTS_EXCEEDED, 429, "5 wrong tries"),
+    CodeInfo(WalletCode.RESET_TOKEN_INVALID, 400, "reset token wrong, used or expired"),
+    CodeInfo(WalletCode.PASSWORD_MISMATCH, 400, "`newPassword` differs from `confirmPassword`"),
+    CodeInfo(WalletCode.PASSWORD_TOO_WEAK, 400, "fewer than 8 characters"),
+    CodeInfo(WalletCode.CARD_NOT_FOUND, 404, "no such card for this merchant"),
+    CodeInfo(WalletCode.CARD_NOT_ACTIVE, 409, "the card is blocked or inactive"),
+    CodeInfo(WalletCode.INSUFFICIENT_FUNDS, 422, "available balance below the amount (nothing changes)"),
+    CodeInfo(WalletCode.INVALID_AMOUNT, 400, "not > 0, more than 4 decimals, not finite"),
+    CodeInfo(WalletCode.CURRENCY_MISMATCH, 409, "a transfer between cards of different currencies"),
+    CodeInfo(WalletCode.SAME_CARD, 400, "a transfer to the same card"),
+    CodeInfo(WalletCode.CARD_NOT_FUNDABLE, 409, "funds or transfers on a linked third-party card"),
+    CodeInfo(WalletCode.CARD_ALREADY_LINKED, 409, "linking a card that already has a holder"),
+    CodeInfo(WalletCode.LINKING_TOKEN_INVALID, 400, "the temporary linking token is wrong, used or expired"),
+    CodeInfo(WalletCode.PERMISSION_DENIED, 403, "the caller lacks the card permission of the operation"),
+    CodeInfo(WalletCode.PERMISSION_NOT_FOUND, 404, "no such permission record"),
     CodeInfo(
-        _W.UNKNOWN_MERCHANT, 401, "application login for a merchant that does not exist", Remedy.SIGNING_KEY
+        WalletCode.CVV_TOKEN_INVALID, 403, "view token wrong, used, expired, or for another card or user"
     ),
-    CodeInfo(_W.INVALID_SIGNATURE, 401, "the login signature does not verify", Remedy.SIGNING_KEY),
-    CodeInfo(_W.KEYS_EXPIRED, 401, "the client's signature keys expired", Remedy.SIGNING_KEY),
+    CodeInfo(WalletCode.CVV_NEEDS_USER_SESSION, 403, "CVV asked with application credentials"),
+    CodeInfo(
+        WalletCode.UNKNOWN_MERCHANT,
+        401,
+        "application login for a merchant that does not exist",
+        Remedy.SIGNING_KEY,
+    ),
+    CodeInfo(WalletCode.INVALID_SIGNATURE, 401, "the login signature does not verify", Remedy.SIGNING_KEY),
+    CodeInfo(WalletCode.KEYS_EXPIRED, 401, "the client's signature keys expired", Remedy.SIGNING_KEY),
 )
 
 #: Every own code, ``int(code) -> CodeInfo``, in ascending order.

@@ -57,8 +57,8 @@ SettlementType: TypeAlias = Literal["settled", "paid_out"]
 #: What a feed event says happened (D193).
 FeedEventType: TypeAlias = Literal["settled", "paid_out", "voided"]
 
-_T = re.compile(r"[0-9]{1,12}")
-_V1 = re.compile(r"[0-9a-fA-F]{64}")
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_V1_SIGNATURE = re.compile(r"[0-9a-fA-F]{64}")
 #: Notification, feed and event ids (D240): 1 to 100 of these characters.
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
 
@@ -85,11 +85,11 @@ def parse_signature(value: str | None) -> tuple[int, tuple[str, ...]] | None:
         if not sep:
             return None
         if key == "t":
-            if t is not None or not _T.fullmatch(item):
+            if t is not None or not _TIMESTAMP.fullmatch(item):
                 return None
             t = int(item)
         elif key == "v1":
-            if not _V1.fullmatch(item):
+            if not _V1_SIGNATURE.fullmatch(item):
                 return None
             found.append(item.lower())
     if t is None or not found:

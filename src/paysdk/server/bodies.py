@@ -25,7 +25,8 @@ an upload route lists it in :data:`UPLOAD_ROUTES`; the control plane's JSON-only
 two content types through on them (D111).
 
 A client that disconnects before the end of its body is one ``INFO`` log line and
-:class:`starlette.requests.ClientDisconnect` (the middleware ends the request quietly).
+:class:`starlette.requests.ClientDisconnect` (the body bounds layer, :mod:`paysdk.server.asgi.body_bounds`,
+ends the request quietly).
 """
 
 from __future__ import annotations
@@ -194,7 +195,7 @@ def framing_refusal(scope: Scope) -> BodyRefused | None:
 def declared_framing(scope: Scope) -> tuple[bytes | None, bool]:
     """The request's ``Content-Length`` (its first value; ``None`` without one) and whether it declares
     ``Transfer-Encoding``: what :func:`framing_refusal` and :func:`declared_too_large` look at, found in
-    one pass over the headers (the middleware makes that one pass per request, D501)."""
+    one pass over the headers (the body bounds layer makes that one pass per request, D501)."""
     length: bytes | None = None
     coded = False
     for key, value in scope["headers"]:

@@ -1,7 +1,7 @@
 """How ``paysdk serve`` starts: the readiness probe first, the rest of the server right after (D310).
 
 Most of a start is imports: FastAPI, SQLAlchemy and uvicorn (which any FastAPI + SQLAlchemy app pays),
-then SQLAlchemy's ORM, the 44 mapped tables, the families' registrations, the middleware and the
+then SQLAlchemy's ORM, the 44 mapped tables, the families' registrations, the ASGI layers and the
 scheduler. :func:`serve` pays only the first part before it listens. On a database that already holds this
 version's schema (checked against :mod:`paysdk.server.schema_snapshot` with two Core queries,
 :meth:`paysdk.server.db.Database.schema_current`) it serves a :class:`BootApp`:
@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paysdk import _json
-from paysdk._gc import imports_without_collection, thresholds_for_serving
 from paysdk.server.addresses import ServerAddresses
 from paysdk.server.bodies import BODY_TIMEOUT, MAX_UPLOAD_BYTES
+from paysdk.server.collector import imports_without_collection, thresholds_for_serving
 from paysdk.server.connections import (
     KEEP_ALIVE_TIMEOUT,
     STREAMS_SHUTDOWN_TIMEOUT,
@@ -247,7 +247,7 @@ def serve(
     Without ``seed``, the schema is made current (or refused) first, then the readiness probe is answered
     before the rest of the server is imported (:class:`BootApp`, D310, D611). While it serves, the
     process's garbage collector runs at serving thresholds, put back when it returns
-    (:func:`paysdk._gc.thresholds_for_serving`, D769).
+    (:func:`paysdk.server.collector.thresholds_for_serving`, D769).
     """
     import uvicorn
 

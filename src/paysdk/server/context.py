@@ -1,4 +1,4 @@
-"""The state of one server instance shared by routers, services, middleware and the scheduler.
+"""The state of one server instance shared by routers, services, the ASGI layers and the scheduler.
 
 The group commit, the compiled statements and the values read once per batch live in
 :mod:`paysdk.server.hotpath` (the speed machinery's seam); this module re-exports their names
@@ -75,7 +75,7 @@ class ServerContext:
       of the two hot creates, ``POST /transactions`` and ``POST /api/v1/integrations/transactions``, whose
       Core work only inserts; ``tests/server/test_fast_lane.py`` and ``test_hot_path.py`` hold it fast;
     * :meth:`append`: the request log's writes, batched with them;
-    * :meth:`run_brief` / :meth:`brief`: the middleware's sub-millisecond look for injected faults;
+    * :meth:`run_brief` / :meth:`brief`: the faults layer's sub-millisecond look for injected faults;
     * :meth:`offload`: work that is not one transaction (the control plane's reset);
     * :meth:`call` / :meth:`call_core`: the blocking forms the above run on their threads.
     """

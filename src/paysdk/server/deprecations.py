@@ -1,5 +1,5 @@
 """Deprecation marks (D196, D253-D255): the control plane's ``/_sandbox/deprecations`` and the headers the
-middleware adds to the answers of a marked public operation.
+deprecation layer (:mod:`paysdk.server.asgi.deprecation`) adds to the answers of a marked public operation.
 
 A mark names an operation as ``/openapi.json`` names it (``"POST /leads/files/upload/{fileName}"``); every
 answer of that operation (errors included) then carries::
@@ -147,7 +147,7 @@ def marked(
     The operation is named from the request's own path, matched against the marked operations'
     templates (``/rest/cards/{cardId}`` takes ``/rest/cards/crd_1``) as ``/openapi.json`` names them,
     mount prefix included: so every answer of it is marked, whether FastAPI routed it, the fast lane
-    answered it, or the middleware refused it before routing (a ``413``). Should two marked templates take
+    answered it, or an ASGI layer refused it before routing (a ``413``). Should two marked templates take
     the path, ``route_path`` (the path of the route that answered, without its mount prefix, when one
     did) picks the one it ends with."""
     exact = marks.get(f"{method} {path}")

@@ -3,9 +3,10 @@
 :class:`EventFeed` (``context.events``) keeps the last :data:`FEED_CAPACITY` events in memory, each with
 an id that only grows (decision D116): the id of the first event of a server run is the wall clock in
 microseconds when it started, so ids of a later run are larger than those of an earlier one. It is fed
-by a publish call where the request log entry is written (the middleware), where callback attempts are
-recorded (:func:`publish_callback_attempts`) and where the scheduler runs a job (:func:`publish_job_run`).
-Publishing costs a dict and a deque append; the data is serialized once, when a subscriber first sends it.
+by a publish call where the request log entry is written (:mod:`paysdk.server.asgi.request_log`), where
+callback attempts are recorded (:func:`publish_callback_attempts`) and where the scheduler runs a job
+(:func:`publish_job_run`). Publishing costs a dict and a deque append; the data is serialized once, when
+a subscriber first sends it.
 
 :func:`feed_stream` answers a Server-Sent Events stream of the feed on sse-starlette
 (:class:`paysdk.server.sse.EventStream`, D600): one ``http.response.body`` message per event (never

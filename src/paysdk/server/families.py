@@ -576,7 +576,7 @@ def schema_tables(families: Sequence[Family] = FAMILIES) -> tuple[type[Declarati
 
 
 #: The attribute of a route handler served by the server's parametrized fast lane (D261): set by
-#: ``paysdk.server.routers._common.lane``, read by the middleware.
+#: ``paysdk.server.routers._common.lane``, read by ``create_app``.
 LANE_ATTRIBUTE = "__paysdk_lane__"
 
 

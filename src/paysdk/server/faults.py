@@ -214,16 +214,18 @@ def take_request_fault(session: Session, method: str, path: str) -> Fault | None
     return _take_oldest(session, REQUEST_KINDS, method, path)
 
 
-_T = cast(Table, FaultRow.__table__)
+_FAULT_TABLE = cast(Table, FaultRow.__table__)
 _REQUEST_FAULTS = (
-    select(_T.c.id, _T.c.route).where(_T.c.remaining > 0, _T.c.kind.in_(REQUEST_KINDS)).order_by(_T.c.seq)
+    select(_FAULT_TABLE.c.id, _FAULT_TABLE.c.route)
+    .where(_FAULT_TABLE.c.remaining > 0, _FAULT_TABLE.c.kind.in_(REQUEST_KINDS))
+    .order_by(_FAULT_TABLE.c.seq)
 )
 _TAKE = (
-    update(_T)
-    .where(_T.c.id == bindparam("fault_id"), _T.c.remaining > 0)
-    .values(remaining=_T.c.remaining - 1)
+    update(_FAULT_TABLE)
+    .where(_FAULT_TABLE.c.id == bindparam("fault_id"), _FAULT_TABLE.c.remaining > 0)
+    .values(remaining=_FAULT_TABLE.c.remaining - 1)
 )
-_ONE = select(_T).where(_T.c.id == bindparam("fault_id"))
+_ONE = select(_FAULT_TABLE).where(_FAULT_TABLE.c.id == bindparam("fault_id"))
 
 
 def take_request_fault_core(connection: Connection, key: str, method: str, path: str) -> Fault | None:

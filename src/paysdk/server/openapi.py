@@ -71,7 +71,7 @@ _FASTAPI_SCHEMAS = ("HTTPValidationError", "ValidationError")
 _REQUEST_ID = "X-Request-Id"
 _REPLAYED = "Idempotent-Replayed"
 _KEY = "Idempotency-Key"
-#: Statuses the middleware answers itself, never stored for a replay (nor is a 5xx).
+#: Statuses the ASGI layers answer themselves, never stored for a replay (nor is a 5xx).
 _NEVER_REPLAYED = frozenset({"408", "413", "421", "429"})
 _FAULT_429 = (
     "Too many requests: a `rate_limit` fault injected through the sandbox's control plane "

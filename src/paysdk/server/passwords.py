@@ -21,7 +21,7 @@ __all__ = ["DEFAULT_COST", "dummy_hash", "hash_secret", "set_cost", "verify_secr
 
 #: scrypt's ``N`` unless :func:`set_cost` says otherwise.
 DEFAULT_COST = 2**14
-_R, _P = 8, 1
+_BLOCK_SIZE, _PARALLELISM = 8, 1
 _cost = DEFAULT_COST
 #: A hash of a forgotten random secret per cost (see :func:`dummy_hash`).
 _dummies: dict[int, str] = {}
@@ -41,9 +41,9 @@ def hash_secret(secret: str) -> str:
     """``scrypt$N$r$p$salt$hash`` (base64) of ``secret`` at the current cost."""
     salt = secrets.token_bytes(16)
     n = _cost
-    digest = hashlib.scrypt(secret.encode("utf-8"), salt=salt, n=n, r=_R, p=_P, dklen=32)
+    digest = hashlib.scrypt(secret.encode("utf-8"), salt=salt, n=n, r=_BLOCK_SIZE, p=_PARALLELISM, dklen=32)
     encoded = (base64.b64encode(salt).decode(), base64.b64encode(digest).decode())
-    return "$".join(["scrypt", str(n), str(_R), str(_P), *encoded])
+    return "$".join(["scrypt", str(n), str(_BLOCK_SIZE), str(_PARALLELISM), *encoded])
 
 
 def verify_secret(secret: str, stored: str) -> bool:

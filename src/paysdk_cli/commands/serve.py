@@ -269,7 +269,8 @@ def serve(
 
     Point the other commands at it with --base-url http://HOST:PORT (127.0.0.1:8000 is the default).
     """
-    from paysdk._gc import imports_without_collection  # here: `paysdk serve --help` imports no paysdk
+    # Imported here: `paysdk serve --help` imports nothing of paysdk.
+    from paysdk.server.collector import imports_without_collection
 
     with imports_without_collection():  # the server's imports, collector off (D308)
         _check_seed(seed)

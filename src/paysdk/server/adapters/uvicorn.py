@@ -18,7 +18,7 @@ Hooks:
   (``H11Protocol.shutdown``). The scope keeps uvicorn's own ``receive`` under
   :data:`CONNECTION_SCOPE_KEY`: the server's protocol puts it there before any ASGI middleware runs
   (:func:`keep_connection_in_scope` wraps the protocol's ``app``, which uvicorn calls each request with),
-  and under plain uvicorn the server's middleware does (:func:`remember_connection`; there an ASGI
+  and under plain uvicorn the server's request id layer does (:func:`remember_connection`; there an ASGI
   wrapper outside the app that wraps ``receive`` hides the cycle). :func:`abort_connection` (the
   ``drop`` and ``stream_cut`` faults) and :func:`shutdown_probe` (event streams end when the server
   stops) read it from there. Under any other server, or in process, there is no cycle: nothing is
@@ -52,7 +52,7 @@ __all__ = [
     "shutdown_probe",
 ]
 
-#: The scope key the middleware keeps the server's ``receive`` under (:func:`remember_connection`).
+#: The scope key the request id layer keeps the server's ``receive`` under (:func:`remember_connection`).
 CONNECTION_SCOPE_KEY = "paysdk.server_receive"
 
 
@@ -80,7 +80,7 @@ def keep_connection_in_scope(protocol: H11Protocol) -> None:
 
 def remember_connection(scope: Scope, receive: Receive) -> None:
     """Keep ``receive`` in ``scope`` unless the server's protocol already kept uvicorn's own there (called
-    first thing by the server's middleware: under plain uvicorn its ``receive`` is uvicorn's)."""
+    first thing by the server's request id layer: under plain uvicorn its ``receive`` is uvicorn's)."""
     if CONNECTION_SCOPE_KEY not in scope:
         scope[CONNECTION_SCOPE_KEY] = _weakly(receive)
 

@@ -2,7 +2,7 @@
 connection (``driver_connection``), and what the hot path does on it.
 
 Nothing outside :mod:`paysdk.server.hotpath` (and :mod:`paysdk.server.adapters.sqlalchemy`, which holds
-SQLAlchemy's private hooks) touches ``driver_connection``; ``tests/server/test_hotpath_seam.py`` greps the
+SQLAlchemy's private hooks) touches ``driver_connection``; ``tests/foundation/test_hotpath_seam.py`` greps the
 tree for it. Each helper runs inside the Core connection's transaction (or, where it says so, outside
 any), so SQLAlchemy's own bookkeeping of that transaction stays true.
 """

@@ -49,7 +49,7 @@ from paysdk.contracts.common import ErrorBody
 from paysdk.server.auth import Credentials
 from paysdk.server.context import get_context
 from paysdk.server.errors import APIProblem, JSONResponse
-from paysdk.server.families import LANE_ATTRIBUTE  # the core's: the middleware reads it (D261)
+from paysdk.server.families import LANE_ATTRIBUTE  # the core's: create_app reads it (D261)
 
 __all__ = [
     "AUTH",

@@ -38,7 +38,7 @@ SUBSCRIPTION_ERRORS: dict[int, str] = {
     409: "State conflict (ownCode null): the subscription is inactive or expired.",
 }
 
-_P = "/v1/subscriptions"
+_BASE_PATH = "/v1/subscriptions"
 
 
 def _shown(subscription: Subscription) -> dict[str, Any]:
@@ -48,7 +48,7 @@ def _shown(subscription: Subscription) -> dict[str, Any]:
 
 
 @router.post(
-    f"{_P}/verify-card",
+    f"{_BASE_PATH}/verify-card",
     **route(
         "Verify a card on the hosted checkout (and create the subscription)",
         auth="wallet-application",
@@ -71,7 +71,7 @@ async def verify_card(request: Request, db: WalletApplicationDb) -> Response:
 
 
 @router.delete(
-    f"{_P}/{{subUid}}",
+    f"{_BASE_PATH}/{{subUid}}",
     **route(
         "Cancel a subscription at once",
         auth="wallet-application",
@@ -89,7 +89,7 @@ async def cancel(subUid: str, db: WalletApplicationDb) -> Response:
 
 
 @router.put(
-    _P,
+    _BASE_PATH,
     **route(
         "Change a subscription's notification email",
         auth="wallet-application",
@@ -110,7 +110,7 @@ async def update_email(request: Request, db: WalletApplicationDb) -> Response:
 
 
 @router.get(
-    f"{_P}/payment-history",
+    f"{_BASE_PATH}/payment-history",
     **route(
         "A subscription's payment history",
         auth="wallet-application",

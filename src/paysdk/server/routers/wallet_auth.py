@@ -5,7 +5,7 @@
 * ``POST /auth/refresh`` ``{refreshToken}``: single-use rotation; a reuse revokes the family (``7105``).
 * ``GET /.well-known/jwks.json``: the environment's public key (bare JWKS, stable).
 
-Every request is logged by the request-log middleware like any public request (refreshes included).
+Every request is logged by the request log layer like any public request (refreshes included).
 """
 
 from __future__ import annotations

@@ -375,8 +375,9 @@ async def funds(request: Request, card_id: CardId, db: WalletDb) -> Response:
 
     \f
     Served by the ledger's fast path (:func:`paysdk.server.services.wallet_ledger.fund`, one conditional
-    statement, in batched commits, D256-D258); the ordinary path when it answers ``SLOW``. The server's
-    middleware hands the request to :func:`funds_lane` without FastAPI's routing (D261)."""
+    statement, in batched commits, D256-D258); the ordinary path when it answers ``SLOW``. A route at the
+    head of the app's routes (:mod:`paysdk.server.hotpath.lanes`) hands the request to :func:`funds_lane`
+    without FastAPI's dependency machinery (D261)."""
     body = parse_wallet_body(FundsRequest, await request.body())
     context = get_context(request)
     fast = await ledger_batches(context).fund(bearer(request), card_id, body)
@@ -387,7 +388,7 @@ async def funds(request: Request, card_id: CardId, db: WalletDb) -> Response:
 
 
 async def funds_lane(request: Request) -> Response:
-    """:func:`funds` as the middleware's parametrized fast lane calls it (the card from the path)."""
+    """:func:`funds` as the parametrized fast lane calls it (the card from the path)."""
     return await funds(request, request.path_params["cardId"], await wallet_db(request))
 
 
