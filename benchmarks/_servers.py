@@ -5,6 +5,10 @@
 - ``starlette``: a bare Starlette endpoint that parses the JSON body and answers, the baseline for the
   reference server's throughput.
 - ``reference``: the paysdk reference server on a fresh SQLite file.
+
+:func:`paysdk_serve` runs the ``paysdk serve`` command itself, for the benchmarks that measure a served
+process (its RSS, its CPU time). Both wait for readiness with :mod:`paysdk.testing._ready`, as the tests
+do. Only ``benchmarks/bench_start.py`` launches and polls on its own: the start is what it times.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from paysdk.testing._ready import serve_process
+from paysdk.testing._ready import ServedProcess, http_ok, serve_process
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -160,6 +165,24 @@ def serve(
         preexec_fn=_pin(SERVER_CPU),
     ):
         yield url
+
+
+@contextmanager
+def paysdk_serve(db_url: str) -> Iterator[ServedProcess]:
+    """``paysdk serve`` on ``db_url`` (on :data:`SERVER_CPU`), yielded once ``GET /_sandbox/health``
+    answers ``200`` (``.url``; ``.process.pid`` for its RSS and CPU time), stopped at the end."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    paysdk = str(Path(sys.executable).with_name("paysdk"))
+    with serve_process(
+        [paysdk, "serve", "--host", "127.0.0.1", "--port", str(port), "--db", db_url],
+        url=url,
+        probe=http_ok(url + "/_sandbox/health"),
+        what="paysdk serve",
+        cwd=Path(__file__).resolve().parent.parent,
+        preexec_fn=_pin(SERVER_CPU),
+    ) as served:
+        yield served
 
 
 def reference_app() -> Any:

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks._servers import free_port
+from benchmarks._servers import paysdk_serve
 from benchmarks.bench_cardholders import CMS, _operator_token, _status_kb, make_xlsx
-from benchmarks.bench_start import _launch, _stop, _wait_healthy
 from benchmarks.hostile_files import far_cell_xlsx, whitespace_bomb_xlsx
 
 #: ``(name, builder)`` of the files measured.
@@ -55,13 +54,10 @@ def _reset_peak(pid: int) -> None:
 def bench_hostile() -> list[Record]:
     """Run the uploads (module docstring); one record per file."""
     folder = tempfile.mkdtemp(prefix="paysdk-bench-hostile-")
-    port = free_port()
-    server = _launch("paysdk", f"sqlite:///{folder}/bench.db", port)
-    url = f"http://127.0.0.1:{port}"
     records: list[Record] = []
-    try:
-        _wait_healthy(server, port)
-        with httpx.Client(base_url=url, timeout=120) as client:
+    with paysdk_serve(f"sqlite:///{folder}/bench.db") as served:
+        server = served.process
+        with httpx.Client(base_url=served.url, timeout=120) as client:
             token, partner = _operator_token(client)
             path = f"{CMS}/app/partners/{partner}/cardholders/upload"
             headers = {"Authorization": f"Bearer {token}"}
@@ -94,8 +90,6 @@ def bench_hostile() -> list[Record]:
                 records.append(Record(name, len(content), statuses, messages[0], seconds, growth, alive))
                 if not alive:
                     break
-    finally:
-        _stop(server)
     return records
 
 

@@ -37,10 +37,9 @@ from typing import Any
 import httpx
 
 import paysdk
-from benchmarks._servers import free_port
+from benchmarks._servers import paysdk_serve
 from benchmarks.bench_cardholders import _status_kb
 from benchmarks.bench_hostile import _reset_peak
-from benchmarks.bench_start import _launch, _stop, _wait_healthy
 from paysdk.contracts.reconciliation import COLUMNS, MAX_ROWS
 
 #: Invalid rows of the file: with the matching row, the most a file may hold (``MAX_ROWS``, 100,000).
@@ -114,11 +113,8 @@ def invalid_rows(settled: Settled, count: int) -> bytes:
 def bench_reconciliation(rows: int = ROWS) -> Figures:
     """Run the uploads (module docstring); the figures."""
     folder = tempfile.mkdtemp(prefix="paysdk-bench-reconciliation-")
-    port = free_port()
-    server = _launch("paysdk", f"sqlite:///{folder}/bench.db", port)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(server, port)
+    with paysdk_serve(f"sqlite:///{folder}/bench.db") as served:
+        server, url = served.process, served.url
         settled = _settled(url)
         content = invalid_rows(settled, rows)
         path = UPLOAD.format(settled.affiliation)
@@ -151,8 +147,6 @@ def bench_reconciliation(rows: int = ROWS) -> Figures:
             raise SystemExit(
                 f"reconciliation benchmark: the SDK read {len(report.invalid)} of {4 * rows} invalid entries"
             )
-    finally:
-        _stop(server)
     return Figures(
         rows=rows,
         file_bytes=len(content),

@@ -36,9 +36,9 @@ from typing import Any
 
 import httpx
 
-from benchmarks._servers import free_port, pin_load
+from benchmarks._servers import paysdk_serve, pin_load
 from benchmarks.bench_cardholders import CMS, _operator_token, make_xlsx
-from benchmarks.bench_start import _cpu_seconds, _launch, _stop, _wait_healthy
+from benchmarks.bench_start import _cpu_seconds
 
 STREAMS = int(os.environ.get("PAYSDK_BENCH_STREAMS", "500"))
 ROWS = int(os.environ.get("PAYSDK_BENCH_STREAM_ROWS", "50000"))
@@ -142,14 +142,12 @@ def bench_streams(rows: int = ROWS, streams: int = STREAMS) -> dict[str, Any]:
     content = make_xlsx(rows)
     folder = tempfile.mkdtemp(prefix="paysdk-bench-streams-")
     db_file = f"{folder}/bench.db"
-    port = free_port()
-    server = _launch("paysdk", f"sqlite:///{db_file}", port)
     plain: list[tuple[str, list[float]]] = []
     loaded: list[tuple[str, list[float]]] = []
     connecting: list[float] = []
     cpu: dict[int, list[float]] = {0: [], streams: []}
-    try:
-        _wait_healthy(server, port)
+    with paysdk_serve(f"sqlite:///{db_file}") as served:
+        server, port = served.process, int(served.url.rpartition(":")[2])
         _run(port, make_xlsx(500), 10)  # warm-up: the routers' first imports, the connections
         for _ in range(ROUNDS):
             before = _cpu_seconds(server.pid)
@@ -163,8 +161,6 @@ def bench_streams(rows: int = ROWS, streams: int = STREAMS) -> dict[str, Any]:
             if done != streams:
                 raise SystemExit(f"streams benchmark: {streams - done} of {streams} streams missed done")
             loaded.append((batch, latencies))
-    finally:
-        _stop(server)
 
     def p99(runs: list[tuple[str, list[float]]]) -> float:
         samples = sorted(latency for _, latencies in runs for latency in latencies)
