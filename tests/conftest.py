@@ -42,6 +42,7 @@ import gc
 import itertools
 import os
 import re
+import signal
 import socket
 import sqlite3
 import threading
@@ -601,3 +602,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     requests to in-process and live servers, and Python's default young-generation threshold collects
     every few of them (the whole suite: ~7% less CPU, D769)."""
     gc.set_threshold(*SERVING_THRESHOLDS)
+    _interruptible_children()
+
+
+def _interruptible_children() -> None:
+    """Let the commands the tests start be stopped as Ctrl-C stops them (``SIGINT``), however pytest was
+    started. A shell starts a background command (``make test &``, ``nohup``, a script's ``cmd &``) with
+    ``SIGINT`` ignored; every process inherits that through ``exec``, and a Python process that starts with
+    it ignored never raises ``KeyboardInterrupt``: ``paysdk callbacks listen`` and ``paysdk sandbox tail``
+    would then run past every test's Ctrl-C. A handler (unlike an ignored signal) is reset to the default at
+    ``exec``, so the children start as they would from a terminal."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
