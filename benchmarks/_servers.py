@@ -16,7 +16,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import socket
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
@@ -24,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from paysdk.testing._ready import ServedProcess, http_ok, serve_process
+from paysdk.testing._ready import ServedProcess, free_port, http_ok, serve_process
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -116,12 +115,6 @@ def pin_load() -> Iterator[None]:
         yield
     finally:
         os.sched_setaffinity(0, before)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

@@ -34,8 +34,8 @@ from typing import Any
 
 import httpx
 
-from benchmarks._servers import SERVER_CPU, _pin, free_port
-from paysdk.testing._ready import http_ok, wait_ready
+from benchmarks._servers import SERVER_CPU, _pin
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 ROWS = 50_000
 JSON_TYPE = {"Content-Type": "application/json"}

@@ -40,7 +40,8 @@ from typing import Any
 
 import httpx
 
-from benchmarks._servers import SERVER_CPU, _pin, free_port
+from benchmarks._servers import SERVER_CPU, _pin
+from paysdk.testing._ready import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = int(os.environ.get("PAYSDK_BENCH_ROUNDS", "7"))

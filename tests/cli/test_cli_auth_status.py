@@ -14,10 +14,10 @@ import pytest
 
 from paysdk.contracts.alternative_payments import RAILS
 from paysdk.contracts.common import Channel, Currency
+from paysdk.testing._ready import free_port
 from paysdk_cli._secrets import load_token
 
 from .conftest import TOKEN, run_cli, subprocess_env
-from .test_cli_listen import free_port
 
 pytestmark = pytest.mark.usefixtures("cli_server")
 

@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 from .conftest import MemoryKeyring, run_cli, subprocess_env
-from .test_cli_listen import callback_body, free_port, start_listener
+from .test_cli_listen import callback_body, start_listener
 
 TOKEN = "cli-control-0b9e4d2c7a1f4e58"
 SERVICE = "paysdk-control-token"

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from paysdk.testing._ready import READY_TIMEOUT
+from paysdk.testing._ready import READY_TIMEOUT, free_port
 
 from .conftest import TOKEN, run_cli, subprocess_env
-from .test_cli_listen import free_port, start_listener
+from .test_cli_listen import start_listener
 
 pytestmark = pytest.mark.usefixtures("cli_server")
 
@@ -187,9 +187,7 @@ def test_exit_codes_against_the_real_server(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_unreachable_server_exits_7(monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     result = run_cli("--base-url", f"http://127.0.0.1:{port}", "sandbox", "health")
     assert result.exit_code == 7
     assert result.stderr.startswith(f"Error: could not connect to http://127.0.0.1:{port}: ")

@@ -20,18 +20,11 @@ import httpx
 import pytest
 
 from paysdk._json import dumps
-from paysdk.testing._ready import READY_TIMEOUT, http_ok, wait_ready
+from paysdk.testing._ready import READY_TIMEOUT, free_port, http_ok, wait_ready
 
 from .conftest import run_cli, subprocess_env
 
 HEADER_VALUE = "cb-3f1c9a7be2d84c06a5b1e9f0c2d7a4b8"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def callback_body(**overrides: Any) -> bytes:

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from paysdk.testing._ready import free_port
+
 from .conftest import run_cli
-from .test_cli_listen import free_port
 
 pytestmark = pytest.mark.usefixtures("cli_server")
 

@@ -9,10 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from paysdk.testing._ready import wait_ready
+from paysdk.testing._ready import free_port, wait_ready
 
 from .conftest import run_cli, subprocess_env
-from .test_cli_listen import free_port
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,7 +21,7 @@ from fastapi import FastAPI
 
 from paysdk.server import create_app
 from paysdk.server.events import EventFeed
-from paysdk.testing._ready import READY_TIMEOUT, serve_in_thread, wait_ready
+from paysdk.testing._ready import READY_TIMEOUT, free_port, serve_in_thread, wait_ready
 
 from .conftest import subprocess_env
 
@@ -141,10 +140,7 @@ def test_tail_lines_for_people_with_filters(config_dir: Path, live: Live) -> Non
 
 
 def test_tail_names_the_address_it_cannot_reach(config_dir: Path) -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
+    port = free_port()
     result = subprocess.run(
         [sys.executable, "-m", "paysdk_cli", "--base-url", f"http://127.0.0.1:{port}", "sandbox", "tail"],
         capture_output=True,

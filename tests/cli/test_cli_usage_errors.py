@@ -8,7 +8,6 @@ exit 2. Input the SDK refuses has the same shape as input the CLI refuses itself
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from paysdk.testing._ready import free_port
 from paysdk_cli._context import CLIENT_OPTIONS
 from paysdk_cli.main import FAMILIES, load_family
 
@@ -169,20 +169,13 @@ def test_the_sdks_refusal_and_the_clis_have_the_same_shape(monkeypatch: pytest.M
     assert cli[-1].startswith(prefix + "'abc' ")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 @pytest.mark.parametrize("command", [["sandbox", "health"], [*LINK, "--amount", "10.50"]])
 def test_connection_error_names_the_address_and_what_to_do(
     command: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PAYSDK_MERCHANT_TOKEN", TOKEN)
     CLIENT_OPTIONS["max_retries"] = 0
-    address = f"http://127.0.0.1:{_free_port()}"  # nobody listens there
+    address = f"http://127.0.0.1:{free_port()}"  # nobody listens there
     result = run_cli("--base-url", address, *command)
 
     assert result.exit_code == 7

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import inspect
 import secrets
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -49,10 +48,6 @@ class MerchantReceiver:
         self.processed: list[CallbackPayload] = []
         self.results: list[CallbackResult] = []
         self._lock = threading.Lock()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        sock.close()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -68,7 +63,8 @@ class MerchantReceiver:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # port 0: the system picks it
+        self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 

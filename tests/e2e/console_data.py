@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-import socket
 import tempfile
 import threading
 import time
@@ -125,11 +124,8 @@ class Receiver:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        sock.close()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # port 0: the system picks it
+        port = self._server.server_address[1]
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

@@ -7,7 +7,6 @@ SQLite and PostgreSQL; and two server processes over one database.
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from fastapi import FastAPI
 import paysdk
 from paysdk.contracts.deprecations import Deprecation
 from paysdk.server.deprecations import REFRESH_SECONDS
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 from . import test_onboarding_sdk as onboarding
 from .test_onboarding_sdk import BUSINESS, CONTACT, PDF, Maker, call
@@ -219,9 +218,7 @@ def test_the_sync_warning_points_at_the_calling_line(live_server: str) -> None:
 
 @contextlib.contextmanager
 def _second_server(db_url: str) -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     command = [sys.executable, "-m", "paysdk.server", "--port", str(port), "--db", db_url]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"

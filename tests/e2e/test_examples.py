@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import paysdk
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -77,9 +76,7 @@ def test_sandbox_in_your_tests(live_server: str) -> None:
 
 
 def test_fastapi_receiver_processes_each_event_once(live_server: str, tmp_path: Path) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     header_value = "receiver-secret-" + os.urandom(8).hex()
     workdir = tmp_path / "work"
     workdir.mkdir()

@@ -7,7 +7,6 @@ than the reference server (``live_server``). The checks go through the control p
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,11 +43,8 @@ class HostilePages:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port: int = sock.getsockname()[1]
-        sock.close()
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # port 0: the system picks it
+        self.port: int = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ import pytest
 import paysdk
 from paysdk.server import create_app
 from paysdk.server.control_token import control_token_digest
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 HEADER = "Paysdk-Control-Token"
 TOKEN = "sdk-control-5e1d7c2a9b4f4e30"
@@ -111,17 +110,10 @@ async def test_async_sandbox_sends_the_token_on_control_calls_only(
             await client.sandbox.get_client("intruder")  # the refused create changed nothing
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def exposed_server(tmp_path: Path) -> Iterator[str]:
     """``paysdk serve --host 0.0.0.0`` with ``PAYSDK_CONTROL_TOKEN`` set, reached through 127.0.0.1."""
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAYSDK_")}
     env["PAYSDK_CONTROL_TOKEN"] = TOKEN
     env["PAYSDK_CONFIG_DIR"] = str(tmp_path / "config")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import inspect
 import io
-import socket
 import time
 from collections.abc import AsyncIterator
 from decimal import Decimal
@@ -22,6 +21,7 @@ from PIL import Image
 import paysdk
 import paysdk.contracts.sandbox
 from paysdk.contracts.sandbox import SandboxClient
+from paysdk.testing._ready import free_port
 
 T = TypeVar("T")
 AnyClient = paysdk.Client | paysdk.AsyncClient
@@ -377,9 +377,7 @@ async def test_a_post_cut_off_after_sending_says_its_outcome_is_unknown(
     assert patient.last_response.replayed is True
 
     # Nothing listens on a closed port: the POST was never sent, and the error says so.
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     closed = paysdk.Environment.local(f"http://127.0.0.1:{port}")
     refused = client_for(shop.sandbox_token, closed, max_retries=0)
     with pytest.raises(paysdk.APIConnectionError) as refused_info:

@@ -10,7 +10,6 @@ import contextlib
 import hashlib
 import io
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -25,7 +24,7 @@ import pytest
 import paysdk
 from paysdk._pipeline import Operation
 from paysdk.contracts.sandbox import UploadReceipt
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 from .conftest import Maker, call
 
@@ -129,10 +128,7 @@ class Served(NamedTuple):
 @contextlib.contextmanager
 def server_in_a_process(folder: Path, *options: str) -> Iterator[Served]:
     """``python -m paysdk.server`` on a free port, while it runs."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
+    port = free_port()
     command = [
         sys.executable,
         "-m",

@@ -44,7 +44,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -63,7 +62,7 @@ import typer
 from keyring.backends import fail
 from typer.testing import CliRunner
 
-from paysdk.testing._ready import NotReady, http_ok, wait_ready
+from paysdk.testing._ready import NotReady, free_port, http_ok, wait_ready
 from paysdk_cli._context import CLIENT_OPTIONS
 from paysdk_cli._state import DEFAULT_BASE_URL
 from paysdk_cli.main import app
@@ -336,13 +335,6 @@ def _check_choice(path: str, option: str, param: Any, value: str) -> list[str]:
 # ---------------------------------------------------------------------------------------- running
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @dataclass
 class Background:
     """A command running in the background, its output in files."""
@@ -424,7 +416,7 @@ class Session:
 
     def port(self, doc_port: int) -> int:
         if doc_port not in self.ports:
-            self.ports[doc_port] = _free_port()
+            self.ports[doc_port] = free_port()
         return self.ports[doc_port]
 
     # -- rewriting

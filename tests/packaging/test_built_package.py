@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -38,7 +37,7 @@ import httpx
 import pytest
 
 from paysdk._version import DISTRIBUTION, __version__
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 from ._build import INSTALL_TIMEOUT, Dist, clean_env, make_venv
 
@@ -116,13 +115,6 @@ def _run(
         timeout=120,
         env=env or clean_env(),
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 #: A ``sitecustomize`` that makes ``fcntl`` unimportable, as on Windows (D400).
@@ -397,7 +389,7 @@ def test_the_cli_install_saves_a_profile_offline_and_names_the_server_extra(
     _check_profile_save_with_and_without_fcntl(bin_dir, tmp_path)
 
     # with the cli extra but not the server's, `paysdk serve` names the server extra in one line
-    serve = _run(bin_dir, "paysdk", "serve", "--port", str(_free_port()), cwd=tmp_path, env=env)
+    serve = _run(bin_dir, "paysdk", "serve", "--port", str(free_port()), cwd=tmp_path, env=env)
     assert serve.returncode == 1
     lines = serve.stderr.splitlines()
     assert len(lines) == 1, serve.stderr
@@ -428,7 +420,7 @@ def test_the_cli_and_server_install_serves_and_makes_a_payment_link(dist: Dist, 
     assert version.returncode == 0, version.stderr
     assert version.stdout == f"paysdk {__version__}\n"
 
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
         [
@@ -567,7 +559,7 @@ def test_pipx_runs_the_server_with_no_python_project_around(dist: Dist, tmp_path
         PIPX_BIN_DIR=str(tmp_path / "pipx-bin"),
         PIPX_MAN_DIR=str(tmp_path / "pipx-man"),
     )
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     spec = f"{dist.wheel}[cli,server]"
     # --no-compile: as make_venv installs (the modules the test imports compile as they load).

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from paysdk.server.bodies import MAX_BODY_BYTES
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 BODY_TIMEOUT = 6.0  # the 413 tests send ~1 MiB x 4 at once: under load 8-20 2 s ran out first (408)
 KEEP_ALIVE = 2.0
@@ -51,9 +51,7 @@ class Server:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tmp_path = tmp_path_factory.mktemp("bounds")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     stderr = tmp_path / "server.log"
     with stderr.open("wb") as sink:
         process = subprocess.Popen(

@@ -33,7 +33,7 @@ from paysdk.server.boot import BootApp
 from paysdk.server.core_tables import Base
 from paysdk.server.db import Database
 from paysdk.server.families import FAMILIES, reset_order, schema_tables
-from paysdk.testing._ready import wait_ready
+from paysdk.testing._ready import free_port, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 PAYSDK = str(Path(sys.executable).with_name("paysdk"))
@@ -117,17 +117,11 @@ def _stop(proc: subprocess.Popen[str]) -> str:
     return err
 
 
-def _free_port() -> int:
-    from benchmarks._servers import free_port
-
-    return free_port()
-
-
 def test_serve_answers_as_a_server_built_at_once(tmp_path: Path, db_url: str) -> None:
     database = Database(db_url)
     database.create_schema()
     database.dispose()
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = _serve(db_url, port)
     try:
@@ -185,7 +179,7 @@ def _in_process_health(app: Any) -> httpx.Response:
 def test_a_stop_right_after_the_probe_while_the_server_loads_is_clean(tmp_path: Path) -> None:
     db_url = f"sqlite:///{tmp_path / 'stop.db'}"
     for _ in range(2):  # the first start creates the tables, the second boots
-        port = _free_port()
+        port = free_port()
         proc = _serve(db_url, port)
         _wait_healthy(proc, f"http://127.0.0.1:{port}")
         _stop(proc)  # the full server is loading (right after the first health answer)
@@ -208,7 +202,7 @@ async def _boot_server(
         return create_app(database=database, tick_interval=0.05)
 
     app = BootApp(database, "sandbox", ServerAddresses(), build or full)
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     task = asyncio.create_task(server.serve())
     assert await _until(lambda: server.started, 30)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ from cardholder_kit import (
 
 from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server.db import Database
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 WORKER = Path(__file__).with_name("jobs_worker.py")
 PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -86,9 +85,7 @@ class _Process:
     """A reference-server process (``jobs_worker.py``: the real app under uvicorn, ticker on)."""
 
     def __init__(self, url: str) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
+        self.port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, str(WORKER), url, str(self.port), "30"], cwd=WORKER.parent
         )

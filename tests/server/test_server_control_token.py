@@ -7,7 +7,6 @@ through 127.0.0.1: the rule follows the address the server binds, not the caller
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,17 +24,10 @@ from paysdk.server.control_token import (
     is_loopback_host,
     startup_control_token,
 )
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 HEADER = "Paysdk-Control-Token"
 TOKEN = "team-sandbox-7f3c9a1e5b2d4c86"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -62,7 +54,7 @@ class Served:
 
 def _start(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Served:
     """``paysdk serve ARGS --port P --db ...``, waited on until ``/_sandbox/health`` answers."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -187,7 +179,7 @@ def test_exposed_server_masks_rereads_and_reveals_with_the_token(exposed: Served
 def test_non_loopback_start_without_a_token_is_refused(tmp_path: Path) -> None:
     for host in ("0.0.0.0", "::"):
         done = subprocess.run(
-            [sys.executable, "-m", "paysdk_cli", "serve", "--host", host, "--port", str(_free_port())],
+            [sys.executable, "-m", "paysdk_cli", "serve", "--host", host, "--port", str(free_port())],
             capture_output=True,
             text=True,
             env=_env(tmp_path),
@@ -252,7 +244,7 @@ def test_generate_and_a_given_token_together_are_a_usage_error(tmp_path: Path) -
             "serve",
             "--generate-control-token",
             "--port",
-            str(_free_port()),
+            str(free_port()),
         ],
         capture_output=True,
         text=True,
@@ -337,7 +329,7 @@ def test_access_checks_the_digest_shape() -> None:
 
 def test_python_m_paysdk_server_applies_the_same_rule(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "paysdk.server", "--host", "0.0.0.0", "--port", str(_free_port())],
+        [sys.executable, "-m", "paysdk.server", "--host", "0.0.0.0", "--port", str(free_port())],
         capture_output=True,
         text=True,
         env=_env(tmp_path),

@@ -27,7 +27,7 @@ from paysdk.contracts.sandbox import SandboxClient
 from paysdk.server import create_app
 from paysdk.server.events import EventFeed
 from paysdk.server.sse import StreamRegistry
-from paysdk.testing._ready import http_ok, serve_in_thread, wait_ready
+from paysdk.testing._ready import free_port, http_ok, serve_in_thread, wait_ready
 
 sqlite_only = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -238,15 +238,9 @@ def test_a_server_stopping_in_a_thread_drops_its_open_streams(served: Served) ->
     assert served.streams.open == 0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_paysdk_serve_with_open_streams_stops_on_a_signal(tmp_path: Path, stop: signal.Signals) -> None:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(
         [PAYSDK, "serve", "--port", str(port), "--db", f"sqlite:///{tmp_path}/streams.db"],

@@ -20,7 +20,7 @@ import pytest
 from server_helpers import JSON_TYPE, dumps
 
 from paysdk.server import create_app
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 PAYSDK = str(Path(sys.executable).with_name("paysdk"))
 
@@ -121,15 +121,9 @@ def _serving(proc: subprocess.Popen[str], port: int, check: Callable[[], None] =
     return err
 
 
-def _port() -> int:
-    from benchmarks._servers import free_port
-
-    return free_port()
-
-
 def test_paysdk_serve_makes_an_explicit_database_private(tmp_path: Path) -> None:
     database = tmp_path / "new" / "shop.db"
-    port = _port()
+    port = free_port()
 
     def private() -> None:
         assert _mode(database.parent) == 0o700
@@ -144,7 +138,7 @@ def test_paysdk_serve_shows_the_warning_of_a_database_readable_by_others(tmp_pat
     database = tmp_path / "shared.db"
     database.write_bytes(b"")
     database.chmod(0o644)
-    port = _port()
+    port = free_port()
     err = _serving(_serve(database, port), port)
     lines = [line for line in err.splitlines() if "other users" in line]
     assert len(lines) == 1, err

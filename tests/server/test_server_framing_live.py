@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from paysdk.server.db import Database
-from paysdk.testing._ready import wait_ready
+from paysdk.testing._ready import free_port, wait_ready
 
 #: What a proxy that frames by Content-Length forwards as one body, and h11 (by Transfer-Encoding) reads
 #: as an empty chunked body followed by a second request.
@@ -99,9 +99,7 @@ def test_paysdk_serve_refuses_it_from_its_first_request(tmp_path: Path) -> None:
     database = Database(url)
     database.create_schema()
     database.dispose()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     paysdk = str(Path(sys.executable).with_name("paysdk"))
     process = subprocess.Popen(
         [paysdk, "serve", "--port", str(port), "--db", url],

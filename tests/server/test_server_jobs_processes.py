@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,7 +30,7 @@ from paysdk.server.clock import Clock
 from paysdk.server.core_tables import CallbackAttemptRow, CallbackEventRow, ClientRow, JobRow
 from paysdk.server.db import Database
 from paysdk.server.services import callbacks
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 pytestmark = pytest.mark.heavy  # minutes of server processes: run first (tests/conftest.py)
 
@@ -62,9 +61,7 @@ class Worker:
     def __init__(
         self, db: Database, lease: float, *, hang: bool = False, env: dict[str, str] | None = None
     ) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
+        self.port = free_port()
         url = db.engine.url.render_as_string(hide_password=False)
         args = [sys.executable, str(WORKER), url, str(self.port), str(lease), *(["hang"] if hang else [])]
         self.process = subprocess.Popen(args, cwd=WORKER.parent, env={**os.environ, **(env or {})})

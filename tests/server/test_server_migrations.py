@@ -44,7 +44,7 @@ from paysdk.server.migrations import Step, plan, prepare
 from paysdk.server.migrations.snapshots import SNAPSHOTS
 from paysdk.server.migrations.versions import v0001_baseline
 from paysdk.server.services.test_cards import TEST_CARDS, saved_card
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 PAYSDK = str(Path(sys.executable).with_name("paysdk"))
 PG_ADMIN_URL = os.environ.get("PAYSDK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -215,12 +215,6 @@ def _serve(db_url: str, port: int) -> subprocess.Popen[str]:
     )
 
 
-def _free_port() -> int:
-    from benchmarks._servers import free_port
-
-    return free_port()
-
-
 def _wait_healthy(proc: subprocess.Popen[str], base: str) -> None:
     wait_ready(http_ok(f"{base}/_sandbox/health"), what="paysdk serve", process=proc)
 
@@ -252,7 +246,7 @@ def test_a_baseline_database_with_rows_in_every_table_is_upgraded_by_paysdk_serv
     finally:
         old.dispose()
 
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = _serve(old_url, port)
     try:
@@ -507,7 +501,7 @@ def test_a_database_of_a_newer_version_is_refused_and_left_as_it_was(
         again.dispose()
     # paysdk serve says so and exits; the database is untouched.
     run = subprocess.run(
-        [PAYSDK, "serve", "--port", str(_free_port()), "--db", new_url],
+        [PAYSDK, "serve", "--port", str(free_port()), "--db", new_url],
         capture_output=True,
         text=True,
         timeout=120,

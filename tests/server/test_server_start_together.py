@@ -18,7 +18,7 @@ import pytest
 from server_helpers import JSON_TYPE, auth, dumps, link_body
 
 from paysdk.contracts.sandbox import SandboxClient
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 pytestmark = pytest.mark.heavy  # minutes of server processes: run first (tests/conftest.py)
 
@@ -44,17 +44,8 @@ def new_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def _free_ports(count: int) -> list[int]:
-    from benchmarks._servers import free_port
-
-    ports: set[int] = set()
-    while len(ports) < count:
-        ports.add(free_port())
-    return sorted(ports)
-
-
 def test_three_serves_started_at_once_on_a_new_database_all_serve(new_database: str) -> None:
-    ports = _free_ports(PROCESSES)
+    ports = [free_port() for _ in range(PROCESSES)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     procs = [
         subprocess.Popen(

@@ -3,6 +3,7 @@ server is waited on until it answers; one that dies or never answers fails with 
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -12,17 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
-from paysdk.testing._ready import NotReady, http_ok, serve_in_thread, serve_process, wait_ready
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from paysdk.testing import _ready
+from paysdk.testing._ready import NotReady, free_port, http_ok, serve_in_thread, serve_process, wait_ready
 
 
 def test_serve_process_waits_for_a_real_server_then_stops_it() -> None:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/"
     cmd = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
     with serve_process(cmd, url=url, what="http.server") as served:
@@ -46,7 +42,7 @@ def test_a_process_that_exits_fails_at_once_with_its_exit_status_and_output() ->
 
 
 def test_a_process_never_ready_fails_after_the_deadline_killed_with_its_output() -> None:
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     process = subprocess.Popen(
         [sys.executable, "-c", "import time; print('still starting', flush=True); time.sleep(600)"],
         stdout=subprocess.PIPE,
@@ -71,7 +67,7 @@ def test_a_server_thread_that_stops_fails_the_wait() -> None:
 
 
 def test_http_ok_takes_200_or_with_any_status_any_answer() -> None:
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
     with serve_process(cmd, url=f"http://127.0.0.1:{port}/"):
         missing = f"http://127.0.0.1:{port}/no-such-file"
@@ -129,3 +125,43 @@ def test_serve_in_thread_fails_at_once_when_the_server_cannot_start() -> None:
     with pytest.raises(NotReady, match="the broken server stopped before it was ready"):  # noqa: SIM117
         with serve_in_thread(broken, lifespan="on", what="the broken server", log_level="critical"):
             pass  # pragma: no cover - never reached
+
+
+def _block_of(port: int) -> int:
+    return (port - _ready.PORT_RANGE[0]) // _ready.PORT_BLOCK
+
+
+def test_free_port_hands_out_distinct_ports_of_this_processes_block_below_the_ephemeral_range() -> None:
+    ports = [free_port() for _ in range(50)]
+    assert len(set(ports)) == 50
+    assert all(_ready.PORT_RANGE[0] <= port < _ready.PORT_RANGE[1] for port in ports)
+    assert {_block_of(port) for port in ports} == {_ready._port_block()}
+    for port in ports:  # each is free when handed out (nothing started on it here)
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+
+
+def test_free_port_skips_a_port_in_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = free_port()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", taken))
+        holder.listen()
+        monkeypatch.setattr(_ready, "_next_port", taken)  # the next one it would hand out
+        port = free_port()
+    assert port != taken
+    assert _block_of(port) == _block_of(taken)
+
+
+def test_two_workers_of_a_run_never_share_a_port() -> None:
+    """xdist workers ``gw0``/``gw1`` (separate processes) take their ports from separate blocks."""
+    script = "from paysdk.testing._ready import free_port; print(*[free_port() for _ in range(20)])"
+    seen: list[set[int]] = []
+    for worker in ("gw0", "gw1"):
+        env = {**os.environ, "PYTEST_XDIST_WORKER": worker}
+        out = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+        seen.append({int(port) for port in out.split()})
+    assert not seen[0] & seen[1]
+    assert {_block_of(port) for port in seen[0]} == {0}
+    assert {_block_of(port) for port in seen[1]} == {1}

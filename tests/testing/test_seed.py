@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 from decimal import Decimal
@@ -22,7 +21,7 @@ from paysdk.contracts.seed import SeedError, SeedFile, parse_seed, read_seed
 from paysdk.server.seed import install_seed
 from paysdk.server.wallet_tables import WalletCardRow, WalletMovementRow, WalletUserRow
 from paysdk.testing import SandboxServer
-from paysdk.testing._ready import http_ok, wait_ready
+from paysdk.testing._ready import free_port, http_ok, wait_ready
 
 TOKEN = "ab" * 32
 KEY = "GS9iWYId25yxE2URxA0fYb6YbkQi2Hnj80NAUC60jVw="
@@ -264,9 +263,7 @@ def test_an_empty_seed_is_valid() -> None:
 
 def test_serve_loads_the_seed_and_reset_restores_it(tmp_path: Path) -> None:
     (tmp_path / "seed.json").write_bytes(_json.dumps(_seed()))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,

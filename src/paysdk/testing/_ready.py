@@ -31,6 +31,7 @@ __all__ = [
     "ServedProcess",
     "ServedThread",
     "bound_socket",
+    "free_port",
     "http_ok",
     "serve_in_thread",
     "serve_process",
@@ -200,6 +201,54 @@ class ServedThread:
         if self.thread.is_alive() and self.thread is not threading.current_thread():
             self.thread.join(timeout=timeout)
         self.socket.close()
+
+
+#: The ports :func:`free_port` hands out: ``[20000, 32768)``, below the ranges the systems pick a
+#: ``bind(0)``'s port and an outgoing connection's from (Linux 32768-60999, macOS and Windows
+#: 49152-65535), in blocks of :data:`PORT_BLOCK`, one block per process.
+PORT_RANGE = (20_000, 32_768)
+PORT_BLOCK = 500
+_ports = threading.Lock()
+_next_port: int | None = None
+
+
+def _port_block() -> int:
+    """This process's block: its pytest-xdist worker's number (``gw3``: 3), so two workers of a run never
+    share one; another process (the controller, a plain run, a benchmark) takes one of the last four by
+    its pid."""
+    blocks = (PORT_RANGE[1] - PORT_RANGE[0]) // PORT_BLOCK
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw") and worker[2:].isdigit() and int(worker[2:]) < blocks - 4:
+        return int(worker[2:])
+    return blocks - 1 - os.getpid() % 4
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port of ``host`` for a server this process is about to start (a subprocess, a thread), or
+    where nothing may listen (a refused connection).
+
+    A port found by binding port 0 and closing the socket is the system's next free port for anyone: a
+    test worker starting its own server, or any outgoing connection, could be given it before the server
+    binds it; a suite of parallel workers that start servers met that ("address already in use", or a
+    readiness probe answered by another worker's server). These ports come from this process's own
+    block of :data:`PORT_RANGE`, taken in turn (from an offset its pid picks), each checked free by a
+    bind at the time. Where a socket can be kept until the server takes it, :func:`bound_socket` (or
+    port 0 passed to the server) is better still."""
+    global _next_port
+    low = PORT_RANGE[0] + _port_block() * PORT_BLOCK
+    with _ports:
+        if _next_port is None:
+            _next_port = low + (os.getpid() * 37) % PORT_BLOCK
+        for _ in range(PORT_BLOCK):
+            port = _next_port
+            _next_port = low + (port + 1 - low) % PORT_BLOCK
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                try:
+                    probe.bind((host, port))
+                except OSError:
+                    continue
+            return port
+    raise OSError(f"no free port left in {low}-{low + PORT_BLOCK - 1} on {host}")
 
 
 def bound_socket(host: str = "127.0.0.1") -> socket.socket:
