@@ -74,17 +74,36 @@ def test_an_in_memory_database_is_refused(url: str, tmp_path: Path) -> None:
     assert not is_in_memory_sqlite("postgresql+psycopg://u@h/memory")
 
 
-@pytest.mark.parametrize("url", ["sqlite://", "mysql://root:hunter2@db/shop", "not a url"])
-def test_python_m_paysdk_server_refuses_a_database_it_cannot_run_on(url: str, tmp_path: Path) -> None:
-    """D771: a usage error naming --db, before anything listens; no traceback, no password."""
-    done = subprocess.run(
+def _python_m_paysdk_server(url: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m paysdk.server --db url``, run to its end (each URL here makes it stop before listening)."""
+    return subprocess.run(
         [sys.executable, "-m", "paysdk.server", "--port", "0", "--db", url],
         capture_output=True,
         text=True,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("PAYSDK_")}, "HOME": str(tmp_path)},
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("PAYSDK_")}, "HOME": str(home)},
         timeout=120,
     )
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "mysql://root:hunter2@db/shop", "not a url"])
+def test_python_m_paysdk_server_refuses_a_database_it_cannot_run_on(url: str, tmp_path: Path) -> None:
+    """D771: a usage error naming --db, before anything listens; no traceback, no password."""
+    done = _python_m_paysdk_server(url, tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines()[-1].startswith("python -m paysdk.server: error: --db: "), done.stderr
     assert "Traceback" not in done.stderr
     assert "hunter2" not in done.stderr
+
+
+@pytest.mark.postgres
+def test_python_m_paysdk_server_says_in_the_drivers_words_a_database_it_cannot_open(tmp_path: Path) -> None:
+    """``serve()`` raises ``DatabaseUnavailable`` before anything listens; the command says it in one line,
+    exit 1, as ``paysdk serve`` does: no traceback, no SQLAlchemy class name or link, no password."""
+    url = "postgresql://postgres:hunter2@127.0.0.1:5432/paysdk_no_such_database"
+    done = _python_m_paysdk_server(url, tmp_path)
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("python -m paysdk.server: error: cannot open the database of --db: "), done.stderr
+    assert 'database "paysdk_no_such_database" does not exist' in last
+    for hidden in ("Traceback", "OperationalError", "sqlalche.me", "hunter2"):
+        assert hidden not in done.stderr

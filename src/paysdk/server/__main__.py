@@ -111,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sqlalchemy.exc import ArgumentError
 
     from paysdk.server.boot import serve
+    from paysdk.server.db import DatabaseUnavailable
 
     try:
         serve(
@@ -129,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Raised before anything listens: the database URL (unparsable, unsupported, in memory: D771).
         # Their messages name the dialect or an in-memory URL, never a password.
         parser.error(f"--db: {exc}")
+    except DatabaseUnavailable as exc:  # before anything listens: the driver's words, no traceback
+        parser.exit(1, f"{parser.prog}: error: cannot open the database of --db: {exc}\n")
     return 0
 
 

@@ -47,7 +47,7 @@ from paysdk.server.connections import (
     uvicorn_connection_options,
 )
 from paysdk.server.control_token import control_token_digest, is_loopback_host
-from paysdk.server.db import Database
+from paysdk.server.db import Database, DatabaseUnavailable
 from paysdk.server.errors import REQUEST_ID_HEADER, new_request_id
 
 if TYPE_CHECKING:
@@ -245,9 +245,10 @@ def serve(
     token unless told otherwise; this function does not.
 
     Without ``seed``, the schema is made current (or refused) first, then the readiness probe is answered
-    before the rest of the server is imported (:class:`BootApp`, D310, D611). While it serves, the
-    process's garbage collector runs at serving thresholds, put back when it returns
-    (:func:`paysdk.server.collector.thresholds_for_serving`, D769).
+    before the rest of the server is imported (:class:`BootApp`, D310, D611). A database that cannot be
+    opened raises :class:`~paysdk.server.db.DatabaseUnavailable` (the driver's words) before anything
+    listens. While it serves, the process's garbage collector runs at serving thresholds, put back when it
+    returns (:func:`paysdk.server.collector.thresholds_for_serving`, D769).
     """
     import uvicorn
 
@@ -269,6 +270,8 @@ def serve(
             lazy_routers=True,  # the families' routers load on their first request (D303)
         )
 
+    from sqlalchemy.exc import OperationalError
+
     app: ASGIApp
     try:
         if seed is None:
@@ -285,6 +288,9 @@ def serve(
 
                 for install in hook("seed", database.families):
                     install(app, seed)
+    except OperationalError as exc:  # before anything listens: the driver's words (DatabaseUnavailable)
+        database.dispose()
+        raise DatabaseUnavailable.from_driver(exc) from None
     except BaseException:
         database.dispose()
         raise

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Database",
+    "DatabaseUnavailable",
     "SchemaMismatch",
     "UTCDateTime",
     "default_database_url",
@@ -85,6 +86,17 @@ def to_cents(amount: Decimal) -> int:
 def from_cents(cents: int) -> Decimal:
     """``1050`` -> ``Decimal("10.50")`` (always two places)."""
     return Decimal(cents).scaleb(-2).quantize(_CENT)
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database could not be opened before the server listened (a wrong host, port or name, a refused
+    login): the message is the driver's own words, never SQLAlchemy's class name or a password."""
+
+    @classmethod
+    def from_driver(cls, exc: BaseException) -> DatabaseUnavailable:
+        """From SQLAlchemy's ``OperationalError``: its driver's message on one line."""
+        orig = getattr(exc, "orig", None)
+        return cls(" ".join(str(orig).split()) if orig is not None else "the database is unreachable")
 
 
 class SchemaMismatch(RuntimeError):

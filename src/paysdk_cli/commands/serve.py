@@ -324,14 +324,12 @@ class _ServeCommand(PaysdkCommand):
             if seed_module is not None and isinstance(exc, seed_module.SeedError):
                 raise typer.BadParameter(str(exc), param_hint="--seed") from None
             raise
-        except Exception as exc:
+        except RuntimeError as exc:
             # The database could not be opened before anything listened (a wrong host, port or database
-            # name): the driver's own words, not SQLAlchemy's class name and link. Nothing else raises
-            # SQLAlchemy's OperationalError out of serve(): uvicorn answers the errors of requests.
-            alchemy = sys.modules.get("sqlalchemy.exc")
-            if alchemy is not None and isinstance(exc, alchemy.OperationalError):
-                reason = " ".join(str(exc.orig).split()) if exc.orig is not None else "unreachable"
-                raise CLIError(f"cannot open the database of --db: {reason}") from None
+            # name): serve() says so in the driver's words (DatabaseUnavailable), imported by then.
+            db_module = sys.modules.get("paysdk.server.db")
+            if db_module is not None and isinstance(exc, db_module.DatabaseUnavailable):
+                raise CLIError(f"cannot open the database of --db: {exc}") from None
             raise
 
 
